@@ -1,0 +1,64 @@
+// Package paths names the files CodeHydra keeps, as DESIGN.md lists them.
+// Every path comes from github.com/adrg/xdg, so tests isolate the app by
+// setting XDG_* variables and calling xdg.Reload (see Reload).
+package paths
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/adrg/xdg"
+)
+
+const app = "codehydra"
+
+// Reload re-reads the XDG_* environment variables. Tests that change them
+// with t.Setenv call it afterwards.
+func Reload() { xdg.Reload() }
+
+// SettingsFile is $XDG_CONFIG_HOME/codehydra/settings.json.
+func SettingsFile() string { return filepath.Join(xdg.ConfigHome, app, "settings.json") }
+
+// OpencodeConfigFile is $XDG_DATA_HOME/codehydra/opencode/codehydra-mcp.json.
+func OpencodeConfigFile() string {
+	return filepath.Join(xdg.DataHome, app, "opencode", "codehydra-mcp.json")
+}
+
+// ProjectsDir is $XDG_DATA_HOME/codehydra/projects, the default worktree root.
+func ProjectsDir() string { return filepath.Join(xdg.DataHome, app, "projects") }
+
+// ToolsDir is $XDG_DATA_HOME/codehydra/tools, where `make run` installs
+// opencode (as node_modules/.bin/opencode) when it is not on PATH.
+func ToolsDir() string { return filepath.Join(xdg.DataHome, app, "tools") }
+
+// TokenFile is $XDG_STATE_HOME/codehydra/token (0600).
+func TokenFile() string { return filepath.Join(xdg.StateHome, app, "token") }
+
+// LogFile is $XDG_STATE_HOME/codehydra/codehydra.log.
+func LogFile() string { return filepath.Join(xdg.StateHome, app, "codehydra.log") }
+
+// AuditFile is $XDG_STATE_HOME/codehydra/audit.jsonl.
+func AuditFile() string { return filepath.Join(xdg.StateHome, app, "audit.jsonl") }
+
+// AgentsDir is $XDG_STATE_HOME/codehydra/agents, one record per running agent.
+func AgentsDir() string { return filepath.Join(xdg.StateHome, app, "agents") }
+
+// RuntimeDir is $XDG_RUNTIME_DIR/codehydra. When XDG_RUNTIME_DIR is unset
+// and xdg's fallback /run/user/<uid> does not exist (no systemd login, CI,
+// containers), it is <temp>/codehydra-<uid>; internal/instance checks that
+// such a folder is ours and private before using it.
+func RuntimeDir() string {
+	if os.Getenv("XDG_RUNTIME_DIR") == "" {
+		if _, err := os.Stat(xdg.RuntimeDir); err != nil {
+			return filepath.Join(os.TempDir(), app+"-"+strconv.Itoa(os.Getuid()))
+		}
+	}
+	return filepath.Join(xdg.RuntimeDir, app)
+}
+
+// InstanceFile is $XDG_RUNTIME_DIR/codehydra/instance.json (0600).
+func InstanceFile() string { return filepath.Join(RuntimeDir(), "instance.json") }
+
+// LockFile is $XDG_RUNTIME_DIR/codehydra/lock, held by the running instance.
+func LockFile() string { return filepath.Join(RuntimeDir(), "lock") }

@@ -1,0 +1,264 @@
+package workspace
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"codehydra/internal/paths"
+)
+
+// CreateOptions say which workspace to create.
+type CreateOptions struct {
+	// ProjectPath is the project's path.
+	ProjectPath string
+	// Name is the workspace and branch name (see ValidateName).
+	Name string
+	// Base is the branch or commit a new branch starts from; "" means
+	// DefaultBase. It is recorded as the "base" metadata.
+	Base string
+}
+
+// undoTimeout bounds the clean-up after a failed create, which runs even
+// when the caller's context has ended.
+const undoTimeout = 30 * time.Second
+
+// worktreePath is where Create puts the worktree of branch name for the
+// project at projectPath (absolute, resolved):
+// <root>/<base name of project>-<hex sha256(projectPath)[:8]>/workspaces/<name, "/" as "%">.
+func worktreePath(root, projectPath, name string) string {
+	sum := sha256.Sum256([]byte(projectPath))
+	dir := filepath.Base(projectPath) + "-" + hex.EncodeToString(sum[:])[:8]
+	return filepath.Join(root, dir, "workspaces", strings.ReplaceAll(name, "/", "%"))
+}
+
+func (m *Manager) worktreeRoot() (string, error) {
+	root := m.opts.WorktreeRoot
+	if root == "" {
+		root = paths.ProjectsDir()
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return "", fmt.Errorf("worktree root %s: %w", root, err)
+	}
+	return abs, nil
+}
+
+// Create makes a workspace: a worktree of the project on branch o.Name,
+// under the worktree root. A branch that exists and is checked out nowhere
+// is reused as it is; otherwise a new branch starts at o.Base (default
+// DefaultBase), which must exist. The base is recorded as metadata. A
+// branch checked out in the main checkout or in another worktree, a create
+// of the same name already running, and a non-empty folder at the target
+// are CodeConflict. On failure Create undoes what it made itself — the
+// branch and the folder only if this call created them. It publishes
+// workspace-added.
+func (m *Manager) Create(ctx context.Context, o CreateOptions) (Workspace, error) {
+	if err := ValidateName(o.Name); err != nil {
+		return Workspace{}, err
+	}
+	p, err := m.lookupProject(o.ProjectPath)
+	if err != nil {
+		return Workspace{}, err
+	}
+	if o.Base != "" {
+		if err := validateBase(o.Base); err != nil {
+			return Workspace{}, err
+		}
+	}
+	root, err := m.worktreeRoot()
+	if err != nil {
+		return Workspace{}, &Error{Code: CodeInternal, Message: "cannot find the worktree root; check the worktreeRoot setting", Err: err}
+	}
+	target := worktreePath(root, p.Path, o.Name)
+	targetKey := pathKey(resolveMaybeMissing(target))
+	release, err := m.reserve("create", branchKey(p.Path, o.Name), targetKey)
+	if err != nil {
+		return Workspace{}, err
+	}
+	defer release()
+
+	entries, err := m.listWorktrees(ctx, p)
+	if err != nil {
+		return Workspace{}, classify(err, CodeInternal, "cannot list the worktrees of %s", p.Path)
+	}
+	for i, e := range entries {
+		switch {
+		case e.Branch == o.Name && i == 0:
+			return Workspace{}, Errorf(CodeConflict, "branch %s is checked out in the project's main checkout %s; switch the main checkout to another branch or choose another name", o.Name, e.Path)
+		case e.Branch == o.Name:
+			return Workspace{}, Errorf(CodeConflict, "a workspace on branch %s already exists at %s; use it or choose another name", o.Name, e.Path)
+		case pathKey(resolveMaybeMissing(e.Path)) == targetKey:
+			return Workspace{}, Errorf(CodeConflict, "%s is already a worktree; delete it or choose another name", target)
+		}
+	}
+
+	branchExisted, err := m.refExists(ctx, p.Path, "refs/heads/"+o.Name)
+	if err != nil {
+		return Workspace{}, classify(err, CodeInternal, "cannot look up branch %s", o.Name)
+	}
+	base := o.Base
+	switch {
+	case base != "":
+		if _, err := m.git.run(ctx, p.Path, "rev-parse", "--verify", "-q", base+"^{commit}"); err != nil {
+			if ctx.Err() != nil {
+				return Workspace{}, err
+			}
+			return Workspace{}, Errorf(CodeInvalidInput, "base %q does not exist in %s; give an existing branch, tag or commit", base, p.Path)
+		}
+	case branchExisted:
+		// A reused branch keeps the base it was created from.
+		if b, _ := m.configGet(ctx, p, metadataVar(o.Name, "base")); validateBase(b) == nil {
+			base = b
+		}
+	}
+	if base == "" {
+		if base, err = m.defaultBase(ctx, p); err != nil {
+			return Workspace{}, err
+		}
+	}
+
+	folderExisted, err := checkTarget(target)
+	if err != nil {
+		return Workspace{}, err
+	}
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return Workspace{}, &Error{Code: CodeInternal, Message: fmt.Sprintf("cannot create folder %s; check the worktree root setting and its permissions", filepath.Dir(target)), Err: err}
+	}
+
+	args := []string{"worktree", "add", target, o.Name}
+	if !branchExisted {
+		args = []string{"worktree", "add", "--no-track", "-b", o.Name, target, base}
+	}
+	_, err = m.changeWorktrees(ctx, p, args...)
+	if err == nil {
+		err = m.configSet(ctx, p, metadataVar(o.Name, "base"), base)
+	}
+	var real, head string
+	if err == nil {
+		real, err = filepath.EvalSymlinks(target)
+	}
+	if err == nil {
+		var out string
+		out, err = m.git.run(ctx, real, "rev-parse", "HEAD")
+		head = strings.TrimSpace(out)
+	}
+	if err != nil {
+		stderr := stderrOf(err)
+		m.undoCreate(ctx, p, target, o.Name, folderExisted, branchExisted, stderr)
+		m.log.Warn("create workspace failed", "project", p.Path, "name", o.Name, "err", err)
+		_, lockErr := lockHeld(err)
+		switch {
+		case lockErr:
+			// classify below names the lock file.
+		case strings.Contains(stderr, "already checked out"), strings.Contains(stderr, "already used by worktree"):
+			return Workspace{}, &Error{Code: CodeConflict, Message: fmt.Sprintf("branch %s is already checked out in another worktree; choose another name", o.Name), Err: err}
+		case strings.Contains(stderr, "already exists"):
+			return Workspace{}, &Error{Code: CodeConflict, Message: fmt.Sprintf("cannot create workspace %s: a branch or folder of that name appeared meanwhile; choose another name", o.Name), Err: err}
+		case strings.Contains(stderr, "cannot lock ref") && strings.Contains(stderr, "exists"):
+			return Workspace{}, &Error{Code: CodeConflict, Message: fmt.Sprintf("cannot create branch %s: it clashes with an existing branch (a branch cannot be both a name and a folder of names); choose another name", o.Name), Err: err}
+		}
+		return Workspace{}, classify(err, CodeInternal, "cannot create workspace %s in %s", o.Name, p.Path)
+	}
+
+	ws := Workspace{Name: o.Name, Branch: o.Name, Path: real, ProjectPath: p.Path, Head: head}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.projects[pathKey(p.Path)] == p {
+		p.workspaces[pathKey(real)] = ws
+		p.gen++
+	}
+	m.log.Info("workspace created", "path", real, "branch", o.Name, "base", base)
+	m.Publish(Event{Kind: EventWorkspaceAdded, ProjectPath: p.Path, Workspace: ws})
+	return ws, nil
+}
+
+// checkTarget checks the folder a new worktree goes to: missing, or an
+// empty folder. It reports whether the folder existed.
+func checkTarget(target string) (existed bool, err error) {
+	fi, err := os.Lstat(target)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, &Error{Code: CodeInternal, Message: fmt.Sprintf("cannot check folder %s", target), Err: err}
+	}
+	conflict := Errorf(CodeConflict, "%s already exists and is not an empty folder; remove it or choose another name", target)
+	if !fi.IsDir() {
+		return false, conflict
+	}
+	d, err := os.Open(target)
+	if err != nil {
+		return false, &Error{Code: CodeInternal, Message: fmt.Sprintf("cannot read folder %s", target), Err: err}
+	}
+	defer d.Close()
+	if _, err := d.Readdirnames(1); err != io.EOF {
+		return false, conflict
+	}
+	return true, nil
+}
+
+// undoCreate removes what a failed create made: the worktree, the folder if
+// it did not exist before, and the branch if it did not exist before. It
+// runs on its own deadline because the caller's context may be what ended.
+func (m *Manager) undoCreate(ctx context.Context, p *project, target, branch string, folderExisted, branchExisted bool, stderr string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+	defer cancel()
+	// "already exists": another process made the branch or the folder after
+	// our checks; it is not ours to remove.
+	branchForeign := strings.Contains(stderr, "a branch named")
+	folderForeign := !branchForeign && strings.Contains(stderr, "already exists")
+	if !folderForeign {
+		if entries, err := m.listWorktrees(ctx, p); err == nil {
+			if _, ok := findEntry(entries, target); ok {
+				if _, err := m.changeWorktrees(ctx, p, "worktree", "remove", "--force", target); err != nil {
+					m.log.Warn("undo create: remove worktree", "path", target, "err", err)
+				}
+			}
+		}
+		if folderExisted {
+			// git removed the folder with the worktree; put back the empty
+			// folder the user had made.
+			if err := os.Mkdir(target, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+				m.log.Warn("undo create: restore folder", "path", target, "err", err)
+			}
+		} else if err := os.RemoveAll(target); err != nil {
+			m.log.Warn("undo create: remove folder", "path", target, "err", err)
+		}
+		if entries, err := m.listWorktrees(ctx, p); err == nil {
+			if _, ok := findEntry(entries, target); ok {
+				if _, err := m.changeWorktrees(ctx, p, "worktree", "prune"); err != nil {
+					m.log.Warn("undo create: prune worktrees", "err", err)
+				}
+			}
+		}
+	}
+	if branchExisted || branchForeign {
+		return
+	}
+	if ok, err := m.refExists(ctx, p.Path, "refs/heads/"+branch); err == nil && ok {
+		if _, err := m.changeWorktrees(ctx, p, "branch", "-D", branch); err != nil {
+			m.log.Warn("undo create: delete branch", "branch", branch, "err", err)
+		}
+	}
+}
+
+// refExists reports whether the full ref name exists in the repository at dir.
+func (m *Manager) refExists(ctx context.Context, dir, ref string) (bool, error) {
+	_, err := m.git.run(ctx, dir, "show-ref", "--verify", "--quiet", ref)
+	if err == nil {
+		return true, nil
+	}
+	if exitCode(err) == 1 {
+		return false, nil
+	}
+	return false, err
+}

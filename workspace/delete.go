@@ -1,0 +1,298 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// DeleteOptions say how to delete a workspace.
+type DeleteOptions struct {
+	// KeepBranch keeps the workspace's branch; by default it is deleted.
+	KeepBranch bool
+}
+
+// removeAttempts is how often a delete tries to remove a worktree folder
+// itself when git could not (on Windows a file that a closing program still
+// holds goes away a moment later).
+const removeAttempts = 4
+
+func removeBackoff(attempt int) time.Duration {
+	return time.Duration(attempt) * 100 * time.Millisecond
+}
+
+// Delete deletes the workspace at wsPath and returns when done. The steps
+// run in the order of DeleteSteps, each announced by a delete-progress
+// event: stop the agent, remove the branch's metadata, remove the worktree
+// (`git worktree remove --force`, else removing exactly the worktree folder
+// — never following a symlink out of it — and `git worktree prune`), delete
+// the branch unless o.KeepBranch or the HEAD is detached. Then it publishes
+// workspace-removed and delete-progress with StepDone.
+//
+// A failure publishes delete-failed with the step and the error and leaves
+// a state from which a second Delete of the same path finishes the job: a
+// worktree whose folder is gone but that git still lists, or a workspace
+// whose worktree is gone but whose branch is left, is still accepted.
+// Delete refuses the project's main checkout (CodeInvalidInput), a path
+// that is no workspace (CodeWorkspaceNotFound), a workspace that holds a
+// project, and a second delete of a workspace while one runs (CodeConflict).
+func (m *Manager) Delete(ctx context.Context, wsPath string, o DeleteOptions) error {
+	if err := checkRequestPath(wsPath); err != nil {
+		return err
+	}
+	clean := filepath.Clean(wsPath)
+	real := resolveMaybeMissing(clean)
+	ws, _, err := m.deleteTarget(ctx, real, clean)
+	if err != nil {
+		return err
+	}
+	keys := []string{pathKey(ws.Path)}
+	if pathKey(real) != keys[0] {
+		keys = append(keys, pathKey(real))
+	}
+	release, err := m.reserve("delete", keys...)
+	if err != nil {
+		return err
+	}
+	defer release()
+	// Another delete may have finished between the look-up and the
+	// reservation.
+	ws, p, err := m.findForDelete(real, clean)
+	if err == nil && p == nil {
+		err = Errorf(CodeWorkspaceNotFound, "no workspace at %s; nothing was deleted", clean)
+	}
+	if err != nil {
+		return err
+	}
+	return m.runDelete(ctx, p, ws, o)
+}
+
+// deleteTarget finds the workspace a delete is about, including worktrees
+// whose folder is gone and workspaces a failed delete left half done.
+func (m *Manager) deleteTarget(ctx context.Context, real, clean string) (Workspace, *project, error) {
+	ws, p, err := m.findForDelete(real, clean)
+	if err != nil || p != nil {
+		return ws, p, err
+	}
+	// Git may know a worktree that the watcher has not seen yet.
+	m.mu.Lock()
+	ps := make([]*project, 0, len(m.projects))
+	for _, p := range m.projects {
+		ps = append(ps, p)
+	}
+	m.mu.Unlock()
+	for _, p := range ps {
+		m.refresh(ctx, p, true)
+	}
+	ws, p, err = m.findForDelete(real, clean)
+	if err != nil || p != nil {
+		return ws, p, err
+	}
+	return Workspace{}, nil, Errorf(CodeWorkspaceNotFound, "no workspace at %s; nothing was deleted", clean)
+}
+
+func (m *Manager) findForDelete(real, clean string) (Workspace, *project, error) {
+	keys := []string{pathKey(real), pathKey(clean)}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, p := range m.projects {
+		for _, k := range keys {
+			if k == pathKey(p.Path) {
+				return Workspace{}, nil, Errorf(CodeInvalidInput, "%s is the main checkout of project %s, not a workspace; it is never deleted (removing the project keeps its files)", clean, p.Name)
+			}
+		}
+	}
+	for _, k := range keys {
+		var ws Workspace
+		var owner *project
+		for _, p := range m.projects {
+			if w, ok := p.workspaces[k]; ok {
+				ws, owner = w, p
+			} else if w, ok := p.missing[k]; ok {
+				ws, owner = w, p
+			} else if w, ok := m.tombstones[k]; ok && pathKey(w.ProjectPath) == pathKey(p.Path) {
+				ws, owner = w, p
+			}
+			if owner != nil {
+				break
+			}
+		}
+		if owner == nil {
+			continue
+		}
+		for _, p := range m.projects {
+			if isWithin(pathKey(p.Path), pathKey(ws.Path)) {
+				return Workspace{}, nil, Errorf(CodeConflict, "project %s lives inside workspace %s; remove that project first", p.Path, ws.Path)
+			}
+		}
+		return ws, owner, nil
+	}
+	return Workspace{}, nil, nil
+}
+
+func (m *Manager) runDelete(ctx context.Context, p *project, ws Workspace, o DeleteOptions) error {
+	key := pathKey(ws.Path)
+	var step DeleteStep
+	progress := func(s DeleteStep) {
+		step = s
+		m.Publish(Event{Kind: EventDeleteProgress, ProjectPath: p.Path, Workspace: ws, Step: s})
+	}
+	fail := func(err error) error {
+		m.log.Warn("delete workspace failed", "path", ws.Path, "step", string(step), "err", err)
+		m.Publish(Event{Kind: EventDeleteFailed, ProjectPath: p.Path, Workspace: ws, Step: step, Err: err.Error()})
+		return err
+	}
+
+	progress(StepStopAgent)
+	// What git says now wins over what discovery saw last: the branch of a
+	// worktree can change under the app.
+	entries, err := m.listWorktrees(ctx, p)
+	if err != nil {
+		return fail(classify(err, CodeInternal, "cannot list the worktrees of %s", p.Path))
+	}
+	entry, registered := findEntry(entries, ws.Path)
+	if registered {
+		ws.Branch, ws.Detached = entry.Branch, entry.Branch == ""
+	}
+	if a := m.currentAgents(); a != nil {
+		if err := a.StopAgent(ctx, ws.Path); err != nil {
+			return fail(&Error{Code: CodeInternal, Message: fmt.Sprintf("cannot stop the agent of %s; try the delete again", ws.Path), Err: err})
+		}
+	}
+
+	progress(StepRemoveMetadata)
+	if ws.Branch != "" {
+		if err := m.removeMetadata(ctx, p, ws.Branch); err != nil {
+			return fail(classify(err, CodeInternal, "cannot remove the metadata of branch %s", ws.Branch))
+		}
+	}
+
+	progress(StepRemoveWorktree)
+	if registered {
+		if err := m.removeWorktree(ctx, p, ws, entry); err != nil {
+			return fail(err)
+		}
+	} else if _, err := os.Lstat(ws.Path); err == nil {
+		return fail(Errorf(CodeConflict, "%s is no longer a git worktree, so it is not deleted; remove the folder yourself if you no longer need it", ws.Path))
+	}
+	m.mu.Lock()
+	delete(p.workspaces, key)
+	delete(p.missing, key)
+	p.gen++
+	m.tombstones[key] = ws
+	m.mu.Unlock()
+
+	progress(StepDeleteBranch)
+	if !o.KeepBranch && ws.Branch != "" {
+		if err := m.deleteBranch(ctx, p, ws.Branch); err != nil {
+			// The worktree is gone, so the workspace is; the tombstone lets
+			// a second Delete of the path delete the branch.
+			m.Publish(Event{Kind: EventWorkspaceRemoved, ProjectPath: p.Path, Workspace: ws})
+			return fail(err)
+		}
+	}
+
+	m.mu.Lock()
+	delete(m.tombstones, key)
+	m.mu.Unlock()
+	m.log.Info("workspace deleted", "path", ws.Path, "branch", ws.Branch, "keepBranch", o.KeepBranch)
+	m.Publish(Event{Kind: EventWorkspaceRemoved, ProjectPath: p.Path, Workspace: ws})
+	progress(StepDone)
+	return nil
+}
+
+// removeWorktree removes the registered worktree e (folder ws.Path).
+func (m *Manager) removeWorktree(ctx context.Context, p *project, ws Workspace, e worktreeEntry) error {
+	if e.Locked {
+		reason := ""
+		if e.LockReason != "" {
+			reason = " (" + e.LockReason + ")"
+		}
+		return Errorf(CodeConflict, "worktree %s is locked%s; unlock it with `git worktree unlock %s`, then delete again", ws.Path, reason, ws.Path)
+	}
+	if _, err := m.changeWorktrees(ctx, p, "worktree", "remove", "--force", e.Path); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		if _, held := lockHeld(err); held {
+			return classify(err, CodeConflict, "cannot remove worktree %s", ws.Path)
+		}
+		m.log.Warn("git worktree remove failed; removing the folder instead", "path", ws.Path, "err", err)
+		if err := m.removeFolder(ctx, ws.Path); err != nil {
+			return err
+		}
+		if _, err := m.changeWorktrees(ctx, p, "worktree", "prune"); err != nil {
+			return classify(err, CodeInternal, "cannot prune the worktrees of %s; try the delete again", p.Path)
+		}
+	}
+	entries, err := m.listWorktrees(ctx, p)
+	if err != nil {
+		return classify(err, CodeInternal, "cannot list the worktrees of %s", p.Path)
+	}
+	if _, still := findEntry(entries, ws.Path); still {
+		return Errorf(CodeInternal, "git still lists worktree %s after removing it; run `git worktree prune` in %s and delete again", ws.Path, p.Path)
+	}
+	if _, err := os.Lstat(ws.Path); err == nil {
+		return Errorf(CodeInternal, "folder %s is still there after removing the worktree; close programs that use it and delete again", ws.Path)
+	}
+	return nil
+}
+
+// removeFolder removes exactly the worktree folder dir. It refuses a
+// symlink or a folder that holds a project. os.RemoveAll removes symlinks
+// inside dir without following them, so nothing outside dir is touched.
+func (m *Manager) removeFolder(ctx context.Context, dir string) error {
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return &Error{Code: CodeInternal, Message: fmt.Sprintf("cannot check folder %s", dir), Err: err}
+	}
+	if !fi.IsDir() {
+		return Errorf(CodeConflict, "%s is not a folder (a symlink or a file), so it is not deleted; remove it yourself", dir)
+	}
+	m.mu.Lock()
+	for _, p := range m.projects {
+		if isWithin(pathKey(p.Path), pathKey(dir)) {
+			m.mu.Unlock()
+			return Errorf(CodeConflict, "project %s lives inside %s, so it is not deleted; remove that project first", p.Path, dir)
+		}
+	}
+	m.mu.Unlock()
+	for attempt := range removeAttempts {
+		if attempt > 0 {
+			if err := m.sleep(ctx, removeBackoff(attempt)); err != nil {
+				return err
+			}
+		}
+		if err = os.RemoveAll(dir); err == nil {
+			return nil
+		}
+	}
+	return &Error{Code: CodeInternal, Message: fmt.Sprintf("cannot remove folder %s; close programs that use files in it and delete again", dir), Err: err}
+}
+
+// deleteBranch deletes a local branch; a branch that no longer exists is
+// no error.
+func (m *Manager) deleteBranch(ctx context.Context, p *project, branch string) error {
+	ok, err := m.refExists(ctx, p.Path, "refs/heads/"+branch)
+	if err != nil {
+		return classify(err, CodeInternal, "cannot look up branch %s", branch)
+	}
+	if !ok {
+		return nil
+	}
+	if _, err := m.changeWorktrees(ctx, p, "branch", "-D", branch); err != nil {
+		if strings.Contains(stderrOf(err), "checked out at") {
+			return &Error{Code: CodeConflict, Message: fmt.Sprintf("branch %s is checked out elsewhere, so it was kept; delete it yourself once it is free", branch), Err: err}
+		}
+		return classify(err, CodeInternal, "cannot delete branch %s; try the delete again", branch)
+	}
+	return nil
+}

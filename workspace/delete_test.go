@@ -1,0 +1,407 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func branchExists(t *testing.T, repo, branch string) bool {
+	t.Helper()
+	_, err := gitErr(repo, "rev-parse", "--verify", "-q", "refs/heads/"+branch)
+	return err == nil
+}
+
+func registered(t *testing.T, repo, path string) bool {
+	t.Helper()
+	return strings.Contains(gitT(t, repo, "worktree", "list", "--porcelain"), "worktree "+path+"\n")
+}
+
+func TestDeleteRunsTheStepsInOrder(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	agents := &fakeAgents{}
+	m.SetAgents(agents)
+	ws := create(t, m, p, "doomed")
+	gitT(t, p.Path, "config", "branch.doomed.codehydra.note", "hi")
+	ev := record(t, m)
+
+	if err := m.Delete(context.Background(), ws.Path, DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if exists(ws.Path) || registered(t, p.Path, ws.Path) || branchExists(t, p.Path, "doomed") {
+		t.Fatal("folder, worktree or branch left")
+	}
+	if out, _ := gitErr(p.Path, "config", "--get-regexp", `^branch\.doomed\.`); out != "" {
+		t.Fatalf("metadata left: %q", out)
+	}
+	if !slices.Equal(agents.stopped, []string{ws.Path}) {
+		t.Fatalf("stopped agents = %v", agents.stopped)
+	}
+	ev.waitFor(t, soon, "done", func(e Event) bool { return e.Step == StepDone })
+	want := []string{
+		"delete-progress:stop-agent", "delete-progress:remove-metadata", "delete-progress:remove-worktree",
+		"delete-progress:delete-branch", "workspace-removed", "delete-progress:done",
+	}
+	if got := ev.kinds(ws.Path); !slices.Equal(got, want) {
+		t.Fatalf("events = %v, want %v", got, want)
+	}
+	if _, err := m.Resolve(ws.Path); CodeOf(err) != CodeWorkspaceNotFound {
+		t.Fatalf("resolve after delete: %v", err)
+	}
+	if !exists(filepath.Join(p.Path, "README.md")) || !branchExists(t, p.Path, "main") {
+		t.Fatal("main checkout touched")
+	}
+}
+
+func TestDeleteKeepBranch(t *testing.T) {
+	t.Parallel()
+	for _, keep := range []bool{true, false} {
+		t.Run(map[bool]string{true: "kept", false: "deleted"}[keep], func(t *testing.T) {
+			m, p := setup(t)
+			ws := create(t, m, p, "topic")
+			tip := commitFile(t, ws.Path, "work.txt", "w", "work")
+			if err := m.Delete(context.Background(), ws.Path, DeleteOptions{KeepBranch: keep}); err != nil {
+				t.Fatal(err)
+			}
+			if got := branchExists(t, p.Path, "topic"); got != keep {
+				t.Fatalf("branch exists = %v, want %v", got, keep)
+			}
+			if keep && gitT(t, p.Path, "rev-parse", "topic") != tip {
+				t.Fatal("kept branch moved")
+			}
+			if exists(ws.Path) {
+				t.Fatal("folder left")
+			}
+		})
+	}
+}
+
+func TestDeleteDetachedHeadWorktreeDeletesNoBranch(t *testing.T) {
+	t.Parallel()
+	repo := newRepo(t)
+	gitT(t, repo, "branch", "other")
+	wt := filepath.Join(realDir(t), "detached")
+	gitT(t, repo, "worktree", "add", "-q", "--detach", wt)
+	m, _ := newManager(t, Options{})
+	if _, err := m.AddProject(context.Background(), repo); err != nil {
+		t.Fatal(err)
+	}
+	branches := gitT(t, repo, "branch", "--format=%(refname)")
+	ev := record(t, m)
+	if err := m.Delete(context.Background(), wt, DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if exists(wt) || registered(t, repo, wt) {
+		t.Fatal("worktree left")
+	}
+	if got := gitT(t, repo, "branch", "--format=%(refname)"); got != branches {
+		t.Fatalf("branches changed from %q to %q", branches, got)
+	}
+	ev.waitFor(t, soon, "done", func(e Event) bool { return e.Step == StepDone && e.Workspace.Path == wt })
+}
+
+// failWorktreeRemove makes `git worktree remove` fail (by running real git
+// with a bad flag), so the delete has to fall back on removing the folder.
+func failWorktreeRemove(m *Manager) {
+	m.git.command = func(ctx context.Context, name string, arg ...string) *exec.Cmd {
+		if len(arg) >= 2 && arg[0] == "worktree" && arg[1] == "remove" {
+			return exec.CommandContext(ctx, name, "worktree", "remove", "--no-such-flag")
+		}
+		return exec.CommandContext(ctx, name, arg...)
+	}
+}
+
+func TestDeleteTouchesNothingOutsideTheWorktree(t *testing.T) {
+	t.Parallel()
+	for _, fallback := range []bool{false, true} {
+		t.Run(map[bool]string{false: "git worktree remove", true: "folder removal fallback"}[fallback], func(t *testing.T) {
+			m, p := setup(t)
+			if fallback {
+				failWorktreeRemove(m)
+			}
+			ws := create(t, m, p, "ws")
+
+			outside := realDir(t)
+			precious := filepath.Join(outside, "precious.txt")
+			writeFile(t, precious, "keep me")
+			sibling := ws.Path + "2" // shares the prefix "…/ws"
+			writeFile(t, filepath.Join(sibling, "sibling.txt"), "keep me too")
+			if err := os.Symlink(outside, filepath.Join(ws.Path, "link-to-dir")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(precious, filepath.Join(ws.Path, "link-to-file")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(p.Path, filepath.Join(ws.Path, "link-to-project")); err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, filepath.Join(ws.Path, "untracked", "deep.txt"), "untracked")
+			writeFile(t, filepath.Join(ws.Path, "README.md"), "modified")
+
+			if err := m.Delete(context.Background(), ws.Path, DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if exists(ws.Path) || registered(t, p.Path, ws.Path) {
+				t.Fatal("worktree left")
+			}
+			for path, want := range map[string]string{
+				precious:                              "keep me",
+				filepath.Join(sibling, "sibling.txt"): "keep me too",
+				filepath.Join(p.Path, "README.md"):    "hello\n",
+			} {
+				if b, err := os.ReadFile(path); err != nil || string(b) != want {
+					t.Errorf("%s = %q, %v; want %q", path, b, err, want)
+				}
+			}
+			if got := gitT(t, p.Path, "status", "--porcelain"); got != "" {
+				t.Errorf("main checkout changed: %q", got)
+			}
+		})
+	}
+}
+
+func TestDeleteFinishesAWorktreeWhoseFolderWasRemovedByHand(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	ws := create(t, m, p, "gone")
+	if err := os.RemoveAll(ws.Path); err != nil {
+		t.Fatal(err)
+	}
+	ev := record(t, m)
+	if err := m.Delete(context.Background(), ws.Path, DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if registered(t, p.Path, ws.Path) || branchExists(t, p.Path, "gone") {
+		t.Fatal("worktree registration or branch left")
+	}
+	ev.waitFor(t, soon, "done", func(e Event) bool { return e.Step == StepDone })
+}
+
+func TestDeleteFinishesAWorktreeNoticedAsMissingByDiscovery(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	ws := create(t, m, p, "gone")
+	if err := os.RemoveAll(ws.Path); err != nil {
+		t.Fatal(err)
+	}
+	// Discovery moves it out of the workspaces; git still lists it.
+	m.refresh(context.Background(), projectOf(t, m, p.Path), true)
+	if len(m.AllWorkspaces()) != 0 {
+		t.Fatalf("workspaces = %+v", m.AllWorkspaces())
+	}
+	if err := m.Delete(context.Background(), ws.Path, DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if registered(t, p.Path, ws.Path) || branchExists(t, p.Path, "gone") {
+		t.Fatal("worktree registration or branch left")
+	}
+}
+
+func TestASecondDeleteFinishesAfterTheBranchCouldNotBeDeleted(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	ws := create(t, m, p, "stuck")
+	ev := record(t, m)
+	lock := filepath.Join(p.Path, ".git", "refs", "heads", "stuck.lock")
+	writeFile(t, lock, "")
+
+	err := m.Delete(context.Background(), ws.Path, DeleteOptions{})
+	wantCode(t, err, CodeConflict)
+	if !strings.Contains(err.Error(), "another git process holds "+lock) {
+		t.Fatalf("error %q does not name the lock", err)
+	}
+	failed := ev.waitFor(t, soon, "delete-failed", func(e Event) bool { return e.Kind == EventDeleteFailed })
+	if failed.Step != StepDeleteBranch || failed.Err == "" || failed.Workspace.Path != ws.Path {
+		t.Fatalf("delete-failed = %+v", failed)
+	}
+	if exists(ws.Path) || !branchExists(t, p.Path, "stuck") {
+		t.Fatal("want the worktree gone and the branch left")
+	}
+
+	os.Remove(lock)
+	if err := m.Delete(context.Background(), ws.Path, DeleteOptions{}); err != nil {
+		t.Fatalf("second delete: %v", err)
+	}
+	if branchExists(t, p.Path, "stuck") {
+		t.Fatal("second delete left the branch")
+	}
+	ev.waitFor(t, soon, "done", func(e Event) bool { return e.Step == StepDone })
+	wantCode(t, m.Delete(context.Background(), ws.Path, DeleteOptions{}), CodeWorkspaceNotFound)
+}
+
+func TestASecondDeleteFinishesAfterTheMetadataCouldNotBeRemoved(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	ws := create(t, m, p, "cfg")
+	ev := record(t, m)
+	lock := filepath.Join(p.Path, ".git", "config.lock")
+	writeFile(t, lock, "")
+	err := m.Delete(context.Background(), ws.Path, DeleteOptions{})
+	wantCode(t, err, CodeConflict)
+	failed := ev.waitFor(t, soon, "delete-failed", func(e Event) bool { return e.Kind == EventDeleteFailed })
+	if failed.Step != StepRemoveMetadata {
+		t.Fatalf("failed step = %s", failed.Step)
+	}
+	if !exists(ws.Path) {
+		t.Fatal("worktree removed after an earlier step failed")
+	}
+	os.Remove(lock)
+	if err := m.Delete(context.Background(), ws.Path, DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if exists(ws.Path) || branchExists(t, p.Path, "cfg") {
+		t.Fatal("left overs after the second delete")
+	}
+}
+
+func TestDeleteStopsWhenTheAgentCannotBeStopped(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	agents := &fakeAgents{stopErr: errors.New("still running")}
+	m.SetAgents(agents)
+	ws := create(t, m, p, "agent")
+	ev := record(t, m)
+	if err := m.Delete(context.Background(), ws.Path, DeleteOptions{}); err == nil {
+		t.Fatal("delete succeeded")
+	}
+	failed := ev.waitFor(t, soon, "delete-failed", func(e Event) bool { return e.Kind == EventDeleteFailed })
+	if failed.Step != StepStopAgent || !strings.Contains(failed.Err, "still running") {
+		t.Fatalf("delete-failed = %+v", failed)
+	}
+	if !exists(ws.Path) || !branchExists(t, p.Path, "agent") {
+		t.Fatal("workspace touched although its agent still runs")
+	}
+	agents.mu.Lock()
+	agents.stopErr = nil
+	agents.mu.Unlock()
+	if err := m.Delete(context.Background(), ws.Path, DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestASecondConcurrentDeleteIsAConflict(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	agents := &fakeAgents{entered: make(chan string, 1), gate: make(chan struct{})}
+	m.SetAgents(agents)
+	ws := create(t, m, p, "twice")
+	first := make(chan error, 1)
+	go func() { first <- m.Delete(context.Background(), ws.Path, DeleteOptions{}) }()
+	<-agents.entered // the first delete is inside its first step
+
+	err := m.Delete(context.Background(), ws.Path, DeleteOptions{})
+	wantCode(t, err, CodeConflict)
+	if !strings.Contains(err.Error(), "already being deleted") {
+		t.Fatalf("error %q", err)
+	}
+	close(agents.gate)
+	if err := <-first; err != nil {
+		t.Fatalf("first delete: %v", err)
+	}
+	if exists(ws.Path) {
+		t.Fatal("folder left")
+	}
+}
+
+func TestDeleteRefusesWhatIsNotAWorkspace(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	ws := create(t, m, p, "real")
+	sub := filepath.Join(ws.Path, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		path string
+		code Code
+	}{
+		{"main checkout", p.Path, CodeInvalidInput},
+		{"main checkout with a trailing slash", p.Path + "/", CodeInvalidInput},
+		{"unknown folder", realDir(t), CodeWorkspaceNotFound},
+		{"missing folder", filepath.Join(realDir(t), "nope"), CodeWorkspaceNotFound},
+		{"subfolder of a workspace", sub, CodeWorkspaceNotFound},
+		{"sibling with a shared prefix", ws.Path + "2", CodeWorkspaceNotFound},
+		{"relative", "real", CodeInvalidInput},
+		{"dot-dot", ws.Path + "/../real", CodeInvalidInput},
+		{"empty", "", CodeInvalidInput},
+	}
+	for _, tt := range tests {
+		err := m.Delete(context.Background(), tt.path, DeleteOptions{})
+		if CodeOf(err) != tt.code {
+			t.Errorf("%s: got %v (%s), want %s", tt.name, err, CodeOf(err), tt.code)
+		}
+	}
+	if !exists(filepath.Join(p.Path, "README.md")) || !exists(filepath.Join(ws.Path, "README.md")) {
+		t.Fatal("files deleted")
+	}
+}
+
+func TestDeleteRefusesALockedWorktree(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	ws := create(t, m, p, "locked")
+	gitT(t, p.Path, "worktree", "lock", "--reason", "on a usb disk", ws.Path)
+	err := m.Delete(context.Background(), ws.Path, DeleteOptions{})
+	wantCode(t, err, CodeConflict)
+	if !strings.Contains(err.Error(), "git worktree unlock") || !strings.Contains(err.Error(), "on a usb disk") {
+		t.Fatalf("error %q", err)
+	}
+	if !exists(filepath.Join(ws.Path, "README.md")) || !branchExists(t, p.Path, "locked") {
+		t.Fatal("locked worktree touched")
+	}
+	gitT(t, p.Path, "worktree", "unlock", ws.Path)
+	if err := m.Delete(context.Background(), ws.Path, DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDeleteFindsAWorktreeMadeOutsideBeforeTheWatcherDoes(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	wt := filepath.Join(realDir(t), "fresh")
+	gitT(t, p.Path, "worktree", "add", "-q", "-b", "fresh", wt)
+	if err := m.Delete(context.Background(), wt, DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if exists(wt) || branchExists(t, p.Path, "fresh") {
+		t.Fatal("left overs")
+	}
+}
+
+func TestDeleteRefusesAWorkspaceThatHoldsAProject(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	ws := create(t, m, p, "host")
+	inner := filepath.Join(ws.Path, "inner")
+	gitT(t, "", "init", "-q", "-b", "main", inner)
+	commitFile(t, inner, "f", "x", "inner")
+	if _, err := m.AddProject(context.Background(), inner); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, m.Delete(context.Background(), ws.Path, DeleteOptions{}), CodeConflict)
+	if !exists(filepath.Join(inner, "f")) {
+		t.Fatal("inner project deleted")
+	}
+}
+
+func TestDeleteFallbackRefusesAFolderThatBecameASymlink(t *testing.T) {
+	t.Parallel()
+	m, _ := setup(t)
+	target := realDir(t)
+	writeFile(t, filepath.Join(target, "keep"), "x")
+	link := filepath.Join(realDir(t), "link")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, m.removeFolder(context.Background(), link), CodeConflict)
+	if !exists(filepath.Join(target, "keep")) {
+		t.Fatal("symlink target emptied")
+	}
+}

@@ -1,0 +1,139 @@
+package workspace
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// worktreeEntry is one record of `git worktree list --porcelain`.
+type worktreeEntry struct {
+	Path       string // as git reports it, cleaned
+	Head       string
+	Branch     string // short name; "" when detached
+	Detached   bool
+	Bare       bool
+	Locked     bool
+	LockReason string
+	Prunable   bool
+}
+
+// parseWorktreeList parses `git worktree list --porcelain`: records of
+// "key value" lines separated by blank lines, the main worktree first.
+func parseWorktreeList(out string) []worktreeEntry {
+	var entries []worktreeEntry
+	var cur *worktreeEntry
+	for line := range strings.Lines(out) {
+		line = strings.TrimRight(line, "\r\n")
+		key, value, _ := strings.Cut(line, " ")
+		switch key {
+		case "worktree":
+			entries = append(entries, worktreeEntry{Path: filepath.Clean(value)})
+			cur = &entries[len(entries)-1]
+		case "":
+			cur = nil
+		}
+		if cur == nil {
+			continue
+		}
+		switch key {
+		case "HEAD":
+			cur.Head = value
+		case "branch":
+			cur.Branch = strings.TrimPrefix(value, "refs/heads/")
+		case "detached":
+			cur.Detached = true
+		case "bare":
+			cur.Bare = true
+		case "locked":
+			cur.Locked, cur.LockReason = true, value
+		case "prunable":
+			cur.Prunable = true
+		}
+	}
+	return entries
+}
+
+// listWorktrees runs `git worktree list --porcelain` in the project.
+func (m *Manager) listWorktrees(ctx context.Context, p *project) ([]worktreeEntry, error) {
+	p.worktreesMu.RLock()
+	defer p.worktreesMu.RUnlock()
+	out, err := m.git.run(ctx, p.Path, "worktree", "list", "--porcelain")
+	if err != nil {
+		return nil, err
+	}
+	return parseWorktreeList(out), nil
+}
+
+// changeWorktrees runs a git command that changes the project's worktrees
+// or branches.
+func (m *Manager) changeWorktrees(ctx context.Context, p *project, args ...string) (string, error) {
+	p.worktreesMu.Lock()
+	defer p.worktreesMu.Unlock()
+	if len(args) > 0 && args[0] == "branch" {
+		// Deleting a branch also removes its section from the config.
+		p.configMu.Lock()
+		defer p.configMu.Unlock()
+	}
+	return m.git.run(ctx, p.Path, args...)
+}
+
+// discover lists the worktrees of p: the workspaces (main checkout
+// excluded, folder present) and, apart, the worktrees git still has
+// registered whose folder is missing, both keyed by pathKey of the
+// resolved path.
+func (m *Manager) discover(ctx context.Context, p *project) (found, missing map[string]Workspace, err error) {
+	entries, err := m.listWorktrees(ctx, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	found, missing = map[string]Workspace{}, map[string]Workspace{}
+	for i, e := range entries {
+		if i == 0 || e.Bare {
+			continue // the main checkout is the project
+		}
+		ws := Workspace{
+			Name:        e.Branch,
+			Branch:      e.Branch,
+			ProjectPath: p.Path,
+			Head:        e.Head,
+			Detached:    e.Detached || e.Branch == "",
+		}
+		real, err := filepath.EvalSymlinks(e.Path)
+		if err != nil {
+			ws.Path = resolveMaybeMissing(e.Path)
+			if ws.Name == "" {
+				ws.Name = filepath.Base(ws.Path)
+			}
+			missing[pathKey(ws.Path)] = ws
+			continue
+		}
+		if pathKey(real) == pathKey(p.Path) {
+			continue
+		}
+		if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+			ws.Path = real
+			missing[pathKey(real)] = ws
+			continue
+		}
+		ws.Path = real
+		if ws.Name == "" {
+			ws.Name = filepath.Base(real)
+		}
+		found[pathKey(real)] = ws
+	}
+	return found, missing, nil
+}
+
+// findEntry returns the entry of entries whose folder is path (a resolved
+// path, which may no longer exist).
+func findEntry(entries []worktreeEntry, path string) (worktreeEntry, bool) {
+	key := pathKey(path)
+	for _, e := range entries {
+		if pathKey(resolveMaybeMissing(e.Path)) == key {
+			return e, true
+		}
+	}
+	return worktreeEntry{}, false
+}

@@ -1,0 +1,48 @@
+package workspace
+
+// EventKind names what changed.
+type EventKind string
+
+// Event kinds.
+const (
+	EventProjectAdded     EventKind = "project-added"
+	EventProjectRemoved   EventKind = "project-removed"
+	EventWorkspaceAdded   EventKind = "workspace-added"
+	EventWorkspaceRemoved EventKind = "workspace-removed"
+	EventDeleteProgress   EventKind = "delete-progress"
+	EventDeleteFailed     EventKind = "delete-failed"
+	EventMetadataChanged  EventKind = "metadata-changed"
+	EventAgentChanged     EventKind = "agent-changed"
+	EventStatusChanged    EventKind = "status-changed"
+)
+
+// DeleteStep is one ordered step of a workspace delete.
+type DeleteStep string
+
+// The steps of a delete, in order.
+const (
+	StepStopAgent      DeleteStep = "stop-agent"
+	StepRemoveMetadata DeleteStep = "remove-metadata"
+	StepRemoveWorktree DeleteStep = "remove-worktree"
+	StepDeleteBranch   DeleteStep = "delete-branch"
+	StepDone           DeleteStep = "done"
+)
+
+// DeleteSteps lists the steps in the order they run.
+var DeleteSteps = []DeleteStep{StepStopAgent, StepRemoveMetadata, StepRemoveWorktree, StepDeleteBranch, StepDone}
+
+// Event tells subscribers that something changed. Subscribers re-read what
+// they show; the event says what and where, not the whole new state.
+type Event struct {
+	Kind EventKind `json:"kind"`
+	// ProjectPath is the project concerned.
+	ProjectPath string `json:"projectPath,omitempty"`
+	// Workspace is the workspace concerned (for workspace, delete, metadata,
+	// agent and status events).
+	Workspace Workspace `json:"workspace,omitzero"`
+	// Step is the delete step that has just started (delete-progress) or
+	// failed (delete-failed).
+	Step DeleteStep `json:"step,omitempty"`
+	// Err describes a failure (delete-failed).
+	Err string `json:"error,omitempty"`
+}

@@ -1,0 +1,335 @@
+package workspace
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"codehydra/internal/paths"
+)
+
+// TestMain isolates git from the machine: its own HOME, no system or global
+// config, a fixed identity, no inherited repository variables.
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	home, err := os.MkdirTemp("", "workspace-test-home-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(home)
+	global := filepath.Join(home, "gitconfig")
+	if err := os.WriteFile(global, nil, 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	for _, k := range []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_CONFIG", "GIT_CONFIG_COUNT", "GIT_CONFIG_PARAMETERS", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY"} {
+		os.Unsetenv(k)
+	}
+	for k, v := range map[string]string{
+		"HOME":                home,
+		"XDG_CONFIG_HOME":     filepath.Join(home, "config"),
+		"XDG_DATA_HOME":       filepath.Join(home, "data"),
+		"XDG_STATE_HOME":      filepath.Join(home, "state"),
+		"GIT_CONFIG_NOSYSTEM": "1",
+		"GIT_CONFIG_GLOBAL":   global,
+		"GIT_AUTHOR_NAME":     "Test Author",
+		"GIT_AUTHOR_EMAIL":    "author@example.com",
+		"GIT_COMMITTER_NAME":  "Test Committer",
+		"GIT_COMMITTER_EMAIL": "committer@example.com",
+		"GIT_TERMINAL_PROMPT": "0",
+	} {
+		os.Setenv(k, v)
+	}
+	paths.Reload()
+	return m.Run()
+}
+
+// gitT runs git in dir and returns its trimmed stdout; it fails the test on
+// error.
+func gitT(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	out, err := gitErr(dir, args...)
+	if err != nil {
+		t.Fatalf("git %s in %s: %v", strings.Join(args, " "), dir, err)
+	}
+	return out
+}
+
+func gitErr(dir string, args ...string) (string, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%w: %s", err, stderr.String())
+	}
+	return strings.TrimSpace(stdout.String()), nil
+}
+
+// realDir returns a new temp folder with symlinks resolved.
+func realDir(t testing.TB) string {
+	t.Helper()
+	d, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// newRepo makes a repository on branch main with one commit.
+func newRepo(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(realDir(t), "project")
+	gitT(t, "", "init", "-q", "-b", "main", dir)
+	commitFile(t, dir, "README.md", "hello\n", "initial commit")
+	return dir
+}
+
+// commitFile writes name in dir and commits it.
+func commitFile(t testing.TB, dir, name, content, msg string) string {
+	t.Helper()
+	writeFile(t, filepath.Join(dir, name), content)
+	gitT(t, dir, "add", "--", name)
+	gitT(t, dir, "commit", "-q", "-m", msg)
+	return gitT(t, dir, "rev-parse", "HEAD")
+}
+
+func writeFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// logBuffer is a concurrency-safe log sink for assertions on logs.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// newManager returns a manager with a temp worktree root and a log buffer.
+func newManager(t testing.TB, opts Options) (*Manager, *logBuffer) {
+	t.Helper()
+	logs := &logBuffer{}
+	if opts.WorktreeRoot == "" {
+		opts.WorktreeRoot = filepath.Join(realDir(t), "worktrees")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return NewManager(opts), logs
+}
+
+// setup returns a manager with one loaded project.
+func setup(t testing.TB) (*Manager, Project) {
+	t.Helper()
+	m, _ := newManager(t, Options{})
+	p, err := m.AddProject(context.Background(), newRepo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, p
+}
+
+// create makes a workspace through the manager.
+func create(t testing.TB, m *Manager, p Project, name string) Workspace {
+	t.Helper()
+	ws, err := m.Create(context.Background(), CreateOptions{ProjectPath: p.Path, Name: name})
+	if err != nil {
+		t.Fatalf("create %s: %v", name, err)
+	}
+	return ws
+}
+
+// events records what a manager publishes.
+type events struct {
+	mu   sync.Mutex
+	list []Event
+	done chan struct{}
+}
+
+func record(t testing.TB, m *Manager) *events {
+	t.Helper()
+	ch, cancel := m.Subscribe()
+	e := &events{done: make(chan struct{})}
+	go func() {
+		defer close(e.done)
+		for ev := range ch {
+			e.mu.Lock()
+			e.list = append(e.list, ev)
+			e.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-e.done
+	})
+	return e
+}
+
+func (e *events) all() []Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]Event(nil), e.list...)
+}
+
+// soon bounds the wait for an event the code under test has already
+// published; only the recording goroutine may lag.
+const soon = 5 * time.Second
+
+// waitFor polls until an event matching match arrives or the deadline
+// passes, and returns it.
+func (e *events) waitFor(t testing.TB, within time.Duration, what string, match func(Event) bool) Event {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		for _, ev := range e.all() {
+			if match(ev) {
+				return ev
+			}
+		}
+		if time.Now().After(deadline) {
+			all := e.all()
+			t.Fatalf("no %s event within %s; got %d events, the last ones: %+v", what, within, len(all), all[max(0, len(all)-8):])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// sync waits until every event m published so far has been recorded, by
+// publishing a marker behind them.
+func (e *events) sync(t testing.TB, m *Manager) {
+	t.Helper()
+	marker := Event{Kind: "test-marker", Err: fmt.Sprintf("%p", e)}
+	m.Publish(marker)
+	e.waitFor(t, soon, "marker", func(ev Event) bool { return ev == marker })
+}
+
+// kinds lists the kinds (and steps) of the events about path, in order.
+func (e *events) kinds(path string) []string {
+	var out []string
+	for _, ev := range e.all() {
+		if ev.Workspace.Path != path {
+			continue
+		}
+		s := string(ev.Kind)
+		if ev.Step != "" {
+			s += ":" + string(ev.Step)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// wantCode fails the test unless err has code.
+func wantCode(t testing.TB, err error, code Code) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("got no error, want %s", code)
+	}
+	if got := CodeOf(err); got != code {
+		t.Fatalf("got code %s (%v), want %s", got, err, code)
+	}
+}
+
+// fakeStore records the saved project lists.
+type fakeStore struct {
+	mu    sync.Mutex
+	saves [][]string
+	err   error
+}
+
+func (s *fakeStore) SaveProjects(p []string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return s.err
+	}
+	s.saves = append(s.saves, append([]string(nil), p...))
+	return nil
+}
+
+func (s *fakeStore) last() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.saves) == 0 {
+		return nil
+	}
+	return s.saves[len(s.saves)-1]
+}
+
+func (s *fakeStore) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.saves)
+}
+
+// fakeAgents is an agent supervisor: fixed statuses, recorded stops, and
+// an optional gate that holds StopAgent until closed.
+type fakeAgents struct {
+	mu       sync.Mutex
+	statuses map[string]AgentStatus
+	stopped  []string
+	stopErr  error
+	entered  chan string   // receives the path when StopAgent starts; may be nil
+	gate     chan struct{} // StopAgent waits for it when non-nil
+}
+
+func (a *fakeAgents) AgentStatus(path string) AgentStatus {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if s, ok := a.statuses[path]; ok {
+		return s
+	}
+	return NoAgent
+}
+
+func (a *fakeAgents) StopAgent(ctx context.Context, path string) error {
+	if a.entered != nil {
+		a.entered <- path
+	}
+	if a.gate != nil {
+		select {
+		case <-a.gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.stopped = append(a.stopped, path)
+	return a.stopErr
+}

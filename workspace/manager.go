@@ -1,0 +1,251 @@
+package workspace
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ProjectStore persists the list of project paths (the settings file).
+type ProjectStore interface {
+	SaveProjects(paths []string) error
+}
+
+// Options configure a Manager.
+type Options struct {
+	// Projects are the project paths to load (from the settings).
+	Projects []string
+	// Store persists the project list; nil means it is not persisted.
+	Store ProjectStore
+	// WorktreeRoot is where new worktrees go, as
+	// <root>/<name>-<sha256(projectPath)[:8]>/workspaces/<branch, "/" as "%">;
+	// "" means paths.ProjectsDir().
+	WorktreeRoot string
+	// Agents reports and stops agents; nil means no agents (status "none").
+	Agents Agents
+	// Logger receives the manager's logs; nil discards them.
+	Logger *slog.Logger
+	// PollInterval is how often Run looks for worktrees added or removed
+	// outside the app; 0 means DefaultPollInterval.
+	PollInterval time.Duration
+}
+
+// DefaultPollInterval is Run's default interval: worktrees made or removed
+// outside the app show up within two intervals at most.
+const DefaultPollInterval = time.Second
+
+// eventBuffer is the capacity of a subscriber's channel.
+const eventBuffer = 256
+
+// Manager owns the projects and their workspaces. All methods are safe for
+// concurrent use; git runs outside the manager's lock.
+type Manager struct {
+	opts Options
+	log  *slog.Logger
+	git  *gitRunner
+	// sleep waits between retries of a delete's folder removal.
+	sleep func(ctx context.Context, d time.Duration) error
+
+	// projMu serialises Load, AddProject and RemoveProject, so the project
+	// list is saved in the order it changes. It is taken before mu.
+	projMu sync.Mutex
+
+	mu       sync.Mutex
+	agents   Agents
+	stored   []string            // the persisted list, as given; includes projects that did not load
+	projects map[string]*project // by pathKey(Project.Path)
+	// busy holds the workspace paths (pathKey) and branches (branchKey)
+	// that a create or a delete is working on, with what it is doing.
+	busy map[string]string
+	// tombstones are workspaces whose worktree a failed delete removed but
+	// whose branch is left, so that a second Delete can finish the job.
+	tombstones map[string]Workspace
+
+	subMu sync.Mutex
+	subs  map[*subscriber]struct{}
+}
+
+type subscriber struct {
+	ch      chan Event
+	dropped int
+}
+
+// NewManager returns a Manager. It is cheap and runs no git; call Load.
+func NewManager(opts Options) *Manager {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Manager{
+		opts:       opts,
+		log:        log,
+		git:        newGitRunner(),
+		sleep:      sleepCtx,
+		agents:     opts.Agents,
+		projects:   map[string]*project{},
+		busy:       map[string]string{},
+		tombstones: map[string]Workspace{},
+		subs:       map[*subscriber]struct{}{},
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// SetAgents sets the agent supervisor, which is built after the manager.
+func (m *Manager) SetAgents(a Agents) {
+	m.mu.Lock()
+	m.agents = a
+	m.mu.Unlock()
+}
+
+func (m *Manager) currentAgents() Agents {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.agents
+}
+
+// Subscribe returns a channel of change events and a function that ends the
+// subscription and closes the channel. The channel is buffered; events that
+// do not fit because the subscriber is not reading are dropped (and logged)
+// so that a slow subscriber never blocks the manager. Subscribers re-read
+// the state an event names, so a dropped event costs freshness only until
+// the next one.
+func (m *Manager) Subscribe() (events <-chan Event, cancel func()) {
+	s := &subscriber{ch: make(chan Event, eventBuffer)}
+	m.subMu.Lock()
+	m.subs[s] = struct{}{}
+	m.subMu.Unlock()
+	var once sync.Once
+	return s.ch, func() {
+		once.Do(func() {
+			m.subMu.Lock()
+			delete(m.subs, s)
+			close(s.ch)
+			m.subMu.Unlock()
+		})
+	}
+}
+
+// Publish sends e to every subscriber without blocking. Adapters use it for
+// events the manager does not produce itself, such as agent-changed.
+func (m *Manager) Publish(e Event) {
+	m.subMu.Lock()
+	defer m.subMu.Unlock()
+	for s := range m.subs {
+		select {
+		case s.ch <- e:
+			if s.dropped > 0 {
+				m.log.Warn("event subscriber caught up", "dropped", s.dropped)
+				s.dropped = 0
+			}
+		default:
+			s.dropped++
+			if s.dropped == 1 {
+				m.log.Warn("event subscriber is not keeping up; dropping events", "kind", string(e.Kind))
+			}
+		}
+	}
+}
+
+// reserve marks keys as busy with what ("create" or "delete") and returns
+// the function that releases them. A key already busy is a CodeConflict.
+func (m *Manager) reserve(what string, keys ...string) (release func(), err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, k := range keys {
+		if other, ok := m.busy[k]; ok {
+			return nil, busyError(other, what)
+		}
+	}
+	for _, k := range keys {
+		m.busy[k] = what
+	}
+	return func() {
+		m.mu.Lock()
+		for _, k := range keys {
+			delete(m.busy, k)
+		}
+		m.mu.Unlock()
+	}, nil
+}
+
+func busyError(running, wanted string) error {
+	if running == "delete" {
+		return Errorf(CodeConflict, "this workspace is already being deleted; wait for that delete to finish")
+	}
+	if wanted == "delete" {
+		return Errorf(CodeConflict, "this workspace is still being created; wait for the create to finish, then delete it")
+	}
+	return Errorf(CodeConflict, "a workspace with this name is already being created; wait for it to finish or choose another name")
+}
+
+// pathKey is the form under which paths are compared: as they are, or
+// case-folded on Windows, whose file systems ignore case.
+func pathKey(p string) string {
+	if runtime.GOOS == "windows" {
+		return strings.ToLower(p)
+	}
+	return p
+}
+
+// branchKey names a branch of a project in Manager.busy.
+func branchKey(projectPath, branch string) string {
+	return "branch\x00" + pathKey(projectPath) + "\x00" + branch
+}
+
+// isWithin reports whether path is dir or inside it (both cleaned keys).
+func isWithin(path, dir string) bool {
+	if path == dir {
+		return true
+	}
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// resolveMaybeMissing is filepath.EvalSymlinks for a path that may no longer
+// exist: the longest existing ancestor is resolved and the rest appended.
+func resolveMaybeMissing(p string) string {
+	p = filepath.Clean(p)
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	dir, rest := p, ""
+	for {
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+		dir = parent
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(r, rest)
+		}
+	}
+}
+
+func sortWorkspaces(ws []Workspace) {
+	slices.SortFunc(ws, func(a, b Workspace) int {
+		if c := strings.Compare(a.ProjectPath, b.ProjectPath); c != 0 {
+			return c
+		}
+		if c := strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Path, b.Path)
+	})
+}

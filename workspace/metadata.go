@@ -1,0 +1,196 @@
+package workspace
+
+import (
+	"context"
+	"strings"
+)
+
+// Metadata lives in the project's git config (shared by all its worktrees)
+// as branch.<branch>.codehydra.<key>. Git treats the last part of a config
+// name case-insensitively and lowercases it, so metadata keys are
+// case-insensitive: "Foo" and "foo" are the same key, and keys are always
+// reported lowercased.
+
+const metadataSection = "codehydra"
+
+// metadataVar is the git config name of a metadata key of branch.
+func metadataVar(branch, key string) string {
+	return "branch." + branch + "." + metadataSection + "." + strings.ToLower(key)
+}
+
+// configGet reads one git config value of the project; "" and no error
+// when it is not set.
+func (m *Manager) configGet(ctx context.Context, p *project, name string) (string, error) {
+	out, err := m.git.run(ctx, p.Path, "config", "--local", "--get", name)
+	if exitCode(err) == 1 {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(out, "\n"), nil
+}
+
+// configSet writes one git config value of the project.
+func (m *Manager) configSet(ctx context.Context, p *project, name, value string) error {
+	p.configMu.Lock()
+	defer p.configMu.Unlock()
+	// "--" keeps a value that starts with "-" from reading as an option.
+	_, err := m.git.run(ctx, p.Path, "config", "--local", "--", name, value)
+	return err
+}
+
+// configUnset removes a git config value of the project; a value that is
+// not set is no error.
+func (m *Manager) configUnset(ctx context.Context, p *project, name string) error {
+	p.configMu.Lock()
+	defer p.configMu.Unlock()
+	_, err := m.git.run(ctx, p.Path, "config", "--local", "--unset-all", name)
+	if exitCode(err) == 5 { // "you try to unset an option which does not exist"
+		return nil
+	}
+	return err
+}
+
+// removeMetadata removes every metadata key of branch; none is no error.
+func (m *Manager) removeMetadata(ctx context.Context, p *project, branch string) error {
+	p.configMu.Lock()
+	defer p.configMu.Unlock()
+	_, err := m.git.run(ctx, p.Path, "config", "--local", "--remove-section", "branch."+branch+"."+metadataSection)
+	if err != nil && strings.Contains(stderrOf(err), "no such section") {
+		return nil
+	}
+	return err
+}
+
+// readMetadata returns the metadata keys of branch (lowercased) and their
+// values.
+func (m *Manager) readMetadata(ctx context.Context, p *project, branch string) (map[string]string, error) {
+	out, err := m.git.run(ctx, p.Path, "config", "--local", "-z", "--list")
+	if err != nil {
+		return nil, err
+	}
+	prefix := "branch." + branch + "." + metadataSection + "."
+	md := map[string]string{}
+	for rec := range strings.SplitSeq(out, "\x00") {
+		name, value, _ := strings.Cut(rec, "\n")
+		key, ok := strings.CutPrefix(name, prefix)
+		if !ok || ValidateMetadataKey(key) != nil {
+			continue
+		}
+		md[key] = value
+	}
+	return md, nil
+}
+
+// currentBranch reads the branch checked out in the worktree at path now,
+// "" when its HEAD is detached. Metadata follows the branch, so it is read
+// fresh rather than from what discovery last saw.
+func (m *Manager) currentBranch(ctx context.Context, path string) (string, error) {
+	out, err := m.git.run(ctx, path, "symbolic-ref", "-q", "--short", "HEAD")
+	if exitCode(err) == 1 {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// Metadata returns the workspace's metadata, keys lowercased. "base" is
+// always there: when it was never recorded (e.g. a worktree made outside
+// the app) or the HEAD is detached, it is the project's DefaultBase.
+func (m *Manager) Metadata(ctx context.Context, wsPath string) (map[string]string, error) {
+	ws, p, err := m.resolve(wsPath)
+	if err != nil {
+		return nil, err
+	}
+	branch, err := m.currentBranch(ctx, ws.Path)
+	if err != nil {
+		return nil, classify(err, CodeInternal, "cannot read the branch of %s", ws.Path)
+	}
+	md := map[string]string{}
+	if branch != "" {
+		if md, err = m.readMetadata(ctx, p, branch); err != nil {
+			return nil, classify(err, CodeInternal, "cannot read the metadata of %s", ws.Path)
+		}
+	}
+	if md["base"] == "" {
+		base, err := m.defaultBase(ctx, p)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			m.log.Warn("workspace has no base", "path", ws.Path, "err", err)
+		}
+		md["base"] = base
+	}
+	return md, nil
+}
+
+// baseOf is the base of the workspace on branch: its "base" metadata, else
+// the project's DefaultBase; "" when neither is known.
+func (m *Manager) baseOf(ctx context.Context, p *project, branch string) string {
+	if branch != "" {
+		if b, err := m.configGet(ctx, p, metadataVar(branch, "base")); err == nil && b != "" {
+			return b
+		}
+	}
+	b, _ := m.defaultBase(ctx, p)
+	return b
+}
+
+// SetMetadata sets the workspace's metadata key to *value, or deletes the
+// key when value is nil (deleting a missing key is no error). Keys follow
+// ValidateMetadataKey and are case-insensitive (see Metadata); values follow
+// ValidateMetadataValue. "base" cannot be deleted and must name a branch or
+// commit. Metadata is stored per branch, so a workspace on a detached HEAD
+// has none to set (CodeInvalidInput). It publishes metadata-changed.
+func (m *Manager) SetMetadata(ctx context.Context, wsPath, key string, value *string) error {
+	if err := ValidateMetadataKey(key); err != nil {
+		return err
+	}
+	isBase := strings.EqualFold(key, "base")
+	switch {
+	case value == nil && isBase:
+		return Errorf(CodeInvalidInput, "the base metadata cannot be deleted; set another base instead")
+	case value != nil:
+		if err := ValidateMetadataValue(*value); err != nil {
+			return err
+		}
+		if isBase {
+			if err := validateBase(*value); err != nil {
+				return err
+			}
+		}
+	}
+	ws, p, err := m.resolve(wsPath)
+	if err != nil {
+		return err
+	}
+	branch, err := m.currentBranch(ctx, ws.Path)
+	if err != nil {
+		return classify(err, CodeInternal, "cannot read the branch of %s", ws.Path)
+	}
+	if branch == "" {
+		return Errorf(CodeInvalidInput, "workspace %s is on a detached HEAD; metadata is stored per branch, so check out a branch there first", ws.Path)
+	}
+	name := metadataVar(branch, key)
+	if value == nil {
+		err = m.configUnset(ctx, p, name)
+	} else {
+		err = m.configSet(ctx, p, name, *value)
+	}
+	if err != nil {
+		return classify(err, CodeInternal, "cannot %s metadata %s of %s", verb(value), strings.ToLower(key), ws.Path)
+	}
+	m.Publish(Event{Kind: EventMetadataChanged, ProjectPath: p.Path, Workspace: ws})
+	return nil
+}
+
+func verb(value *string) string {
+	if value == nil {
+		return "delete"
+	}
+	return "set"
+}

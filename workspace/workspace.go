@@ -1,0 +1,157 @@
+// Package workspace is CodeHydra's domain: projects (git repositories),
+// their workspaces (git worktrees), and what can be done with them —
+// discovery, create, delete, status and metadata — published as change
+// events. It knows nothing of MCP, OpenCode or the GUI; agent status flows in
+// through the Agents interface, which the opencode package implements.
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Project is a git repository that CodeHydra manages. Its main checkout is
+// the project itself, never a workspace.
+type Project struct {
+	// Name is the base name of Path.
+	Name string `json:"name"`
+	// Path is absolute, cleaned, with symlinks resolved.
+	Path string `json:"path"`
+}
+
+// Workspace is a git worktree of a project (the main checkout excluded).
+type Workspace struct {
+	// Name is the branch name, or the folder name when HEAD is detached.
+	Name string `json:"name"`
+	// Branch is the checked-out branch, "" when HEAD is detached.
+	Branch string `json:"branch,omitempty"`
+	// Path is absolute, cleaned, with symlinks resolved.
+	Path string `json:"path"`
+	// ProjectPath is the Path of the project the workspace belongs to.
+	ProjectPath string `json:"projectPath"`
+	// Head is the commit checked out.
+	Head string `json:"head,omitempty"`
+	// Detached reports a worktree on a detached HEAD.
+	Detached bool `json:"detached,omitempty"`
+}
+
+// AgentType summarises the sessions of a workspace's agent.
+type AgentType string
+
+// The agent types of DESIGN.md's workspace_get_status.
+const (
+	AgentNone  AgentType = "none"
+	AgentIdle  AgentType = "idle"
+	AgentBusy  AgentType = "busy"
+	AgentMixed AgentType = "mixed"
+)
+
+// AgentCounts counts a workspace agent's sessions by state.
+type AgentCounts struct {
+	Idle  int `json:"idle"`
+	Busy  int `json:"busy"`
+	Total int `json:"total"`
+}
+
+// AgentState is the supervisor's view of a workspace's agent process.
+type AgentState string
+
+// Agent process states.
+const (
+	AgentStateNone     AgentState = ""          // no supervisor, or never started
+	AgentStateStarting AgentState = "starting"  // process started, not yet ready
+	AgentStateReady    AgentState = "ready"     // healthy and connected to the MCP server
+	AgentStateFailed   AgentState = "failed"    // gave up; needs a restart by the user
+	AgentStateStopped  AgentState = "stopped"   // stopped on purpose
+	AgentStateNotFound AgentState = "not-found" // no opencode binary
+)
+
+// AgentStatus is what the agent of one workspace is doing.
+type AgentStatus struct {
+	Type   AgentType   `json:"type"`
+	Counts AgentCounts `json:"counts"`
+	// NeedsInput counts sessions waiting for a permission or an answer.
+	NeedsInput int `json:"needsInput"`
+	// State is the agent process's state; Detail explains a failed or
+	// not-found state in words a user can act on.
+	State  AgentState `json:"state,omitempty"`
+	Detail string     `json:"detail,omitempty"`
+	// Port is the agent server's port, 0 while none is ready.
+	Port int `json:"port,omitempty"`
+}
+
+// NoAgent is the status of a workspace without a running agent.
+var NoAgent = AgentStatus{Type: AgentNone}
+
+// Status is the state of a workspace as workspace_get_status reports it.
+type Status struct {
+	IsDirty bool `json:"isDirty"`
+	// Base is the branch the workspace is compared with; Ahead and Behind
+	// count commits relative to it (both 0 when the base is unknown).
+	Base   string      `json:"base,omitempty"`
+	Ahead  int         `json:"ahead"`
+	Behind int         `json:"behind"`
+	Agent  AgentStatus `json:"agent"`
+}
+
+// Agents is the part of the agent supervisor that the domain needs. The
+// opencode package implements it; a nil Agents means "no agents".
+type Agents interface {
+	// AgentStatus reports the agent of the workspace at path.
+	AgentStatus(path string) AgentStatus
+	// StopAgent stops the workspace's agent and waits until it is gone. It
+	// is the first step of a delete; stopping an agent that does not run is
+	// not an error.
+	StopAgent(ctx context.Context, path string) error
+}
+
+// Code classifies an error for callers such as the MCP server. The values
+// are DESIGN.md's error codes.
+type Code string
+
+// Error codes.
+const (
+	CodeWorkspaceNotFound Code = "workspace-not-found"
+	CodeProjectNotFound   Code = "project-not-found"
+	CodeInvalidInput      Code = "invalid-input"
+	CodeConflict          Code = "conflict"
+	CodeRateLimited       Code = "rate-limited"
+	CodeTimeout           Code = "timeout"
+	CodeInternal          Code = "internal-error"
+)
+
+// Error is an error with a Code and a message meant for the user.
+type Error struct {
+	Code    Code
+	Message string
+	// Err is the underlying cause, if any; it is not part of Message.
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return e.Message + ": " + e.Err.Error()
+	}
+	return e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns an *Error with code and a formatted message.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// CodeOf returns the Code of err: the code of the first *Error in its chain,
+// CodeTimeout for a context deadline, else CodeInternal.
+func CodeOf(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return CodeTimeout
+	}
+	return CodeInternal
+}
