@@ -1,0 +1,253 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/layout"
+	"fyne.io/fyne/v2/widget"
+
+	"codehydra/workspace"
+)
+
+// createDialog is the "New workspace" window: a project, a name checked as
+// it is typed, and the branch to start from.
+type createDialog struct {
+	u   *ui
+	win fyne.Window
+
+	projects []workspace.Project
+	project  *widget.Select
+	name     *widget.Entry
+	nameErr  *widget.Label
+	base     *widget.Select
+	// status says what is going on: creating, or what failed.
+	status *widget.Label
+	create *widget.Button
+	cancel *widget.Button
+
+	// projectPath is the selected project; taken holds its workspaces'
+	// names once loaded.
+	projectPath string
+	taken       map[string]bool
+	loading     bool
+	busy        bool
+	// created is the workspace made, once Create succeeded.
+	created *workspace.Workspace
+}
+
+// openCreate opens the "New workspace" window, with projectPath selected
+// when it is not "", or brings the open one forward (and returns nil).
+func (u *ui) openCreate(projectPath string) *createDialog {
+	var d *createDialog
+	u.window("create", func() (fyne.Window, func()) {
+		d = u.newCreateDialog(projectPath)
+		return d.win, nil
+	})
+	return d
+}
+
+func (u *ui) newCreateDialog(projectPath string) *createDialog {
+	d := &createDialog{
+		u:        u,
+		win:      u.app.NewWindow("New workspace"),
+		projects: u.deps.Workspaces.Projects(),
+		taken:    map[string]bool{},
+	}
+	labels := projectChoices(d.projects)
+	d.project = widget.NewSelect(labels, func(label string) {
+		for i, l := range labels {
+			if l == label {
+				d.selectProject(d.projects[i].Path)
+			}
+		}
+	})
+	d.project.PlaceHolder = "Choose a project"
+	d.name = widget.NewEntry()
+	d.name.SetPlaceHolder("feature/login")
+	d.name.Validator = d.validateName
+	d.name.OnChanged = func(string) { d.refresh() }
+	d.name.OnSubmitted = func(string) { d.submit() }
+	d.nameErr = statusLabel()
+	d.nameErr.Importance = widget.DangerImportance
+	d.base = widget.NewSelect(nil, func(string) { d.refresh() })
+	d.base.PlaceHolder = "Choose a project first"
+	d.status = statusLabel()
+	d.create = widget.NewButton("Create", d.submit)
+	d.create.Importance = widget.HighImportance
+	d.cancel = widget.NewButton("Cancel", d.win.Close)
+
+	form := container.New(layout.NewFormLayout(),
+		widget.NewLabel("Project"), d.project,
+		widget.NewLabel("Name"), container.NewVBox(d.name, d.nameErr),
+		widget.NewLabel("Start from"), d.base,
+	)
+	d.win.SetContent(container.NewVBox(
+		form,
+		d.status,
+		container.NewHBox(layout.NewSpacer(), d.cancel, d.create),
+	))
+	d.win.Resize(fyne.NewSize(460, 0))
+	// The name is what there is to type: take the keys from the start.
+	d.win.Canvas().Focus(d.name)
+
+	switch {
+	case len(d.projects) == 0:
+		say(d.status, "There is no project yet: add a git repository with Add project… first.", true)
+	case projectPath != "":
+		for i, p := range d.projects {
+			if p.Path == projectPath {
+				d.project.SetSelectedIndex(i)
+			}
+		}
+	case len(d.projects) == 1:
+		d.project.SetSelectedIndex(0)
+	}
+	d.refresh()
+	return d
+}
+
+// projectChoices are the labels of projects in a select: their names, with
+// the path added where two share a name.
+func projectChoices(ps []workspace.Project) []string {
+	count := map[string]int{}
+	for _, p := range ps {
+		count[p.Name]++
+	}
+	labels := make([]string, len(ps))
+	for i, p := range ps {
+		labels[i] = p.Name
+		if count[p.Name] > 1 {
+			labels[i] = fmt.Sprintf("%s (%s)", p.Name, p.Path)
+		}
+	}
+	return labels
+}
+
+// selectProject loads what the form needs to know about the project: its
+// branches, its default base, and the names already taken.
+func (d *createDialog) selectProject(path string) {
+	d.projectPath = path
+	d.taken = map[string]bool{}
+	d.loading = true
+	d.base.Options = nil
+	d.base.ClearSelected()
+	d.base.PlaceHolder = "Loading branches…"
+	d.base.Refresh()
+	say(d.status, "", false)
+	d.refresh()
+	d.u.background(func(ctx context.Context) {
+		wss := d.u.deps.Workspaces
+		branches, errB := wss.Branches(ctx, path)
+		def, errD := wss.DefaultBase(ctx, path)
+		list, errW := wss.Workspaces(path)
+		d.u.do(func() {
+			if d.projectPath != path {
+				return // another project was chosen meanwhile
+			}
+			d.loading = false
+			for _, w := range list {
+				d.taken[w.Name] = true
+			}
+			d.base.Options = branches
+			d.base.PlaceHolder = "Choose a branch"
+			if errD == nil && def != "" {
+				d.base.SetSelected(def)
+			}
+			d.base.Refresh()
+			if err := errors.Join(errB, errW); err != nil {
+				say(d.status, "Cannot read the project's branches: "+userMessage(err), true)
+			}
+			d.name.Validate()
+			d.refresh()
+		})
+	})
+}
+
+// validateName is the name entry's validator: the workspace rules, and no
+// second workspace of that name in the project.
+func (d *createDialog) validateName(name string) error {
+	if err := workspace.ValidateName(name); err != nil {
+		return errors.New(userMessage(err))
+	}
+	if d.taken[name] {
+		return fmt.Errorf("the project already has a workspace named %s; choose another name", name)
+	}
+	return nil
+}
+
+// refresh shows the name's error and enables Create when it can work.
+func (d *createDialog) refresh() {
+	err := d.validateName(d.name.Text)
+	switch {
+	case err == nil:
+		d.nameErr.SetText("")
+	case d.name.Text == "":
+		// An empty form is no mistake yet.
+		d.nameErr.SetText("")
+	default:
+		d.nameErr.SetText(err.Error())
+	}
+	ready := err == nil && d.projectPath != "" && !d.loading && !d.busy
+	setEnabled(d.create, ready)
+	setEnabled(d.project, !d.busy)
+	setEnabled(d.base, !d.busy && !d.loading)
+	if d.busy {
+		d.name.Disable()
+	} else {
+		d.name.Enable()
+	}
+}
+
+// submit creates the workspace. The window closes when it is there; the
+// tray shows it as soon as the manager reports it.
+func (d *createDialog) submit() {
+	if d.create.Disabled() {
+		return
+	}
+	opts := workspace.CreateOptions{ProjectPath: d.projectPath, Name: d.name.Text, Base: d.base.Selected}
+	d.busy = true
+	say(d.status, "Creating "+opts.Name+"…", false)
+	d.refresh()
+	d.u.background(func(ctx context.Context) {
+		ws, err := d.u.deps.Workspaces.Create(ctx, opts)
+		d.u.do(func() {
+			d.busy = false
+			if err != nil {
+				say(d.status, "Could not create the workspace: "+userMessage(err), true)
+				d.refresh()
+				return
+			}
+			d.created = &ws
+			d.win.Close()
+		})
+	})
+}
+
+// setEnabled enables or disables a widget.
+func setEnabled(w fyne.Disableable, on bool) {
+	if on {
+		w.Enable()
+	} else {
+		w.Disable()
+	}
+}
+
+// statusLabel is a wrapping label for progress and errors.
+func statusLabel() *widget.Label {
+	l := widget.NewLabel("")
+	l.Wrapping = fyne.TextWrapWord
+	return l
+}
+
+// say shows text in a status label, in red when it reports a failure.
+func say(l *widget.Label, text string, bad bool) {
+	l.Importance = widget.MediumImportance
+	if bad {
+		l.Importance = widget.DangerImportance
+	}
+	l.SetText(text)
+}

@@ -1,0 +1,252 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/layout"
+	"fyne.io/fyne/v2/widget"
+
+	"codehydra/workspace"
+)
+
+// deleteDialog is the "Delete workspace" window: what would be lost, a
+// keep-branch choice, then the delete's progress, step by step, from the
+// manager's delete-progress events, with Retry when a step fails.
+type deleteDialog struct {
+	u   *ui
+	win fyne.Window
+	ws  workspace.Workspace
+
+	// warning says what would be lost (uncommitted changes, unmerged
+	// commits) once the status is read.
+	warning    *widget.Label
+	keepBranch *widget.Check
+	progress   *widget.ProgressBar
+	step       *widget.Label
+	status     *widget.Label
+	del        *widget.Button
+	cancel     *widget.Button
+
+	running bool
+	done    bool
+	// failShown: a failure of the current attempt is on screen. Both the
+	// delete-failed event and Delete's error report one failure; the
+	// event's names the step, so it wins.
+	failShown bool
+	// stop ends the watch of the manager's events.
+	stop context.CancelFunc
+}
+
+// openDelete opens the delete window of ws, or brings its open one forward
+// (and returns nil).
+func (u *ui) openDelete(ws workspace.Workspace) *deleteDialog {
+	var d *deleteDialog
+	u.window("delete:"+ws.Path, func() (fyne.Window, func()) {
+		d = u.newDeleteDialog(ws)
+		// A delete that runs already (an agent's) or failed shows as such.
+		for _, p := range u.tray.State().Projects {
+			for _, w := range p.Workspaces {
+				switch {
+				case w.Workspace.Path != ws.Path:
+				case w.Deleting:
+					d.showStep(w.DeleteStep)
+				case w.DeleteErr != "":
+					d.showFailure(w.DeleteStep, w.DeleteErr)
+				}
+			}
+		}
+		return d.win, d.stop
+	})
+	return d
+}
+
+func (u *ui) newDeleteDialog(ws workspace.Workspace) *deleteDialog {
+	d := &deleteDialog{u: u, ws: ws, win: u.app.NewWindow("Delete workspace")}
+	intro := widget.NewLabel(fmt.Sprintf("Delete workspace %s?\nIts folder %s is removed, with its agent.", workspaceTitle(ws), ws.Path))
+	intro.Wrapping = fyne.TextWrapWord
+	d.warning = statusLabel()
+	say(d.warning, "Checking for work that would be lost…", false)
+	d.keepBranch = widget.NewCheck("Keep the branch", nil)
+	if ws.Branch == "" {
+		d.keepBranch.Text = "Keep the branch (detached HEAD: there is none)"
+		d.keepBranch.Disable()
+	} else {
+		d.keepBranch.Text = "Keep the branch " + ws.Branch
+	}
+	d.progress = widget.NewProgressBar()
+	d.progress.Max = 1
+	d.progress.Hide()
+	d.step = widget.NewLabel("")
+	d.step.Hide()
+	d.status = statusLabel()
+	d.del = widget.NewButton("Delete", d.submit)
+	d.del.Importance = widget.DangerImportance
+	d.cancel = widget.NewButton("Cancel", d.win.Close)
+
+	d.win.SetContent(container.NewVBox(
+		intro, d.warning, d.keepBranch, d.progress, d.step, d.status,
+		container.NewHBox(layout.NewSpacer(), d.cancel, d.del),
+	))
+	d.win.Resize(fyne.NewSize(480, 0))
+
+	// Watch before anything can start a delete, so that no step is missed,
+	// including those of a delete an agent started.
+	events, unsubscribe := u.deps.Workspaces.Subscribe()
+	ctx, stop := context.WithCancel(u.ctx)
+	d.stop = stop
+	u.background(func(context.Context) {
+		defer unsubscribe()
+		d.watch(ctx, events)
+	})
+	u.background(func(context.Context) {
+		st, err := u.deps.Workspaces.Status(ctx, ws.Path)
+		u.do(func() { d.showStatus(st, err) })
+	})
+	return d
+}
+
+func (d *deleteDialog) watch(ctx context.Context, events <-chan workspace.Event) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-events:
+			if !ok {
+				return
+			}
+			if e.Workspace.Path != d.ws.Path {
+				continue
+			}
+			switch e.Kind {
+			case workspace.EventDeleteProgress:
+				d.u.do(func() { d.showStep(e.Step) })
+			case workspace.EventDeleteFailed:
+				d.u.do(func() { d.showFailure(e.Step, e.Err) })
+			}
+		}
+	}
+}
+
+// Warnings are what deleting a workspace with status st would lose.
+func Warnings(st workspace.Status) []string {
+	var w []string
+	if st.IsDirty {
+		w = append(w, "It has uncommitted changes: they will be lost.")
+	}
+	if st.Ahead > 0 {
+		base := st.Base
+		if base == "" {
+			base = "its base"
+		}
+		w = append(w, fmt.Sprintf("Its branch has %s not merged into %s: they are lost unless you keep the branch.",
+			plural(st.Ahead, "commit"), base))
+	}
+	return w
+}
+
+func (d *deleteDialog) showStatus(st workspace.Status, err error) {
+	if err != nil {
+		say(d.warning, "Could not check for uncommitted changes or unmerged commits ("+userMessage(err)+"); look before you delete.", true)
+		return
+	}
+	if w := Warnings(st); len(w) > 0 {
+		say(d.warning, strings.Join(w, "\n"), true)
+		if st.Ahead > 0 && d.ws.Branch != "" && !d.running {
+			d.keepBranch.SetChecked(true)
+		}
+		return
+	}
+	say(d.warning, "No uncommitted changes and no unmerged commits.", false)
+}
+
+// submit starts the delete, or retries it after a failure.
+func (d *deleteDialog) submit() {
+	if d.running || d.done {
+		return
+	}
+	d.running = true
+	d.failShown = false
+	opts := workspace.DeleteOptions{KeepBranch: d.keepBranch.Checked}
+	d.del.Disable()
+	d.keepBranch.Disable()
+	d.cancel.SetText("Close")
+	say(d.status, "", false)
+	d.showStep(workspace.StepStopAgent)
+	d.u.background(func(ctx context.Context) {
+		err := d.u.deps.Workspaces.Delete(ctx, d.ws.Path, opts)
+		d.u.do(func() {
+			if err == nil {
+				d.showStep(workspace.StepDone)
+				return
+			}
+			d.showFailure("", userMessage(err))
+		})
+	})
+}
+
+// StepText says what a delete step does.
+func StepText(s workspace.DeleteStep) string {
+	switch s {
+	case workspace.StepStopAgent:
+		return "Stopping the agent…"
+	case workspace.StepRemoveMetadata:
+		return "Removing the workspace's metadata…"
+	case workspace.StepRemoveWorktree:
+		return "Removing the worktree folder…"
+	case workspace.StepDeleteBranch:
+		return "Deleting the branch…"
+	case workspace.StepDone:
+		return "Deleted."
+	}
+	return string(s)
+}
+
+// StepFraction is how far a delete is when step starts, 0 to 1.
+func StepFraction(s workspace.DeleteStep) float64 {
+	i := slices.Index(workspace.DeleteSteps, s)
+	if i < 0 {
+		return 0
+	}
+	return float64(i) / float64(len(workspace.DeleteSteps)-1)
+}
+
+func (d *deleteDialog) showStep(s workspace.DeleteStep) {
+	if d.done {
+		return
+	}
+	d.running = true
+	d.del.Disable()
+	d.keepBranch.Disable()
+	d.progress.Show()
+	d.step.Show()
+	d.progress.SetValue(StepFraction(s))
+	d.step.SetText(StepText(s))
+	if s == workspace.StepDone {
+		d.done = true
+		d.win.Close()
+	}
+}
+
+// showFailure reports a failed delete (step is "" when it failed before
+// any step) and offers a retry.
+func (d *deleteDialog) showFailure(step workspace.DeleteStep, msg string) {
+	if d.done || (step == "" && d.failShown) {
+		return
+	}
+	d.running, d.failShown = false, true
+	where := ""
+	if step != "" {
+		where = " at step “" + strings.TrimSuffix(StepText(step), "…") + "”"
+	}
+	say(d.status, fmt.Sprintf("The delete failed%s: %s\nFix the cause, then press Retry.", where, msg), true)
+	d.del.SetText("Retry")
+	d.del.Enable()
+	if d.ws.Branch != "" {
+		d.keepBranch.Enable()
+	}
+}

@@ -1,0 +1,329 @@
+package app
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2/test"
+
+	"codehydra/workspace"
+)
+
+// openCreateLoaded opens the create dialog and waits for its project's
+// branches.
+func openCreateLoaded(t *testing.T, h *harness) *createDialog {
+	t.Helper()
+	d := h.u.openCreate("")
+	if d == nil {
+		t.Fatal("no create dialog")
+	}
+	h.waitFor("the branches", func() bool { return !d.loading && d.projectPath != "" })
+	return d
+}
+
+func TestCreateDialogValidatesTheNameAsItIsTyped(t *testing.T) {
+	f := newFake()
+	f.addWorkspace("proj", "taken")
+	h := newHarness(t, Deps{Workspaces: f})
+	d := openCreateLoaded(t, h)
+
+	if got := d.base.Selected; got != "main" {
+		t.Errorf("base = %q, want the default base main preselected", got)
+	}
+	if !slices.Equal(d.base.Options, []string{"develop", "main"}) {
+		t.Errorf("base options = %q, want the project's branches", d.base.Options)
+	}
+	tests := []struct {
+		name    string
+		typed   string
+		wantErr string // "" = valid
+		canGo   bool
+	}{
+		{"empty is no error yet", "", "", false},
+		{"space", "my feature", "is not valid", false},
+		{"dot dot", "a..b", `must not contain ".."`, false},
+		{"leading dash", "-x", "is not valid", false},
+		{"lock suffix", "x.lock", `".lock"`, false},
+		{"too long", strings.Repeat("a", workspace.MaxNameLength+1), "use at most", false},
+		{"taken", "taken", "already has a workspace named taken", false},
+		{"fine", "feature/login", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d.name.SetText("")
+			test.Type(d.name, tt.typed)
+			if tt.wantErr == "" && d.nameErr.Text != "" || !strings.Contains(d.nameErr.Text, tt.wantErr) {
+				t.Errorf("name error = %q, want %q", d.nameErr.Text, tt.wantErr)
+			}
+			if d.create.Disabled() == tt.canGo {
+				t.Errorf("Create enabled = %v, want %v", !d.create.Disabled(), tt.canGo)
+			}
+		})
+	}
+}
+
+func TestCreateDialogShowsTheManagersErrorAndStaysOpen(t *testing.T) {
+	f := newFake()
+	f.addWorkspace("proj", "a")
+	f.createErr = workspace.Errorf(workspace.CodeConflict, "branch main is checked out in the project's main checkout; choose another name")
+	h := newHarness(t, Deps{Workspaces: f})
+	d := openCreateLoaded(t, h)
+
+	d.name.SetText("main")
+	test.Tap(d.create)
+	h.waitFor("the error", func() bool { return !d.busy && d.status.Text != "" })
+	if want := "Could not create the workspace: branch main is checked out"; !strings.HasPrefix(d.status.Text, want) {
+		t.Errorf("status = %q, want it to start with %q", d.status.Text, want)
+	}
+	if !h.windowOpen("New workspace") || d.create.Disabled() {
+		t.Error("after a failure the window must stay open with Create enabled")
+	}
+	if got := f.created; len(got) != 1 || got[0] != (workspace.CreateOptions{ProjectPath: "/src/proj", Name: "main", Base: "main"}) {
+		t.Errorf("Create got %+v", got)
+	}
+}
+
+func TestCreateDialogWithoutProjectsSaysToAddOne(t *testing.T) {
+	h := newHarness(t, Deps{Workspaces: newFake()})
+	d := h.u.openCreate("")
+	d.name.SetText("feature")
+	if !d.create.Disabled() {
+		t.Error("Create is enabled without a project")
+	}
+	if !strings.Contains(d.status.Text, "Add project") {
+		t.Errorf("status = %q, want a hint to add a project", d.status.Text)
+	}
+}
+
+func TestCreateDialogMakesAWorkspaceThatTheMenuShowsStarting(t *testing.T) {
+	repo := gitRepo(t)
+	gitT(t, repo, "branch", "develop")
+	m := realManager(t, repo)
+	agents := newFakeAgents()
+	agents.def = agentStarting
+	h := newHarness(t, Deps{Workspaces: m, Agents: agents})
+	h.startTray()
+	d := openCreateLoaded(t, h)
+	if d.base.Selected != "main" || !slices.Contains(d.base.Options, "develop") {
+		t.Fatalf("base %q of %q, want main preselected among the branches", d.base.Selected, d.base.Options)
+	}
+	d.base.SetSelected("develop")
+	test.Type(d.name, "feature/login")
+	test.Tap(d.create)
+	h.waitFor("the window to close", func() bool { return d.created != nil && !h.windowOpen("New workspace") })
+
+	h.waitFor("the new workspace in the menu", func() bool {
+		return find(h.view.menu(), "◌ feature/login (starting)") != nil
+	})
+	if fi, err := os.Stat(d.created.Path); err != nil || !fi.IsDir() {
+		t.Errorf("worktree %s: %v", d.created.Path, err)
+	}
+	md, err := m.Metadata(context.Background(), d.created.Path)
+	if err != nil || md["base"] != "develop" {
+		t.Errorf("metadata = %v, %v; want base develop", md, err)
+	}
+}
+
+func TestDeleteDialogWarnsAboutUncommittedAndUnmergedWork(t *testing.T) {
+	repo := gitRepo(t)
+	m := realManager(t, repo)
+	ctx := context.Background()
+	clean, err := m.Create(ctx, workspace.CreateOptions{ProjectPath: repo, Name: "clean"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirty, err := m.Create(ctx, workspace.CreateOptions{ProjectPath: repo, Name: "dirty"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dirty.Path, "new.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, dirty.Path, "add", "new.txt")
+	gitT(t, dirty.Path, "commit", "-q", "-m", "one")
+	if err := os.WriteFile(filepath.Join(dirty.Path, "README"), []byte("changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, Deps{Workspaces: m})
+
+	dc := h.u.openDelete(clean)
+	h.waitFor("the clean status", func() bool { return strings.HasPrefix(dc.warning.Text, "No uncommitted") })
+	if dc.keepBranch.Checked {
+		t.Error("keep branch is preselected for a workspace with nothing to lose")
+	}
+
+	dd := h.u.openDelete(dirty)
+	h.waitFor("the dirty status", func() bool { return strings.Contains(dd.warning.Text, "uncommitted changes") })
+	if !strings.Contains(dd.warning.Text, "1 commit not merged into main") {
+		t.Errorf("warning = %q, want the unmerged commit", dd.warning.Text)
+	}
+	if !dd.keepBranch.Checked {
+		t.Error("keep branch is not preselected though the branch has unmerged commits")
+	}
+}
+
+func TestDeleteDialogFollowsTheStepsAndClosesWhenDone(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		t.Run(map[bool]string{false: "delete branch", true: "keep branch"}[keep], func(t *testing.T) {
+			repo := gitRepo(t)
+			m := realManager(t, repo)
+			ws, err := m.Create(context.Background(), workspace.CreateOptions{ProjectPath: repo, Name: "feat"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := newHarness(t, Deps{Workspaces: m})
+			h.startTray()
+			d := h.u.openDelete(ws)
+			h.waitFor("the status", func() bool { return !strings.HasPrefix(d.warning.Text, "Checking") })
+			d.keepBranch.SetChecked(keep)
+			test.Tap(d.del)
+			if !d.progress.Visible() || d.del.Text != "Delete" || !d.del.Disabled() {
+				t.Error("a running delete must show progress and disable Delete")
+			}
+			h.waitFor("the window to close", func() bool { return !h.windowOpen("Delete workspace") })
+			if d.progress.Value != 1 || d.step.Text != "Deleted." {
+				t.Errorf("progress %v %q, want 1 and Deleted.", d.progress.Value, d.step.Text)
+			}
+			if _, err := os.Stat(ws.Path); !os.IsNotExist(err) {
+				t.Errorf("worktree still there: %v", err)
+			}
+			branches := gitT(t, repo, "branch", "--list", "feat")
+			if keep != (branches != "") {
+				t.Errorf("branch list %q with keepBranch %v", branches, keep)
+			}
+			h.waitFor("the menu without it", func() bool { return find(h.view.menu(), "    "+LabelNoWorkspaces) != nil })
+		})
+	}
+}
+
+func TestDeleteDialogProgressFollowsDeleteEvents(t *testing.T) {
+	f := newFake()
+	ws := f.addWorkspace("proj", "feat")
+	h := newHarness(t, Deps{Workspaces: f})
+	d := h.u.openDelete(ws)
+
+	// A delete an agent started through MCP: only its events are seen.
+	for i, step := range workspace.DeleteSteps[:4] {
+		f.Publish(workspace.Event{Kind: workspace.EventDeleteProgress, Workspace: ws, Step: step})
+		want := float64(i) / 4
+		h.waitFor(string(step), func() bool { return d.step.Text == StepText(step) && d.progress.Value == want })
+		if !d.del.Disabled() {
+			t.Errorf("Delete is enabled during step %s", step)
+		}
+	}
+	// Events of other workspaces do not move it.
+	other := workspace.Workspace{Path: "/wt/other"}
+	f.Publish(workspace.Event{Kind: workspace.EventDeleteProgress, Workspace: other, Step: workspace.StepDone})
+	f.Publish(workspace.Event{Kind: workspace.EventDeleteProgress, Workspace: ws, Step: workspace.StepDone})
+	h.waitFor("done", func() bool { return d.done })
+	if h.windowOpen("Delete workspace") {
+		t.Error("the window stays open after done")
+	}
+}
+
+func TestDeleteDialogOffersRetryAfterAFailedStep(t *testing.T) {
+	f := newFake()
+	ws := f.addWorkspace("proj", "feat")
+	f.deleteFail = workspace.StepRemoveWorktree
+	h := newHarness(t, Deps{Workspaces: f})
+	d := h.u.openDelete(ws)
+
+	test.Tap(d.del)
+	h.waitFor("the failure", func() bool { return d.del.Text == "Retry" && !d.del.Disabled() })
+	h.drain()
+	for _, want := range []string{"Removing the worktree folder", "device busy", "press Retry"} {
+		if !strings.Contains(d.status.Text, want) {
+			t.Errorf("status = %q, want %q in it", d.status.Text, want)
+		}
+	}
+	if d.progress.Value != 0.5 {
+		t.Errorf("progress = %v, want it left at the failed step (0.5)", d.progress.Value)
+	}
+	test.Tap(d.del)
+	h.waitFor("the retry to finish", func() bool { return d.done && !h.windowOpen("Delete workspace") })
+	if len(f.deletes) != 2 {
+		t.Errorf("%d deletes, want 2", len(f.deletes))
+	}
+}
+
+func TestAddProjectDialogReportsWhatIsWrongWithThePath(t *testing.T) {
+	repo := gitRepo(t)
+	notRepo := t.TempDir()
+	m := realManager(t)
+	h := newHarness(t, Deps{Workspaces: m})
+	h.startTray()
+	d := h.u.openAddProject()
+
+	if !d.add.Disabled() {
+		t.Error("Add is enabled with no path")
+	}
+	tests := []struct {
+		path, want string
+	}{
+		{filepath.Join(notRepo, "missing"), "Could not add the project: "},
+		{notRepo, "Could not add the project: "},
+		{"relative/path", "Could not add the project: "},
+	}
+	for _, tt := range tests {
+		d.path.SetText(tt.path)
+		test.Tap(d.add)
+		h.waitFor("the error for "+tt.path, func() bool { return !d.busy && d.status.Text != "" })
+		if !strings.HasPrefix(d.status.Text, tt.want) || len(d.status.Text) <= len(tt.want) {
+			t.Errorf("%s: status = %q", tt.path, d.status.Text)
+		}
+		if !h.windowOpen("Add project") {
+			t.Fatalf("%s: the window closed on an error", tt.path)
+		}
+	}
+
+	d.path.SetText("")
+	test.Type(d.path, repo)
+	if d.status.Text != "" {
+		t.Errorf("typing did not clear the old error: %q", d.status.Text)
+	}
+	test.Tap(d.add)
+	h.waitFor("the window to close", func() bool { return d.added != nil && !h.windowOpen("Add project") })
+	if ps := m.Projects(); len(ps) != 1 || ps[0].Path != repo {
+		t.Errorf("projects = %+v", ps)
+	}
+	h.waitFor("the project in the menu", func() bool { return find(h.view.menu(), "repo") != nil })
+}
+
+func TestAddProjectDialogExpandsTheHomeFolder(t *testing.T) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Skip(err)
+	}
+	for in, want := range map[string]string{
+		"~":          home,
+		"~/src/x":    filepath.Join(home, "src", "x"),
+		"/abs/~/x":   "/abs/~/x",
+		"~other/x":   "~other/x",
+		"relative/x": "relative/x",
+	} {
+		if got := expandHome(in); got != want {
+			t.Errorf("expandHome(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestDeleteDialogOpenedDuringADeleteShowsItsProgress(t *testing.T) {
+	f := newFake()
+	ws := f.addWorkspace("proj", "feat")
+	h := newHarness(t, Deps{Workspaces: f})
+	h.startTray()
+	f.Publish(workspace.Event{Kind: workspace.EventDeleteProgress, Workspace: ws, Step: workspace.StepRemoveWorktree})
+	h.waitFor("the tray to see the delete", func() bool { return find(h.view.menu(), "… feat (deleting)") != nil })
+
+	d := h.u.openDelete(ws)
+	if !d.del.Disabled() || d.step.Text != StepText(workspace.StepRemoveWorktree) || d.progress.Value != 0.5 {
+		t.Errorf("dialog: Delete enabled %v, step %q, progress %v; want the running delete", !d.del.Disabled(), d.step.Text, d.progress.Value)
+	}
+	if again := h.u.openDelete(ws); again != nil {
+		t.Error("a second Delete… opened a second window")
+	}
+}

@@ -1,0 +1,345 @@
+package app
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"fyne.io/fyne/v2"
+
+	"codehydra/workspace"
+)
+
+// State is everything the tray menu shows. BuildMenu turns it into a menu;
+// the tray rebuilds the whole menu whenever it changes.
+type State struct {
+	Projects []ProjectState
+	// CanCopyMCPConfig enables "Copy MCP config".
+	CanCopyMCPConfig bool
+	// CanRestartAgents enables "Restart agent" (there is a supervisor).
+	CanRestartAgents bool
+}
+
+// ProjectState is a project and its workspaces, sorted.
+type ProjectState struct {
+	Project    workspace.Project
+	Workspaces []WorkspaceState
+	// Err explains why the workspaces could not be listed.
+	Err string
+}
+
+// WorkspaceState is a workspace as the tray shows it.
+type WorkspaceState struct {
+	Workspace workspace.Workspace
+	Agent     workspace.AgentStatus
+	// Deleting is true from the first delete-progress event until the
+	// workspace is gone or the delete failed.
+	Deleting   bool
+	DeleteStep workspace.DeleteStep
+	// DeleteErr is the error of the last failed delete.
+	DeleteErr string
+}
+
+// Phase is what a workspace is doing, as the menu marks it.
+type Phase string
+
+// The phases of a workspace, and their marks in the menu.
+const (
+	PhaseIdle         Phase = "idle"
+	PhaseBusy         Phase = "busy"
+	PhaseNeedsInput   Phase = "needs input"
+	PhaseFailed       Phase = "failed"
+	PhaseStarting     Phase = "starting"
+	PhaseDeleting     Phase = "deleting"
+	PhaseDeleteFailed Phase = "delete failed"
+	PhaseNoAgent      Phase = "no agent"
+)
+
+// Mark is the sign a phase shows before a workspace's name.
+func (p Phase) Mark() string {
+	switch p {
+	case PhaseBusy:
+		return "●"
+	case PhaseIdle:
+		return "○"
+	case PhaseNeedsInput:
+		return "?"
+	case PhaseFailed, PhaseDeleteFailed:
+		return "✕"
+	case PhaseDeleting:
+		return "…"
+	case PhaseStarting:
+		return "◌"
+	default:
+		return "–"
+	}
+}
+
+// Phase is what the workspace is doing; a delete outranks the agent, and a
+// failure or a question outranks work.
+func (w WorkspaceState) Phase() Phase {
+	a := w.Agent
+	switch {
+	case w.Deleting:
+		return PhaseDeleting
+	case w.DeleteErr != "":
+		return PhaseDeleteFailed
+	case a.State == workspace.AgentStateFailed || a.State == workspace.AgentStateNotFound:
+		return PhaseFailed
+	case a.NeedsInput > 0:
+		return PhaseNeedsInput
+	case a.State == workspace.AgentStateStarting:
+		return PhaseStarting
+	case a.Type == workspace.AgentBusy || a.Type == workspace.AgentMixed:
+		return PhaseBusy
+	case a.Type == workspace.AgentIdle || a.State == workspace.AgentStateReady:
+		return PhaseIdle
+	default:
+		return PhaseNoAgent
+	}
+}
+
+// Port is the workspace agent's port, 0 when no agent server is ready.
+func (w WorkspaceState) Port() int {
+	if w.Deleting {
+		return 0
+	}
+	return w.Agent.Port
+}
+
+// The fixed labels of the tray menu. They are stable: tests drive the tray
+// over D-Bus by these strings.
+const (
+	LabelOpenAgent     = "Open agent in browser"
+	LabelCopyPath      = "Copy path"
+	LabelCopyAttach    = "Copy attach command"
+	LabelRestartAgent  = "Restart agent"
+	LabelDelete        = "Delete…"
+	LabelNewWorkspace  = "New workspace…"
+	LabelAddProject    = "Add project…"
+	LabelSettings      = "Settings…"
+	LabelCopyMCPConfig = "Copy MCP config"
+	LabelQuit          = "Quit"
+	LabelNoProjects    = "No projects yet: use Add project…"
+	LabelNoWorkspaces  = "No workspaces: use New workspace…"
+)
+
+// WorkspaceLabel is the menu label of a workspace: its mark, its name and
+// its phase in words, e.g. "● feature/login (busy)".
+func WorkspaceLabel(w WorkspaceState) string {
+	p := w.Phase()
+	return fmt.Sprintf("%s %s (%s)", p.Mark(), w.Workspace.Name, p)
+}
+
+// ProjectLabel is the (disabled) header of a project's workspaces.
+func ProjectLabel(p ProjectState) string {
+	name := p.Project.Name
+	if name == "" {
+		name = baseName(p.Project.Path)
+	}
+	if p.Err != "" {
+		return name + " (cannot list workspaces)"
+	}
+	return name
+}
+
+// AgentURL is the web UI of an agent server.
+func AgentURL(port int) string { return fmt.Sprintf("http://127.0.0.1:%d/", port) }
+
+// AttachCommand attaches a terminal to an agent server.
+func AttachCommand(port int) string {
+	return fmt.Sprintf("opencode attach http://127.0.0.1:%d", port)
+}
+
+// Actions are what the menu's items do. BuildMenu binds them to the items'
+// workspaces; a nil action leaves its item disabled.
+type Actions struct {
+	OpenAgent     func(port int)
+	CopyText      func(text string)
+	RestartAgent  func(path string)
+	Delete        func(ws workspace.Workspace)
+	NewWorkspace  func()
+	AddProject    func()
+	Settings      func()
+	CopyMCPConfig func(client string)
+	Quit          func()
+}
+
+// BuildMenu is the tray menu for s: a summary line, each project with its
+// workspaces (each a submenu of actions), then the app's actions. It has no
+// side effects; items are disabled when their action is impossible.
+func BuildMenu(s State, a Actions) *fyne.Menu {
+	var items []*fyne.MenuItem
+	add := func(it ...*fyne.MenuItem) { items = append(items, it...) }
+
+	add(disabled(Summary(s)), fyne.NewMenuItemSeparator())
+	if len(s.Projects) == 0 {
+		add(disabled(LabelNoProjects))
+	}
+	for _, p := range s.Projects {
+		add(disabled(ProjectLabel(p)))
+		if len(p.Workspaces) == 0 && p.Err == "" {
+			add(disabled("    " + LabelNoWorkspaces))
+		}
+		for _, w := range p.Workspaces {
+			add(workspaceItem(s, w, a))
+		}
+		add(fyne.NewMenuItemSeparator())
+	}
+	if len(s.Projects) == 0 {
+		add(fyne.NewMenuItemSeparator())
+	}
+
+	add(
+		actionItem(LabelNewWorkspace, when(len(s.Projects) > 0, a.NewWorkspace)),
+		actionItem(LabelAddProject, a.AddProject),
+		actionItem(LabelSettings, a.Settings),
+	)
+
+	canCopy := s.CanCopyMCPConfig && a.CopyMCPConfig != nil
+	var clients []*fyne.MenuItem
+	for _, c := range MCPClients() {
+		clients = append(clients, actionItem(c.Label, when(canCopy, func() { a.CopyMCPConfig(c.ID) })))
+	}
+	mcp := fyne.NewMenuItem(LabelCopyMCPConfig, nil)
+	mcp.ChildMenu = fyne.NewMenu(LabelCopyMCPConfig, clients...)
+	mcp.Disabled = !canCopy
+	add(mcp, fyne.NewMenuItemSeparator())
+
+	quit := actionItem(LabelQuit, a.Quit)
+	// Fyne appends its own Quit unless the last item is marked as one.
+	quit.IsQuit = true
+	add(quit)
+	return fyne.NewMenu("CodeHydra", items...)
+}
+
+// workspaceItem is a workspace's entry with its submenu of actions.
+func workspaceItem(s State, w WorkspaceState, a Actions) *fyne.MenuItem {
+	ws, port := w.Workspace, w.Port()
+	var open, copyPath, attach, restart, del func()
+	if a.OpenAgent != nil && port != 0 {
+		open = func() { a.OpenAgent(port) }
+	}
+	if a.CopyText != nil {
+		copyPath = func() { a.CopyText(ws.Path) }
+		if port != 0 {
+			attach = func() { a.CopyText(AttachCommand(port)) }
+		}
+	}
+	// An agent the supervisor never started (no state) has nothing to
+	// restart.
+	if a.RestartAgent != nil && s.CanRestartAgents && !w.Deleting && w.Agent.State != workspace.AgentStateNone {
+		restart = func() { a.RestartAgent(ws.Path) }
+	}
+	if a.Delete != nil {
+		del = func() { a.Delete(ws) }
+	}
+	it := fyne.NewMenuItem(WorkspaceLabel(w), nil)
+	it.ChildMenu = fyne.NewMenu(ws.Name,
+		actionItem(LabelOpenAgent, open),
+		actionItem(LabelCopyPath, copyPath),
+		actionItem(LabelCopyAttach, attach),
+		fyne.NewMenuItemSeparator(),
+		actionItem(LabelRestartAgent, restart),
+		actionItem(LabelDelete, del),
+	)
+	return it
+}
+
+// actionItem is an item that runs fn, disabled when fn is nil.
+func actionItem(label string, fn func()) *fyne.MenuItem {
+	if fn == nil {
+		return disabled(label)
+	}
+	return fyne.NewMenuItem(label, fn)
+}
+
+// when is fn if ok, else nil (a disabled item).
+func when(ok bool, fn func()) func() {
+	if !ok {
+		return nil
+	}
+	return fn
+}
+
+func disabled(label string) *fyne.MenuItem {
+	it := fyne.NewMenuItem(label, nil)
+	it.Disabled = true
+	return it
+}
+
+// Counts are the workspaces in each phase.
+type Counts map[Phase]int
+
+// CountPhases counts the workspaces of s by phase.
+func CountPhases(s State) (total int, c Counts) {
+	c = Counts{}
+	for _, p := range s.Projects {
+		for _, w := range p.Workspaces {
+			total++
+			c[w.Phase()]++
+		}
+	}
+	return total, c
+}
+
+// The overall states of the tray icon (assets.TrayIcon's argument).
+const (
+	TrayIdle   = "idle"
+	TrayBusy   = "busy"
+	TrayInput  = "input"
+	TrayFailed = "failed"
+)
+
+// Overall is the tray icon's state: failed > input > busy > idle.
+func Overall(s State) string {
+	_, c := CountPhases(s)
+	switch {
+	case c[PhaseFailed]+c[PhaseDeleteFailed] > 0:
+		return TrayFailed
+	case c[PhaseNeedsInput] > 0:
+		return TrayInput
+	case c[PhaseBusy] > 0:
+		return TrayBusy
+	default:
+		return TrayIdle
+	}
+}
+
+// Summary is the first line of the menu and the tray's tooltip, e.g.
+// "CodeHydra: 3 workspaces, 1 busy, 1 needs input".
+func Summary(s State) string {
+	total, c := CountPhases(s)
+	switch {
+	case len(s.Projects) == 0:
+		return "CodeHydra: no projects"
+	case total == 0:
+		return "CodeHydra: no workspaces"
+	}
+	parts := []string{plural(total, "workspace")}
+	var counted []string
+	for _, p := range []Phase{PhaseBusy, PhaseNeedsInput, PhaseFailed, PhaseDeleteFailed, PhaseStarting, PhaseDeleting} {
+		if n := c[p]; n > 0 {
+			counted = append(counted, fmt.Sprintf("%d %s", n, p))
+		}
+	}
+	if n := c[PhaseNoAgent]; n > 0 {
+		counted = append(counted, fmt.Sprintf("%d without agent", n))
+	}
+	if len(counted) == 0 && c[PhaseIdle] == total {
+		counted = append(counted, "all idle")
+	}
+	return "CodeHydra: " + strings.Join(append(parts, counted...), ", ")
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// baseName is the last element of a path, whatever its separators.
+func baseName(p string) string {
+	return filepath.Base(filepath.FromSlash(p))
+}

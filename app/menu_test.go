@@ -1,0 +1,316 @@
+package app
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2"
+
+	"codehydra/workspace"
+)
+
+// agent statuses as the supervisor reports them.
+var (
+	agentIdle     = workspace.AgentStatus{Type: workspace.AgentIdle, State: workspace.AgentStateReady, Port: 4101, Counts: workspace.AgentCounts{Idle: 1, Total: 1}}
+	agentBusy     = workspace.AgentStatus{Type: workspace.AgentBusy, State: workspace.AgentStateReady, Port: 4102, Counts: workspace.AgentCounts{Busy: 1, Total: 1}}
+	agentMixed    = workspace.AgentStatus{Type: workspace.AgentMixed, State: workspace.AgentStateReady, Port: 4103, Counts: workspace.AgentCounts{Idle: 1, Busy: 1, Total: 2}}
+	agentInput    = workspace.AgentStatus{Type: workspace.AgentBusy, State: workspace.AgentStateReady, Port: 4104, NeedsInput: 1, Counts: workspace.AgentCounts{Busy: 1, Total: 1}}
+	agentFailed   = workspace.AgentStatus{Type: workspace.AgentNone, State: workspace.AgentStateFailed, Detail: "exited with status 1"}
+	agentNotFound = workspace.AgentStatus{Type: workspace.AgentNone, State: workspace.AgentStateNotFound, Detail: "opencode not found"}
+	agentStarting = workspace.AgentStatus{Type: workspace.AgentNone, State: workspace.AgentStateStarting}
+	agentReady    = workspace.AgentStatus{Type: workspace.AgentNone, State: workspace.AgentStateReady, Port: 4105}
+)
+
+func wsState(name string, a workspace.AgentStatus) WorkspaceState {
+	return WorkspaceState{
+		Workspace: workspace.Workspace{Name: name, Branch: name, Path: "/wt/" + name, ProjectPath: "/src/proj"},
+		Agent:     a,
+	}
+}
+
+func oneProject(ws ...WorkspaceState) State {
+	return State{
+		Projects:         []ProjectState{{Project: workspace.Project{Name: "proj", Path: "/src/proj"}, Workspaces: ws}},
+		CanCopyMCPConfig: true,
+		CanRestartAgents: true,
+	}
+}
+
+// allActions are actions that record what they were called with.
+func allActions(calls *[]string) Actions {
+	rec := func(s string) { *calls = append(*calls, s) }
+	return Actions{
+		OpenAgent:     func(port int) { rec("open " + AgentURL(port)) },
+		CopyText:      func(text string) { rec("copy " + text) },
+		RestartAgent:  func(path string) { rec("restart " + path) },
+		Delete:        func(ws workspace.Workspace) { rec("delete " + ws.Path) },
+		NewWorkspace:  func() { rec("new workspace") },
+		AddProject:    func() { rec("add project") },
+		Settings:      func() { rec("settings") },
+		CopyMCPConfig: func(client string) { rec("mcp " + client) },
+		Quit:          func() { rec("quit") },
+	}
+}
+
+func TestBuildMenuShowsEachWorkspacePhaseWithItsMarkAndActions(t *testing.T) {
+	deleting := wsState("going", agentIdle)
+	deleting.Deleting, deleting.DeleteStep = true, workspace.StepRemoveWorktree
+	deleteFailed := wsState("stuck", agentIdle)
+	deleteFailed.DeleteErr = "device busy"
+
+	tests := []struct {
+		name  string
+		ws    WorkspaceState
+		label string
+		icon  string
+		// enabled are the submenu items that can be used.
+		enabled []string
+	}{
+		{"idle", wsState("a", agentIdle), "○ a (idle)", TrayIdle,
+			[]string{LabelOpenAgent, LabelCopyPath, LabelCopyAttach, LabelRestartAgent, LabelDelete}},
+		{"ready without sessions is idle", wsState("a", agentReady), "○ a (idle)", TrayIdle,
+			[]string{LabelOpenAgent, LabelCopyPath, LabelCopyAttach, LabelRestartAgent, LabelDelete}},
+		{"busy", wsState("b", agentBusy), "● b (busy)", TrayBusy,
+			[]string{LabelOpenAgent, LabelCopyPath, LabelCopyAttach, LabelRestartAgent, LabelDelete}},
+		{"mixed is busy", wsState("b", agentMixed), "● b (busy)", TrayBusy,
+			[]string{LabelOpenAgent, LabelCopyPath, LabelCopyAttach, LabelRestartAgent, LabelDelete}},
+		{"needs input", wsState("c", agentInput), "? c (needs input)", TrayInput,
+			[]string{LabelOpenAgent, LabelCopyPath, LabelCopyAttach, LabelRestartAgent, LabelDelete}},
+		{"failed has no port", wsState("d", agentFailed), "✕ d (failed)", TrayFailed,
+			[]string{LabelCopyPath, LabelRestartAgent, LabelDelete}},
+		{"opencode not found is failed", wsState("d", agentNotFound), "✕ d (failed)", TrayFailed,
+			[]string{LabelCopyPath, LabelRestartAgent, LabelDelete}},
+		{"starting has no port yet", wsState("e", agentStarting), "◌ e (starting)", TrayIdle,
+			[]string{LabelCopyPath, LabelRestartAgent, LabelDelete}},
+		{"no agent has no port and nothing to restart", wsState("f", workspace.NoAgent), "– f (no agent)", TrayIdle,
+			[]string{LabelCopyPath, LabelDelete}},
+		{"a stopped agent can be restarted", wsState("f", workspace.AgentStatus{Type: workspace.AgentNone, State: workspace.AgentStateStopped}), "– f (no agent)", TrayIdle,
+			[]string{LabelCopyPath, LabelRestartAgent, LabelDelete}},
+		{"deleting cannot be opened or restarted", deleting, "… going (deleting)", TrayIdle,
+			[]string{LabelCopyPath, LabelDelete}},
+		{"a failed delete can be retried", deleteFailed, "✕ stuck (delete failed)", TrayFailed,
+			[]string{LabelOpenAgent, LabelCopyPath, LabelCopyAttach, LabelRestartAgent, LabelDelete}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := oneProject(tt.ws)
+			m := BuildMenu(s, allActions(new([]string)))
+			it := find(m, tt.label)
+			if it == nil {
+				t.Fatalf("no item %q in\n%s", tt.label, strings.Join(labels(m), "\n"))
+			}
+			var enabled []string
+			for _, sub := range it.ChildMenu.Items {
+				if !sub.IsSeparator && !sub.Disabled {
+					enabled = append(enabled, sub.Label)
+				}
+			}
+			if !slices.Equal(enabled, tt.enabled) {
+				t.Errorf("enabled items = %q, want %q", enabled, tt.enabled)
+			}
+			if got := Overall(s); got != tt.icon {
+				t.Errorf("Overall = %q, want %q", got, tt.icon)
+			}
+		})
+	}
+}
+
+func TestBuildMenuWithoutProjectsOffersAddProjectOnly(t *testing.T) {
+	m := BuildMenu(State{CanCopyMCPConfig: true, CanRestartAgents: true}, allActions(new([]string)))
+	want := []string{
+		"CodeHydra: no projects (off)",
+		"---",
+		LabelNoProjects + " (off)",
+		"---",
+		LabelNewWorkspace + " (off)",
+		LabelAddProject,
+		LabelSettings,
+		LabelCopyMCPConfig,
+		"  OpenCode",
+		"  Claude Code",
+		"  Claude Desktop",
+		"---",
+		LabelQuit,
+	}
+	if got := labels(m); !slices.Equal(got, want) {
+		t.Errorf("menu =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got := Overall(State{}); got != TrayIdle {
+		t.Errorf("Overall = %q, want idle", got)
+	}
+}
+
+func TestBuildMenuListsProjectsWithTheirWorkspacesInOrder(t *testing.T) {
+	s := State{
+		Projects: []ProjectState{
+			{Project: workspace.Project{Name: "alpha", Path: "/src/alpha"}, Workspaces: []WorkspaceState{
+				wsState("feature/login", agentBusy), wsState("fix", agentInput),
+			}},
+			{Project: workspace.Project{Name: "beta", Path: "/src/beta"}},
+			{Project: workspace.Project{Name: "gamma", Path: "/src/gamma"}, Err: "cannot list the worktrees"},
+		},
+		CanCopyMCPConfig: true,
+		CanRestartAgents: true,
+	}
+	want := []string{
+		"CodeHydra: 2 workspaces, 1 busy, 1 needs input (off)",
+		"---",
+		"alpha (off)",
+		"● feature/login (busy)",
+		"  " + LabelOpenAgent,
+		"  " + LabelCopyPath,
+		"  " + LabelCopyAttach,
+		"  ---",
+		"  " + LabelRestartAgent,
+		"  " + LabelDelete,
+		"? fix (needs input)",
+		"  " + LabelOpenAgent,
+		"  " + LabelCopyPath,
+		"  " + LabelCopyAttach,
+		"  ---",
+		"  " + LabelRestartAgent,
+		"  " + LabelDelete,
+		"---",
+		"beta (off)",
+		"    " + LabelNoWorkspaces + " (off)",
+		"---",
+		"gamma (cannot list workspaces) (off)",
+		"---",
+		LabelNewWorkspace,
+		LabelAddProject,
+		LabelSettings,
+		LabelCopyMCPConfig,
+		"  OpenCode",
+		"  Claude Code",
+		"  Claude Desktop",
+		"---",
+		LabelQuit,
+	}
+	if got := labels(BuildMenu(s, allActions(new([]string)))); !slices.Equal(got, want) {
+		t.Errorf("menu =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got := Overall(s); got != TrayInput {
+		t.Errorf("Overall = %q, want input (input outranks busy)", got)
+	}
+}
+
+func TestBuildMenuItemsCallTheirActionsWithTheirWorkspace(t *testing.T) {
+	var calls []string
+	s := oneProject(wsState("a", agentIdle))
+	m := BuildMenu(s, allActions(&calls))
+	ws := "○ a (idle)"
+	for _, path := range [][]string{
+		{ws, LabelOpenAgent},
+		{ws, LabelCopyPath},
+		{ws, LabelCopyAttach},
+		{ws, LabelRestartAgent},
+		{ws, LabelDelete},
+		{LabelNewWorkspace},
+		{LabelAddProject},
+		{LabelSettings},
+		{LabelCopyMCPConfig, "OpenCode"},
+		{LabelCopyMCPConfig, "Claude Code"},
+		{LabelCopyMCPConfig, "Claude Desktop"},
+		{LabelQuit},
+	} {
+		it := find(m, path...)
+		if it == nil || it.Action == nil {
+			t.Fatalf("no action at %q", path)
+		}
+		it.Action()
+	}
+	want := []string{
+		"open http://127.0.0.1:4101/",
+		"copy /wt/a",
+		"copy opencode attach http://127.0.0.1:4101",
+		"restart /wt/a",
+		"delete /wt/a",
+		"new workspace",
+		"add project",
+		"settings",
+		"mcp opencode",
+		"mcp claude-code",
+		"mcp claude-desktop",
+		"quit",
+	}
+	if !slices.Equal(calls, want) {
+		t.Errorf("calls =\n%s\nwant\n%s", strings.Join(calls, "\n"), strings.Join(want, "\n"))
+	}
+	if q := m.Items[len(m.Items)-1]; !q.IsQuit {
+		t.Error("the last item is not marked IsQuit, so Fyne would add a second Quit")
+	}
+}
+
+func TestBuildMenuDisablesWhatTheAppCannotDo(t *testing.T) {
+	s := oneProject(wsState("a", agentIdle))
+	s.CanCopyMCPConfig, s.CanRestartAgents = false, false
+	m := BuildMenu(s, allActions(new([]string)))
+	for _, path := range [][]string{
+		{"○ a (idle)", LabelRestartAgent},
+		{LabelCopyMCPConfig},
+		{LabelCopyMCPConfig, "OpenCode"},
+	} {
+		if it := find(m, path...); it == nil || !it.Disabled {
+			t.Errorf("%q is not disabled", path)
+		}
+	}
+	// Without actions nothing is clickable, but the structure stays.
+	bare := BuildMenu(oneProject(wsState("a", agentIdle)), Actions{})
+	var walk func(*fyne.Menu)
+	walk = func(m *fyne.Menu) {
+		for _, it := range m.Items {
+			if !it.IsSeparator && it.ChildMenu == nil && (!it.Disabled || it.Action != nil) {
+				t.Errorf("item %q is enabled without an action", it.Label)
+			}
+			if it.ChildMenu != nil {
+				walk(it.ChildMenu)
+			}
+		}
+	}
+	walk(bare)
+}
+
+func TestOverallRanksFailedAboveInputAboveBusy(t *testing.T) {
+	tests := []struct {
+		name string
+		ws   []WorkspaceState
+		want string
+	}{
+		{"all idle", []WorkspaceState{wsState("a", agentIdle), wsState("b", agentIdle)}, TrayIdle},
+		{"some busy", []WorkspaceState{wsState("a", agentIdle), wsState("b", agentBusy)}, TrayBusy},
+		{"input over busy", []WorkspaceState{wsState("a", agentBusy), wsState("b", agentInput)}, TrayInput},
+		{"failed over input", []WorkspaceState{wsState("a", agentFailed), wsState("b", agentInput), wsState("c", agentBusy)}, TrayFailed},
+		{"starting is not busy", []WorkspaceState{wsState("a", agentStarting)}, TrayIdle},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Overall(oneProject(tt.ws...)); got != tt.want {
+				t.Errorf("Overall = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSummaryCountsWorkspacesByPhase(t *testing.T) {
+	tests := []struct {
+		name string
+		s    State
+		want string
+	}{
+		{"no projects", State{}, "CodeHydra: no projects"},
+		{"no workspaces", oneProject(), "CodeHydra: no workspaces"},
+		{"all idle", oneProject(wsState("a", agentIdle)), "CodeHydra: 1 workspace, all idle"},
+		{"mixed", oneProject(wsState("a", agentBusy), wsState("b", agentBusy), wsState("c", agentInput), wsState("d", agentFailed), wsState("e", agentStarting), wsState("f", agentIdle)),
+			"CodeHydra: 6 workspaces, 2 busy, 1 needs input, 1 failed, 1 starting"},
+		{"without agents", oneProject(wsState("a", workspace.NoAgent), wsState("b", agentIdle)),
+			"CodeHydra: 2 workspaces, 1 without agent"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Summary(tt.s); got != tt.want {
+				t.Errorf("Summary = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,372 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/layout"
+	"fyne.io/fyne/v2/widget"
+
+	"codehydra/internal/settings"
+)
+
+// The choices of a port setting.
+const (
+	portDynamic = "Any free port"
+	portFixed   = "Fixed port"
+)
+
+// settingsWindow edits the settings (General tab) and workspace metadata
+// (Metadata tab). It shows the saved settings each time it opens.
+type settingsWindow struct {
+	u   *ui
+	win fyne.Window
+
+	mcpMode       *widget.RadioGroup
+	mcpPort       *widget.Entry
+	mcpInUse      *widget.Label
+	ocMode        *widget.RadioGroup
+	ocPort        *widget.Entry
+	ocBin         *widget.Entry
+	ocFound       *widget.Label
+	worktreeRoot  *widget.Entry
+	notifications *widget.Check
+	ratePerSecond *widget.Entry
+	rateBurst     *widget.Entry
+	rotate        *widget.Button
+	rotateStatus  *widget.Label
+	save          *widget.Button
+	status        *widget.Label
+	restartNote   *widget.Label
+	restartNow    *widget.Button
+
+	meta *metadataEditor
+	// loaded is what the form was filled from, to tell what a save changed.
+	loaded settings.Settings
+}
+
+// openSettings opens the settings window, or brings the open one forward
+// (and returns nil).
+func (u *ui) openSettings() *settingsWindow {
+	var w *settingsWindow
+	u.window("settings", func() (fyne.Window, func()) {
+		w = u.newSettingsWindow()
+		return w.win, w.meta.stop
+	})
+	return w
+}
+
+func (u *ui) newSettingsWindow() *settingsWindow {
+	w := &settingsWindow{u: u, win: u.app.NewWindow("CodeHydra settings")}
+
+	w.mcpPort = portEntry("MCP port")
+	w.mcpMode = portMode(w.mcpPort)
+	w.mcpInUse = widget.NewLabel("")
+	w.ocPort = portEntry("OpenCode base port")
+	w.ocMode = portMode(w.ocPort)
+	w.ocBin = widget.NewEntry()
+	w.ocBin.SetPlaceHolder("empty: look for opencode on PATH")
+	w.ocBin.Validator = func(s string) error { _, err := parseBinary(s); return err }
+	w.ocFound = widget.NewLabel("")
+	w.ocFound.Wrapping = fyne.TextWrapWord
+	w.worktreeRoot = widget.NewEntry()
+	def := u.deps.DefaultWorktreeRoot
+	if def == "" {
+		def = "the default folder"
+	}
+	w.worktreeRoot.SetPlaceHolder("empty: " + def)
+	w.worktreeRoot.Validator = func(s string) error { _, err := parseWorktreeRoot(s); return err }
+	w.notifications = widget.NewCheck("Notify when an agent finishes or needs input", nil)
+	w.ratePerSecond = widget.NewEntry()
+	w.ratePerSecond.Validator = func(s string) error { _, err := parseRate(s); return err }
+	w.rateBurst = widget.NewEntry()
+	w.rateBurst.Validator = func(s string) error { _, err := parseBurst(s); return err }
+	w.rotate = widget.NewButton("Rotate token…", w.confirmRotate)
+	if u.deps.RotateToken == nil {
+		w.rotate.Disable()
+	}
+	w.rotateStatus = statusLabel()
+	w.status = statusLabel()
+	w.restartNote = statusLabel()
+	w.restartNow = widget.NewButton("Restart now", func() {
+		if u.deps.Restart != nil {
+			u.deps.Restart()
+			u.app.Quit()
+		}
+	})
+	w.restartNow.Hide()
+	w.save = widget.NewButton("Save", w.submit)
+	w.save.Importance = widget.HighImportance
+
+	row := func(label string, obj ...fyne.CanvasObject) []fyne.CanvasObject {
+		return []fyne.CanvasObject{widget.NewLabel(label), container.NewVBox(obj...)}
+	}
+	var cells []fyne.CanvasObject
+	cells = append(cells, row("MCP server port", w.mcpMode, w.mcpPort, w.mcpInUse)...)
+	cells = append(cells, row("OpenCode base port", w.ocMode, w.ocPort)...)
+	cells = append(cells, row("OpenCode binary", w.ocBin, w.ocFound)...)
+	cells = append(cells, row("Worktree root", w.worktreeRoot)...)
+	cells = append(cells, row("Notifications", w.notifications)...)
+	cells = append(cells, row("MCP rate limit", container.NewGridWithColumns(2,
+		container.NewBorder(nil, nil, nil, widget.NewLabel("calls per second"), w.ratePerSecond),
+		container.NewBorder(nil, nil, nil, widget.NewLabel("burst"), w.rateBurst)))...)
+	cells = append(cells, row("Access token", w.rotate, w.rotateStatus)...)
+	general := container.NewVBox(
+		container.New(layout.NewFormLayout(), cells...),
+		w.status,
+		w.restartNote,
+		container.NewHBox(layout.NewSpacer(), w.restartNow, w.save),
+	)
+
+	w.meta = u.newMetadataEditor()
+	tabs := container.NewAppTabs(
+		container.NewTabItem("General", container.NewVScroll(container.NewPadded(general))),
+		container.NewTabItem("Metadata", w.meta.content),
+	)
+	w.win.SetContent(tabs)
+	w.win.Resize(fyne.NewSize(640, 620))
+	w.fill(u.deps.Settings.Get())
+	return w
+}
+
+func portEntry(what string) *widget.Entry {
+	e := widget.NewEntry()
+	e.SetPlaceHolder("1 to 65535")
+	e.Validator = func(s string) error { _, err := parsePort(what, s); return err }
+	return e
+}
+
+// portMode is the dynamic/fixed choice of a port; the entry is only
+// editable for a fixed port.
+func portMode(port *widget.Entry) *widget.RadioGroup {
+	r := widget.NewRadioGroup([]string{portDynamic, portFixed}, func(choice string) {
+		setEnabled(port, choice == portFixed)
+	})
+	r.Horizontal = true
+	r.Required = true
+	return r
+}
+
+// fill shows s in the form.
+func (w *settingsWindow) fill(s settings.Settings) {
+	w.loaded = s
+	fillPort := func(mode *widget.RadioGroup, e *widget.Entry, port int) {
+		e.SetText("")
+		mode.SetSelected(portDynamic)
+		if port != 0 {
+			e.SetText(strconv.Itoa(port))
+			mode.SetSelected(portFixed)
+		}
+	}
+	fillPort(w.mcpMode, w.mcpPort, s.MCPPort)
+	fillPort(w.ocMode, w.ocPort, s.OpencodeBasePort)
+	w.ocBin.SetText(s.OpencodeBin)
+	w.worktreeRoot.SetText(s.WorktreeRoot)
+	w.notifications.SetChecked(s.Notifications)
+	w.ratePerSecond.SetText(strconv.FormatFloat(s.RateLimit.PerSecond, 'f', -1, 64))
+	w.rateBurst.SetText(strconv.Itoa(s.RateLimit.Burst))
+
+	switch mcp := w.u.deps.MCP; {
+	case mcp == nil:
+		w.mcpInUse.SetText("The MCP server is not running.")
+	case s.MCPPort != 0 && mcp.Port() != s.MCPPort:
+		w.mcpInUse.SetText(fmt.Sprintf("In use now: %d (port %d was taken)", mcp.Port(), s.MCPPort))
+	default:
+		w.mcpInUse.SetText(fmt.Sprintf("In use now: %d", mcp.Port()))
+	}
+	switch agents := w.u.deps.Agents; {
+	case agents == nil:
+		w.ocFound.SetText("Agents are not run in this session.")
+	default:
+		if path, ok := agents.Binary(); ok {
+			w.ocFound.SetText("Found: " + path)
+		} else {
+			w.ocFound.SetText("Not found: install OpenCode (npm install -g opencode-ai) or enter the path of its binary.")
+		}
+	}
+}
+
+// read puts the form's values into s; the error lists every field that is
+// wrong, in words that say how to fix it.
+func (w *settingsWindow) read(s *settings.Settings) error {
+	var errs []error
+	port := func(mode *widget.RadioGroup, e *widget.Entry, what string) int {
+		if mode.Selected != portFixed {
+			return 0
+		}
+		p, err := parsePort(what, e.Text)
+		errs = append(errs, err)
+		return p
+	}
+	s.MCPPort = port(w.mcpMode, w.mcpPort, "MCP port")
+	s.OpencodeBasePort = port(w.ocMode, w.ocPort, "OpenCode base port")
+	var err error
+	s.OpencodeBin, err = parseBinary(w.ocBin.Text)
+	errs = append(errs, err)
+	s.WorktreeRoot, err = parseWorktreeRoot(w.worktreeRoot.Text)
+	errs = append(errs, err)
+	s.Notifications = w.notifications.Checked
+	s.RateLimit.PerSecond, err = parseRate(w.ratePerSecond.Text)
+	errs = append(errs, err)
+	s.RateLimit.Burst, err = parseBurst(w.rateBurst.Text)
+	errs = append(errs, err)
+	return errors.Join(errs...)
+}
+
+func parsePort(what, s string) (int, error) {
+	p, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || p < 1 || p > 65535 {
+		return 0, fmt.Errorf("%s: enter a port from 1 to 65535, or choose %q", what, portDynamic)
+	}
+	return p, nil
+}
+
+func parseBinary(s string) (string, error) {
+	s = expandHome(strings.TrimSpace(s))
+	if s == "" || !strings.ContainsAny(s, `/\`) {
+		return s, nil // a command name is looked up on PATH
+	}
+	if !filepath.IsAbs(s) {
+		return "", fmt.Errorf("OpenCode binary: %s is a relative path; give an absolute path, or leave it empty to look on PATH", s)
+	}
+	fi, err := os.Stat(s)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("OpenCode binary: %s does not exist; give the path of the opencode executable, or leave it empty to look on PATH", s)
+	case fi.IsDir():
+		return "", fmt.Errorf("OpenCode binary: %s is a folder; give the path of the opencode executable inside it", s)
+	}
+	return s, nil
+}
+
+func parseWorktreeRoot(s string) (string, error) {
+	s = expandHome(strings.TrimSpace(s))
+	if s != "" && !filepath.IsAbs(s) {
+		return "", fmt.Errorf("worktree root: %s is a relative path; give an absolute path, or leave it empty for the default", s)
+	}
+	return s, nil
+}
+
+func parseRate(s string) (float64, error) {
+	r, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || !(r > 0) || math.IsInf(r, 0) {
+		return 0, errors.New("rate limit: enter the calls per second as a number above 0, e.g. 20")
+	}
+	return r, nil
+}
+
+func parseBurst(s string) (int, error) {
+	b, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || b < 1 {
+		return 0, errors.New("rate limit burst: enter a whole number of 1 or more, e.g. 40")
+	}
+	return b, nil
+}
+
+// submit validates the form and saves it through the store.
+func (w *settingsWindow) submit() {
+	store := w.u.deps.Settings
+	check := store.Get()
+	err := w.read(&check)
+	if err == nil {
+		err = check.Validate()
+	}
+	if err != nil {
+		say(w.status, "Not saved. "+err.Error(), true)
+		return
+	}
+	var saved settings.Settings
+	err = store.Update(func(s *settings.Settings) {
+		// Read into the store's own copy: the project list may have
+		// changed since the window opened.
+		_ = w.read(s)
+		saved = *s
+	})
+	if err != nil {
+		say(w.status, "Could not save the settings: "+err.Error(), true)
+		return
+	}
+	say(w.status, "Saved.", false)
+	if changed := restartNeeded(w.loaded, saved); len(changed) > 0 {
+		msg := "The " + strings.Join(changed, ", ") + " take effect after CodeHydra restarts."
+		if w.u.deps.Restart == nil {
+			msg += " Quit CodeHydra and start it again to apply them."
+		}
+		say(w.restartNote, msg, false)
+		if w.u.deps.Restart != nil {
+			w.restartNow.Show()
+		}
+	}
+	w.loaded = saved
+}
+
+// restartNeeded names the settings that changed from before to after and
+// are only read at startup.
+func restartNeeded(before, after settings.Settings) []string {
+	var c []string
+	if before.MCPPort != after.MCPPort {
+		c = append(c, "MCP port")
+	}
+	if before.OpencodeBasePort != after.OpencodeBasePort {
+		c = append(c, "OpenCode base port")
+	}
+	if before.OpencodeBin != after.OpencodeBin {
+		c = append(c, "OpenCode binary")
+	}
+	if before.WorktreeRoot != after.WorktreeRoot {
+		c = append(c, "worktree root")
+	}
+	if before.RateLimit != after.RateLimit {
+		c = append(c, "rate limit")
+	}
+	if len(c) > 0 {
+		c[0] = "changes to the " + c[0]
+	}
+	return c
+}
+
+// RotateTokenNote tells what rotating the token does to agents and clients.
+const RotateTokenNote = "A new MCP access token replaces the current one. Every agent is restarted so that it gets the new token. " +
+	"Other MCP clients (Claude Code, Claude Desktop, …) stop working until you copy their config again with Copy MCP config."
+
+func (w *settingsWindow) confirmRotate() {
+	dialog.ShowConfirm("Rotate the access token?", RotateTokenNote, func(ok bool) {
+		if ok {
+			w.rotateToken()
+		}
+	}, w.win)
+}
+
+// rotateToken replaces the token, then restarts every agent so that each
+// gets the new one.
+func (w *settingsWindow) rotateToken() {
+	u := w.u
+	w.rotate.Disable()
+	say(w.rotateStatus, "Rotating…", false)
+	u.background(func(context.Context) {
+		err := u.deps.RotateToken()
+		if err == nil && u.deps.Agents != nil {
+			u.deps.Agents.RestartAll()
+		}
+		u.do(func() {
+			w.rotate.Enable()
+			switch {
+			case err != nil:
+				say(w.rotateStatus, "The token was not rotated: "+userMessage(err), true)
+			case u.deps.Agents == nil:
+				say(w.rotateStatus, "Token rotated. Copy the MCP config again for other clients.", false)
+			default:
+				say(w.rotateStatus, "Token rotated and every agent restarted. Copy the MCP config again for other clients.", false)
+			}
+		})
+	})
+}

@@ -1,0 +1,261 @@
+package app
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+
+	"codehydra/internal/settings"
+	"codehydra/workspace"
+)
+
+func TestTrayRebuildsTheMenuFromManagerEvents(t *testing.T) {
+	f := newFake()
+	ws := f.addWorkspace("proj", "feat")
+	agents := newFakeAgents()
+	agents.set(ws.Path, agentIdle)
+	h := newHarness(t, Deps{Workspaces: f, Agents: agents, MCPConfig: func(string) (string, error) { return "{}", nil }})
+	h.startTray()
+
+	hasItem := func(label string) func() bool {
+		return func() bool { return find(h.view.menu(), label) != nil }
+	}
+	h.waitFor("the idle workspace", hasItem("○ feat (idle)"))
+	if got := h.view.tooltips[len(h.view.tooltips)-1]; got != "CodeHydra: 1 workspace, all idle" {
+		t.Errorf("tooltip = %q", got)
+	}
+
+	agents.set(ws.Path, agentBusy)
+	f.Publish(workspace.Event{Kind: workspace.EventAgentChanged, Workspace: ws})
+	h.waitFor("the busy workspace", hasItem("● feat (busy)"))
+
+	created, err := f.Create(h.u.ctx, workspace.CreateOptions{ProjectPath: "/src/proj", Name: "second"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the created workspace", hasItem("– second (no agent)"))
+	agents.set(created.Path, agentStarting)
+	f.Publish(workspace.Event{Kind: workspace.EventAgentChanged, Workspace: created})
+	h.waitFor("its agent starting", hasItem("◌ second (starting)"))
+
+	f.Publish(workspace.Event{Kind: workspace.EventDeleteProgress, Workspace: ws, Step: workspace.StepStopAgent})
+	h.waitFor("the deleting workspace", hasItem("… feat (deleting)"))
+	f.Publish(workspace.Event{Kind: workspace.EventDeleteFailed, Workspace: ws, Step: workspace.StepRemoveWorktree, Err: "busy"})
+	h.waitFor("the failed delete", hasItem("✕ feat (delete failed)"))
+
+	if err := f.Delete(h.u.ctx, ws.Path, workspace.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the workspace gone", func() bool {
+		m := h.view.menu()
+		return find(m, "◌ second (starting)") != nil && !slices.ContainsFunc(labels(m), func(l string) bool { return strings.Contains(l, "feat") })
+	})
+}
+
+func TestTrayIconFollowsTheOverallState(t *testing.T) {
+	f := newFake()
+	a := f.addWorkspace("proj", "a")
+	b := f.addWorkspace("proj", "b")
+	agents := newFakeAgents()
+	agents.set(a.Path, agentIdle)
+	agents.set(b.Path, agentIdle)
+	h := newHarness(t, Deps{Workspaces: f, Agents: agents})
+	h.startTray()
+
+	lastIcon := func() string {
+		h.view.mu.Lock()
+		defer h.view.mu.Unlock()
+		if len(h.view.icons) == 0 {
+			return ""
+		}
+		return h.view.icons[len(h.view.icons)-1].Name()
+	}
+	for _, step := range []struct {
+		ws   workspace.Workspace
+		st   workspace.AgentStatus
+		icon string
+	}{
+		{a, agentBusy, "codehydra-busy.png"},
+		{b, agentInput, "codehydra-input.png"},
+		{a, agentFailed, "codehydra-failed.png"},
+		{a, agentIdle, "codehydra-input.png"},
+		{b, agentIdle, "codehydra-idle.png"},
+	} {
+		agents.set(step.ws.Path, step.st)
+		f.Publish(workspace.Event{Kind: workspace.EventAgentChanged, Workspace: step.ws})
+		h.waitFor(step.icon, func() bool { return lastIcon() == step.icon })
+	}
+}
+
+func TestTrayDoesNotRebuildWhenNothingChanged(t *testing.T) {
+	f := newFake()
+	ws := f.addWorkspace("proj", "feat")
+	agents := newFakeAgents()
+	agents.set(ws.Path, agentIdle)
+	h := newHarness(t, Deps{Workspaces: f, Agents: agents})
+	// Driven by hand, without the event loop, to count rebuilds exactly.
+	tr := h.u.tray
+	tr.view = h.view
+	ctx := context.Background()
+	tr.mu.Lock()
+	tr.reload(ctx)
+	tr.mu.Unlock()
+	tr.publish()
+	built := func() int {
+		h.drain()
+		h.view.mu.Lock()
+		defer h.view.mu.Unlock()
+		return len(h.view.menus)
+	}
+	if n := built(); n != 1 {
+		t.Fatalf("first show built %d menus", n)
+	}
+
+	for _, e := range []workspace.Event{
+		{Kind: workspace.EventAgentChanged, Workspace: ws},
+		{Kind: workspace.EventMetadataChanged, Workspace: ws},
+		{Kind: workspace.EventWorkspaceAdded, Workspace: ws},
+	} {
+		tr.handle(ctx, e)
+		tr.publish()
+		if n := built(); n != 1 {
+			t.Errorf("%s without a change rebuilt the menu (%d builds)", e.Kind, n)
+		}
+	}
+	agents.set(ws.Path, agentBusy)
+	tr.handle(ctx, workspace.Event{Kind: workspace.EventAgentChanged, Workspace: ws})
+	tr.publish()
+	if n := built(); n != 2 {
+		t.Errorf("a change built %d menus in all, want 2", n)
+	}
+	if find(h.view.menu(), "● feat (busy)") == nil {
+		t.Errorf("menu after the change:\n%s", strings.Join(labels(h.view.menu()), "\n"))
+	}
+}
+
+func TestTrayNotifiesOnFinishAndInputUnlessSwitchedOff(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		t.Run(map[bool]string{true: "on", false: "off"}[on], func(t *testing.T) {
+			f := newFake()
+			ws := f.addWorkspace("proj", "feat")
+			agents := newFakeAgents()
+			agents.set(ws.Path, agentIdle)
+			store := settings.NewStore(t.TempDir() + "/settings.json")
+			if err := store.Update(func(s *settings.Settings) { s.Notifications = on }); err != nil {
+				t.Fatal(err)
+			}
+			h := newHarness(t, Deps{Workspaces: f, Agents: agents, Settings: store})
+			h.startTray()
+
+			for _, st := range []workspace.AgentStatus{agentBusy, agentInput, agentIdle} {
+				agents.set(ws.Path, st)
+				f.Publish(workspace.Event{Kind: workspace.EventAgentChanged, Workspace: ws})
+				h.waitFor("the new status", func() bool {
+					return find(h.view.menu(), WorkspaceLabel(WorkspaceState{Workspace: ws, Agent: st})) != nil
+				})
+			}
+			var got []string
+			for _, n := range h.app.notifications() {
+				got = append(got, n.Title)
+			}
+			want := []string{NoticeNeedsInput, NoticeFinished}
+			if !on {
+				want = nil
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("notifications = %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+func TestTrayActionsOpenCopyAndRestart(t *testing.T) {
+	f := newFake()
+	ws := f.addWorkspace("proj", "feat")
+	agents := newFakeAgents()
+	agents.set(ws.Path, agentIdle)
+	h := newHarness(t, Deps{Workspaces: f, Agents: agents, MCPConfig: func(c string) (string, error) { return "config for " + c, nil }})
+	h.startTray()
+	h.waitFor("the menu", func() bool { return h.view.menu() != nil })
+	m := h.view.menu()
+	label := "○ feat (idle)"
+
+	find(m, label, LabelOpenAgent).Action()
+	if got := h.app.urls; !slices.Equal(got, []string{"http://127.0.0.1:4101/"}) {
+		t.Errorf("opened %q", got)
+	}
+	clip := h.app.Clipboard()
+	find(m, label, LabelCopyPath).Action()
+	if got := clip.Content(); got != ws.Path {
+		t.Errorf("clipboard = %q, want the path", got)
+	}
+	find(m, label, LabelCopyAttach).Action()
+	if got := clip.Content(); got != "opencode attach http://127.0.0.1:4101" {
+		t.Errorf("clipboard = %q, want the attach command", got)
+	}
+	find(m, LabelCopyMCPConfig, "Claude Code").Action()
+	if got := clip.Content(); got != "config for claude-code" {
+		t.Errorf("clipboard = %q, want the Claude Code config", got)
+	}
+	find(m, label, LabelRestartAgent).Action()
+	h.waitFor("the restart", func() bool { return slices.Equal(agents.restarted(), []string{ws.Path}) })
+
+	find(m, LabelSettings).Action()
+	if !h.windowOpen("CodeHydra settings") {
+		t.Error("Settings… did not open the settings window")
+	}
+	find(m, LabelQuit).Action()
+	if h.app.quits != 1 {
+		t.Error("Quit did not quit the app")
+	}
+}
+
+func TestMainWindowShowsTheMenuAsWidgets(t *testing.T) {
+	f := newFake()
+	ws := f.addWorkspace("proj", "feat")
+	agents := newFakeAgents()
+	agents.set(ws.Path, agentBusy)
+	h := newHarness(t, Deps{Workspaces: f, Agents: agents})
+	h.u.tray.window = h.u.newMainWindow()
+	h.u.tray.start()
+	h.drain()
+
+	var texts, buttons []string
+	var actions *widget.Button
+	for _, o := range test.LaidOutObjects(h.u.tray.window.win.Content()) {
+		switch w := o.(type) {
+		case *widget.Label:
+			texts = append(texts, w.Text)
+		case *widget.Button:
+			buttons = append(buttons, w.Text)
+			if w.Text == "Actions ▾" && actions == nil {
+				actions = w
+			}
+		}
+	}
+	for _, want := range []string{"CodeHydra: 1 workspace, 1 busy", "proj", "● feat (busy)", LabelCopyMCPConfig} {
+		if !slices.Contains(texts, want) {
+			t.Errorf("no text %q in %q", want, texts)
+		}
+	}
+	for _, want := range []string{LabelNewWorkspace, LabelAddProject, LabelSettings, LabelQuit} {
+		if !slices.Contains(buttons, want) {
+			t.Errorf("no button %q in %q", want, buttons)
+		}
+	}
+	if actions == nil {
+		t.Fatal("no Actions button for the workspace")
+	}
+	test.Tap(actions)
+	overlay := h.u.tray.window.win.Canvas().Overlays().Top()
+	if overlay == nil {
+		t.Fatal("Actions did not pop up the workspace's menu")
+	}
+	if markup := test.RenderObjectToMarkup(overlay); !strings.Contains(markup, LabelOpenAgent) || !strings.Contains(markup, LabelDelete) {
+		t.Errorf("popup does not show the workspace's actions:\n%s", markup)
+	}
+}

@@ -1,0 +1,164 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+	"github.com/godbus/dbus/v5/prop"
+)
+
+// sessionBus starts a private dbus-daemon and returns its address.
+func sessionBus(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("dbus-daemon"); err != nil {
+		t.Skip("no dbus-daemon:", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, "dbus-daemon", "--session", "--nofork", "--nopidfile",
+		"--address=unix:path="+filepath.Join(t.TempDir(), "bus"), "--print-address=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+	})
+	addr, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("read the bus address: %v", err)
+	}
+	return strings.TrimSpace(addr)
+}
+
+// watcher puts a StatusNotifier watcher on the bus at addr.
+func watcher(t *testing.T, addr string, hostRegistered *bool) {
+	t.Helper()
+	conn, err := dbus.Connect(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if reply, err := conn.RequestName(sniWatcherName, dbus.NameFlagDoNotQueue); err != nil || reply != dbus.RequestNameReplyPrimaryOwner {
+		t.Fatalf("own %s: %v %v", sniWatcherName, reply, err)
+	}
+	if hostRegistered == nil {
+		return // owns the name but answers nothing
+	}
+	_, err = prop.Export(conn, sniWatcherPath, prop.Map{
+		sniWatcherName: {sniHostProp: {Value: *hostRegistered, Emit: prop.EmitFalse}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTrayHostIsFoundOnlyWhenAWatcherHasAHost(t *testing.T) {
+	yes, no := true, false
+	tests := []struct {
+		name    string
+		watcher bool
+		host    *bool
+		want    bool
+	}{
+		{"no watcher", false, nil, false},
+		{"watcher without host", true, &no, false},
+		{"watcher with host", true, &yes, true},
+		{"watcher that does not answer", true, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			addr := sessionBus(t)
+			if tt.watcher {
+				watcher(t, addr, tt.host)
+			}
+			env := map[string]string{"DBUS_SESSION_BUS_ADDRESS": addr}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if got := hasTrayHost(ctx, func(k string) string { return env[k] }); got != tt.want {
+				t.Errorf("hasTrayHost = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestTrayHostWithoutABusIsNone(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"XDG_RUNTIME_DIR": dir} // no bus socket in it
+	if hasTrayHost(context.Background(), func(k string) string { return env[k] }) {
+		t.Error("found a tray host without a session bus")
+	}
+}
+
+func TestTrayHostGivesUpOnASilentBus(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "bus")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		// Accept and say nothing, like a hung bus.
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	env := map[string]string{"XDG_RUNTIME_DIR": filepath.Dir(sock)}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if hasTrayHost(ctx, func(k string) string { return env[k] }) {
+		t.Error("found a tray host on a silent bus")
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("took %v; the timeout must bound the check", d)
+	}
+}
+
+func TestRunWithoutADisplayReturnsErrNoDisplay(t *testing.T) {
+	err := Run(context.Background(), Deps{
+		Workspaces: newFake(),
+		Settings:   nil,
+		Getenv:     func(string) string { return "" },
+	})
+	if err == nil || err == ErrNoDisplay {
+		t.Fatalf("Run without Settings = %v, want a missing-deps error", err)
+	}
+	store, _ := newStore(t)
+	err = Run(context.Background(), Deps{
+		Workspaces: newFake(),
+		Settings:   store,
+		Getenv:     func(string) string { return "" },
+	})
+	if err != ErrNoDisplay {
+		t.Errorf("Run = %v, want ErrNoDisplay", err)
+	}
+}
+
+func TestHasDisplayNeedsX11OrWayland(t *testing.T) {
+	for env, want := range map[string]bool{"": false, "DISPLAY": true, "WAYLAND_DISPLAY": true} {
+		get := func(k string) string {
+			if k == env {
+				return ":0"
+			}
+			return ""
+		}
+		if got := hasDisplay(get); got != want {
+			t.Errorf("with %q set: hasDisplay = %v, want %v", env, got, want)
+		}
+	}
+}

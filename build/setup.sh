@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Installs what building, running and testing CodeHydra needs, and nothing
+# that is already there (so it is quick and safe to run again):
+#   - system packages (apt): a C compiler and the X11/GL headers Fyne builds
+#     against, git, and for the tests Xvfb, dbus, xdotool, ImageMagick and an
+#     xfce4 panel to show the tray;
+#   - opencode (npm package opencode-ai) into $XDG_DATA_HOME/codehydra/tools,
+#     where CodeHydra looks for it when it is not on PATH;
+#   - staticcheck (go install) for `make lint`.
+set -euo pipefail
+
+OPENCODE_VERSION=1.18.33
+PACKAGES=(
+	gcc libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev libxinerama-dev
+	libxi-dev libxxf86vm-dev pkg-config git
+	xvfb dbus-x11 xdotool imagemagick xfce4-panel
+)
+
+say() { printf 'setup: %s\n' "$*"; }
+
+install_packages() {
+	if ! command -v dpkg >/dev/null || ! command -v apt-get >/dev/null; then
+		say "no apt/dpkg here: install these packages yourself: ${PACKAGES[*]}"
+		return
+	fi
+	local missing=() pkg
+	for pkg in "${PACKAGES[@]}"; do
+		if ! dpkg -s "$pkg" 2>/dev/null | grep -q '^Status: install ok installed'; then
+			missing+=("$pkg")
+		fi
+	done
+	if ((${#missing[@]} == 0)); then
+		say "system packages present"
+		return
+	fi
+	local sudo=()
+	if ((EUID != 0)); then
+		sudo=(sudo)
+	fi
+	say "installing ${missing[*]}"
+	"${sudo[@]}" apt-get update -qq
+	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+install_opencode() {
+	local dir="${XDG_DATA_HOME:-$HOME/.local/share}/codehydra/tools"
+	local bin="$dir/node_modules/.bin/opencode"
+	if [[ -x "$bin" ]] && [[ "$("$bin" --version 2>/dev/null || true)" == *"$OPENCODE_VERSION"* ]]; then
+		say "opencode $OPENCODE_VERSION present in $dir"
+		return
+	fi
+	if ! command -v npm >/dev/null; then
+		say "npm not found: install Node.js and npm, then run this again (opencode is needed for agents)"
+		return
+	fi
+	say "installing opencode-ai@$OPENCODE_VERSION into $dir"
+	mkdir -p "$dir"
+	npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "opencode-ai@$OPENCODE_VERSION"
+}
+
+install_staticcheck() {
+	local gobin
+	gobin="$(go env GOPATH)/bin"
+	if command -v staticcheck >/dev/null || [[ -x "$gobin/staticcheck" ]]; then
+		say "staticcheck present"
+		return
+	fi
+	say "installing staticcheck into $gobin"
+	go install honnef.co/go/tools/cmd/staticcheck@latest
+}
+
+install_packages
+install_opencode
+install_staticcheck

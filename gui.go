@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+
+	"codehydra/app"
+	"codehydra/internal/paths"
+	"codehydra/mcp"
+)
+
+// runApp is step 7 of the default command: run the tray app until ctx is
+// done (SIGINT/SIGTERM) or the user quits, then return so that serve shuts
+// everything down. It runs on the main goroutine, as Fyne requires. Without
+// a display it says so and runs headless.
+func runApp(ctx context.Context, s *server) error {
+	deps := app.Deps{
+		Workspaces:  s.manager,
+		Settings:    s.settings,
+		RotateToken: s.rotateToken,
+		MCPConfig: func(client string) (string, error) {
+			b, err := mcp.RenderClientConfig(client, mcp.ClientConfig{URL: s.mcpURL, Token: s.token.Value()})
+			return string(b), err
+		},
+		Restart:             func() { s.restart = true },
+		Logger:              s.log,
+		Getenv:              s.cli.getenv,
+		DefaultWorktreeRoot: paths.ProjectsDir(),
+	}
+	if s.sup != nil {
+		deps.Agents = s.sup
+	}
+	if s.mcp != nil {
+		deps.MCP = s.mcp
+	}
+	err := app.Run(ctx, deps)
+	if errors.Is(err, app.ErrNoDisplay) {
+		fmt.Fprintln(s.cli.stdout, "No display found (neither DISPLAY nor WAYLAND_DISPLAY is set): running headless. Stop it with Ctrl+C.")
+		s.log.Info("no display; running headless")
+		<-ctx.Done()
+		return nil
+	}
+	return err
+}
+
+// reexec replaces this process with a new run of the same command line,
+// after shutdown, when the user asked for a restart (settings such as the
+// MCP port take effect only then).
+func reexec() error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("restart: %w", err)
+	}
+	return syscall.Exec(exe, os.Args, os.Environ())
+}

@@ -1,0 +1,71 @@
+// Package instance keeps CodeHydra to one running instance per user and
+// tells other programs where it is: a lock file held with flock(2) for as
+// long as the process lives, and an instance file with the pid and the MCP
+// server's address and token (DESIGN.md "Files").
+package instance
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"codehydra/internal/atomicfile"
+)
+
+// Info is the content of the instance file.
+type Info struct {
+	PID       int       `json:"pid"`
+	MCPURL    string    `json:"mcpUrl"`
+	MCPPort   int       `json:"mcpPort"`
+	Token     string    `json:"token"`
+	StartedAt time.Time `json:"startedAt"`
+}
+
+// ErrNotRunning is returned (wrapped) by Read when there is no instance file.
+var ErrNotRunning = errors.New("no instance file")
+
+// Write stores info at path atomically with mode 0600, first making sure its
+// folder is private (see EnsureDir).
+func Write(path string, info Info) error {
+	if err := EnsureDir(filepath.Dir(path)); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write instance file: %w", err)
+	}
+	if err := atomicfile.Write(path, append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("write instance file: %w", err)
+	}
+	return nil
+}
+
+// Read returns the instance file at path. A missing file gives an error
+// wrapping ErrNotRunning. Read does not check that the pid is alive; see
+// Alive.
+func Read(path string) (Info, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Info{}, fmt.Errorf("read instance file %s: %w", path, ErrNotRunning)
+	}
+	if err != nil {
+		return Info{}, fmt.Errorf("read instance file: %w", err)
+	}
+	var info Info
+	if err := json.Unmarshal(data, &info); err != nil {
+		return Info{}, fmt.Errorf("read instance file %s: %w", path, err)
+	}
+	return info, nil
+}
+
+// Remove deletes the instance file at path; a missing file is not an error.
+func Remove(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove instance file: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,302 @@
+// Package settings reads, checks and writes CodeHydra's settings.json (see
+// DESIGN.md "Files"). Keys the app does not know are kept on save, so a newer
+// version's settings survive a run of an older one. A file that cannot be
+// read as valid settings is never overwritten: it is moved aside and the app
+// goes on with defaults.
+package settings
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"codehydra/internal/atomicfile"
+)
+
+// RateLimit bounds the MCP tool calls of one client.
+type RateLimit struct {
+	PerSecond float64 `json:"perSecond"`
+	Burst     int     `json:"burst"`
+}
+
+// Settings is the content of settings.json.
+type Settings struct {
+	// MCPPort is the MCP server's port on 127.0.0.1; 0 picks a free one.
+	MCPPort int `json:"mcpPort"`
+	// OpencodeBasePort is the first port tried for `opencode serve`; 0
+	// lets each server pick a free one.
+	OpencodeBasePort int `json:"opencodeBasePort"`
+	// OpencodeBin is the opencode executable; "" searches PATH and the
+	// tools folder.
+	OpencodeBin string `json:"opencodeBin"`
+	// WorktreeRoot is where new worktrees go; "" is paths.ProjectsDir().
+	WorktreeRoot string `json:"worktreeRoot"`
+	// Notifications turns desktop notifications on.
+	Notifications bool `json:"notifications"`
+	// Projects are the absolute paths of the projects to load.
+	Projects []string `json:"projects"`
+	// RateLimit bounds MCP tool calls per client.
+	RateLimit RateLimit `json:"rateLimit"`
+	// ToolTimeoutSeconds bounds one MCP tool call.
+	ToolTimeoutSeconds int `json:"toolTimeoutSeconds"`
+
+	// extra holds the keys of the file that the fields above do not name,
+	// verbatim, so that Save writes them back.
+	extra map[string]json.RawMessage
+}
+
+// Default returns the settings used when there is no settings file.
+func Default() Settings {
+	return Settings{
+		Notifications:      true,
+		Projects:           []string{},
+		RateLimit:          RateLimit{PerSecond: 20, Burst: 40},
+		ToolTimeoutSeconds: 30,
+	}
+}
+
+// ToolTimeout is ToolTimeoutSeconds as a duration.
+func (s Settings) ToolTimeout() time.Duration {
+	return time.Duration(s.ToolTimeoutSeconds) * time.Second
+}
+
+// Clone returns a copy of s that shares no slice or map with it.
+func (s Settings) Clone() Settings {
+	c := s
+	c.Projects = slices.Clone(s.Projects)
+	if c.Projects == nil {
+		c.Projects = []string{}
+	}
+	if s.extra != nil {
+		c.extra = make(map[string]json.RawMessage, len(s.extra))
+		for k, v := range s.extra {
+			c.extra[k] = slices.Clone(v)
+		}
+	}
+	return c
+}
+
+// Validate reports every value out of its allowed range, joined into one
+// error whose lines each name the key and what to do.
+func (s Settings) Validate() error {
+	var errs []error
+	checkPort := func(key string, port int) {
+		if port < 0 || port > 65535 {
+			errs = append(errs, fmt.Errorf("%s is %d: use 0 (pick a free port) or a port from 1 to 65535", key, port))
+		}
+	}
+	checkPort("mcpPort", s.MCPPort)
+	checkPort("opencodeBasePort", s.OpencodeBasePort)
+	if p := s.RateLimit.PerSecond; !(p > 0) || math.IsInf(p, 0) {
+		errs = append(errs, fmt.Errorf("rateLimit.perSecond is %v: use a number above 0", p))
+	}
+	if s.RateLimit.Burst < 1 {
+		errs = append(errs, fmt.Errorf("rateLimit.burst is %d: use 1 or more", s.RateLimit.Burst))
+	}
+	if t := s.ToolTimeoutSeconds; t < 1 || t > 600 {
+		errs = append(errs, fmt.Errorf("toolTimeoutSeconds is %d: use 1 to 600", t))
+	}
+	if s.WorktreeRoot != "" && !filepath.IsAbs(s.WorktreeRoot) {
+		errs = append(errs, fmt.Errorf("worktreeRoot %q is not an absolute path: use an absolute path or \"\" for the default", s.WorktreeRoot))
+	}
+	for i, p := range s.Projects {
+		if !filepath.IsAbs(p) {
+			errs = append(errs, fmt.Errorf("projects[%d] %q is not an absolute path: use the absolute path of a git repository", i, p))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// knownKeys are the JSON names of the Settings fields.
+func knownKeys() []string {
+	t := reflect.TypeFor[Settings]()
+	var keys []string
+	for f := range t.Fields() {
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		keys = append(keys, name)
+	}
+	return keys
+}
+
+// settingsFields has the fields of Settings without its methods, so that
+// encoding/json does not recurse into MarshalJSON.
+type settingsFields Settings
+
+// UnmarshalJSON reads the known keys over the values already in s (so keys
+// missing from data keep them) and keeps the unknown keys.
+func (s *Settings) UnmarshalJSON(data []byte) error {
+	fields := settingsFields(*s)
+	// json.Unmarshal fills a slice in place; a copy keeps another Settings
+	// that shares the backing array untouched.
+	fields.Projects = slices.Clone(fields.Projects)
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return err
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(data, &all); err != nil {
+		return err
+	}
+	known := knownKeys()
+	for k := range all {
+		// encoding/json matches names without regard to case, so "MCPPort"
+		// has already set MCPPort; keeping it as well would write two
+		// spellings of one setting.
+		if slices.ContainsFunc(known, func(n string) bool { return strings.EqualFold(n, k) }) {
+			delete(all, k)
+			continue
+		}
+		// Compact so that a load after a save gives the same bytes.
+		var c bytes.Buffer
+		if err := json.Compact(&c, all[k]); err != nil {
+			return err
+		}
+		all[k] = c.Bytes()
+	}
+	if len(all) == 0 {
+		all = nil
+	}
+	*s = Settings(fields)
+	s.extra = all
+	if s.Projects == nil {
+		s.Projects = []string{}
+	}
+	return nil
+}
+
+// MarshalJSON writes the known keys in their documented order, then the
+// unknown keys that were read, sorted.
+func (s Settings) MarshalJSON() ([]byte, error) {
+	fields := settingsFields(s.Clone())
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return nil, err
+	}
+	if len(s.extra) == 0 {
+		return out, nil
+	}
+	buf := bytes.NewBuffer(out[:len(out)-1]) // drop the closing brace
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range s.extra {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		key, err := json.Marshal(k)
+		if err != nil {
+			return nil, err
+		}
+		buf.WriteByte(',')
+		buf.Write(key)
+		buf.WriteByte(':')
+		buf.Write(s.extra[k])
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// CorruptError reports a settings file that was not valid JSON or held
+// invalid values. The file was moved to MovedTo (if that worked) and the
+// settings returned with the error are the defaults.
+type CorruptError struct {
+	Path    string
+	MovedTo string // "" when the file could not be moved
+	Err     error
+}
+
+func (e *CorruptError) Error() string {
+	if e.MovedTo == "" {
+		return fmt.Sprintf("settings file %s is not valid (%v); using defaults: fix or delete the file", e.Path, e.Err)
+	}
+	return fmt.Sprintf("settings file %s is not valid (%v); it was moved to %s and defaults are used: fix it and move it back, or change settings in the app", e.Path, e.Err, e.MovedTo)
+}
+
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// Load reads the settings file at path. A missing file gives Default() and
+// no error (nothing is written). A file that is not valid JSON or fails
+// Validate is moved aside as <path>.bad-<YYYYMMDD-hhmmss> and Load returns
+// Default() with a *CorruptError. Any other read failure returns Default()
+// with that error and leaves the file alone.
+func Load(path string) (Settings, error) {
+	return load(path, time.Now)
+}
+
+func load(path string, now func() time.Time) (Settings, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Default(), nil
+	}
+	if err != nil {
+		return Default(), fmt.Errorf("read settings: %w", err)
+	}
+	s, err := parse(data)
+	if err == nil {
+		return s, nil
+	}
+	cerr := &CorruptError{Path: path, Err: err}
+	moved, mvErr := moveAside(path, now())
+	if mvErr != nil {
+		return Default(), errors.Join(cerr, mvErr)
+	}
+	cerr.MovedTo = moved
+	return Default(), cerr
+}
+
+// parse reads data over the defaults and validates the result.
+func parse(data []byte) (Settings, error) {
+	s := Default()
+	if err := json.Unmarshal(data, &s); err != nil {
+		return Settings{}, fmt.Errorf("bad JSON: %w", err)
+	}
+	if err := s.Validate(); err != nil {
+		return Settings{}, err
+	}
+	return s, nil
+}
+
+// moveAside renames path to path.bad-<time>, adding a counter rather than
+// replacing an earlier bad file of the same second.
+func moveAside(path string, t time.Time) (string, error) {
+	base := path + ".bad-" + t.Format("20060102-150405")
+	target := base
+	for i := 1; ; i++ {
+		if _, err := os.Lstat(target); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		target = fmt.Sprintf("%s-%d", base, i)
+	}
+	if err := os.Rename(path, target); err != nil {
+		return "", fmt.Errorf("move bad settings file aside: %w", err)
+	}
+	return target, nil
+}
+
+// Save validates s and writes it to path atomically with mode 0600,
+// including the unknown keys that were read with it.
+func Save(path string, s Settings) error {
+	if err := s.Validate(); err != nil {
+		return fmt.Errorf("save settings: %w", err)
+	}
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("save settings: %w", err)
+	}
+	data = append(data, '\n')
+	if err := atomicfile.Write(path, data, 0o600); err != nil {
+		return fmt.Errorf("save settings: %w", err)
+	}
+	return nil
+}

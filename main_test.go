@@ -1,0 +1,487 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"codehydra/internal/instance"
+	"codehydra/internal/paths"
+	"codehydra/internal/settings"
+)
+
+// syncBuffer is a bytes.Buffer safe for a command writing in one goroutine
+// while the test reads in another.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// isolate points every file of the app, git's global config and the display
+// at a fresh temp folder.
+func isolate(t *testing.T) string {
+	t.Helper()
+	base := t.TempDir()
+	for _, v := range []string{"XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR", "HOME"} {
+		dir := filepath.Join(base, strings.ToLower(v))
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv(v, dir)
+	}
+	t.Setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	t.Setenv("DISPLAY", "")
+	t.Setenv("WAYLAND_DISPLAY", "")
+	paths.Reload()
+	return base
+}
+
+// runCmd runs the program in-process to the end.
+func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut syncBuffer
+	code = run(t.Context(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// running is a program started in the background.
+type running struct {
+	cancel         context.CancelFunc
+	done           chan int
+	stdout, stderr *syncBuffer
+}
+
+func start(t *testing.T, args ...string) *running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	r := &running{cancel: cancel, done: make(chan int, 1), stdout: &syncBuffer{}, stderr: &syncBuffer{}}
+	go func() { r.done <- run(ctx, args, r.stdout, r.stderr) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-r.done:
+		case <-time.After(30 * time.Second):
+			t.Error("program did not stop")
+		}
+	})
+	return r
+}
+
+// stop cancels the program and returns its exit code.
+func (r *running) stop(t *testing.T) int {
+	t.Helper()
+	r.cancel()
+	select {
+	case code := <-r.done:
+		r.done <- code // for the cleanup
+		return code
+	case <-time.After(30 * time.Second):
+		t.Fatalf("program did not stop\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+		return -1
+	}
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, r *running, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if r != nil {
+			select {
+			case code := <-r.done:
+				t.Fatalf("program exited with %d while waiting for %s\nstdout:\n%s\nstderr:\n%s", code, what, r.stdout, r.stderr)
+			default:
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// waitRunning waits until r has announced itself.
+func waitRunning(t *testing.T, r *running) {
+	t.Helper()
+	waitFor(t, "the app to announce itself", r, func() bool {
+		return strings.Contains(r.stdout.String(), "CodeHydra is running")
+	})
+}
+
+// gitRepo makes a git repository with one commit.
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"-c", "user.name=Test", "-c", "user.email=test@example.com", "commit", "-q", "--allow-empty", "-m", "first"},
+	} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return real
+}
+
+func TestServeWritesInstanceFileThatStatusSeesAndRemovesItOnStop(t *testing.T) {
+	isolate(t)
+	r := start(t, "serve")
+	waitRunning(t, r)
+
+	info, err := instance.Read(paths.InstanceFile())
+	if err != nil {
+		t.Fatalf("instance file: %v", err)
+	}
+	if info.PID != os.Getpid() || info.StartedAt.IsZero() {
+		t.Fatalf("instance file = %+v, want this pid and a start time", info)
+	}
+	if fi, err := os.Stat(paths.InstanceFile()); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("instance file mode = %v, %v; want 0600", fi.Mode(), err)
+	}
+	if config, err := os.ReadFile(paths.OpencodeConfigFile()); err != nil || !bytes.Contains(config, []byte(`"codehydra"`)) {
+		t.Fatalf("OpenCode config %s = %q, %v; want the codehydra MCP entry", paths.OpencodeConfigFile(), config, err)
+	}
+
+	code, out, errOut := runCmd(t, "status", "--json")
+	if code != 0 {
+		t.Fatalf("status --json = %d\n%s%s", code, out, errOut)
+	}
+	var got instance.Info
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("status --json printed %q: %v", out, err)
+	}
+	want := info
+	if want.Token != "" {
+		want.Token = redacted
+	}
+	if !got.StartedAt.Equal(want.StartedAt) {
+		t.Fatalf("status startedAt %v, want %v", got.StartedAt, want.StartedAt)
+	}
+	got.StartedAt = want.StartedAt
+	if got != want {
+		t.Fatalf("status --json = %+v, want %+v", got, want)
+	}
+
+	code, out, _ = runCmd(t, "status")
+	if code != 0 || !strings.Contains(out, "CodeHydra is running") {
+		t.Fatalf("status = %d %q", code, out)
+	}
+
+	if code := r.stop(t); code != 0 {
+		t.Fatalf("serve exited %d\n%s", code, r.stderr)
+	}
+	if fileExists(paths.InstanceFile()) {
+		t.Fatal("instance file left after stop")
+	}
+	l, err := instance.Acquire(paths.LockFile())
+	if err != nil {
+		t.Fatalf("lock still held after stop: %v", err)
+	}
+	l.Release()
+	code, out, _ = runCmd(t, "status")
+	if code != 1 || !strings.Contains(out, "CodeHydra is not running") {
+		t.Fatalf("status after stop = %d %q", code, out)
+	}
+	logData, err := os.ReadFile(paths.LogFile())
+	if err != nil || !strings.Contains(string(logData), "msg=running") || !strings.Contains(string(logData), "msg=stopped") {
+		t.Fatalf("log %s = %q, %v; want start and stop recorded", paths.LogFile(), logData, err)
+	}
+}
+
+func TestSecondInstanceSaysWhereTheFirstIsAndExitsZero(t *testing.T) {
+	isolate(t)
+	first := start(t, "serve")
+	waitRunning(t, first)
+	info, err := instance.Read(paths.InstanceFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"serve"}, {}} {
+		code, out, errOut := runCmd(t, args...)
+		want := "CodeHydra is already running (" + where(info.PID, info.MCPURL) + ")."
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("second instance %v = %d, stdout %q, stderr %q; want 0 and %q", args, code, out, errOut, want)
+		}
+	}
+	if !fileExists(paths.InstanceFile()) {
+		t.Fatal("the second instance removed the first one's instance file")
+	}
+	if code := first.stop(t); code != 0 {
+		t.Fatalf("first instance exited %d", code)
+	}
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestServeGoesOnWithDefaultsWhenSettingsAreCorrupt(t *testing.T) {
+	isolate(t)
+	if err := os.MkdirAll(filepath.Dir(paths.SettingsFile()), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(paths.SettingsFile(), []byte(`{"mcpPort": "x"`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, "serve")
+	waitRunning(t, r)
+	if errOut := r.stderr.String(); !strings.Contains(errOut, "is not valid") || !strings.Contains(errOut, ".bad-") {
+		t.Fatalf("stderr %q should report the corrupt file and where it went", errOut)
+	}
+	matches, _ := filepath.Glob(paths.SettingsFile() + ".bad-*")
+	if len(matches) != 1 {
+		t.Fatalf("moved-aside files = %v, want one", matches)
+	}
+	if code := r.stop(t); code != 0 {
+		t.Fatalf("serve exited %d", code)
+	}
+}
+
+func TestServeAddsProjectsAndReportsThoseItCannotAdd(t *testing.T) {
+	isolate(t)
+	repo := gitRepo(t)
+	missing := filepath.Join(t.TempDir(), "nothing-here")
+	r := start(t, "serve", "--project", repo, "--project", missing)
+	waitRunning(t, r)
+	if errOut := r.stderr.String(); !strings.Contains(errOut, "could not add project "+missing) {
+		t.Fatalf("stderr %q should name the project that could not be added", errOut)
+	}
+	if out := r.stdout.String(); !strings.Contains(out, "1 project)") {
+		t.Fatalf("stdout %q should count 1 project", out)
+	}
+	saved, err := settings.Load(paths.SettingsFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(saved.Projects) != 1 || saved.Projects[0] != repo {
+		t.Fatalf("saved projects = %v, want [%s]", saved.Projects, repo)
+	}
+	if code := r.stop(t); code != 0 {
+		t.Fatalf("serve exited %d", code)
+	}
+
+	again := start(t, "serve")
+	waitRunning(t, again)
+	if out := again.stdout.String(); !strings.Contains(out, "1 project)") {
+		t.Fatalf("restart without --project: stdout %q should count the saved project", out)
+	}
+	if code := again.stop(t); code != 0 {
+		t.Fatalf("second serve exited %d", code)
+	}
+}
+
+func TestDefaultCommandWithoutDisplayRunsHeadless(t *testing.T) {
+	isolate(t)
+	r := start(t)
+	waitFor(t, "the no-display notice", r, func() bool {
+		return strings.Contains(r.stdout.String(), "No display found")
+	})
+	if !fileExists(paths.InstanceFile()) {
+		t.Fatal("no instance file while running headless")
+	}
+	if code := r.stop(t); code != 0 {
+		t.Fatalf("exited %d", code)
+	}
+}
+
+func TestStatus(t *testing.T) {
+	exited := exec.Command("true")
+	if err := exited.Run(); err != nil {
+		t.Fatal(err)
+	}
+	started := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
+	live := instance.Info{PID: os.Getpid(), MCPURL: "http://127.0.0.1:4711/mcp", MCPPort: 4711, Token: "s3cret", StartedAt: started}
+	tests := []struct {
+		name       string
+		file       *instance.Info // nil = no instance file
+		raw        string         // written instead of file when set
+		args       []string
+		wantCode   int
+		wantOut    []string
+		notOut     []string
+		wantErrOut string
+	}{
+		{name: "no instance file", args: nil, wantCode: 1, wantOut: []string{"CodeHydra is not running"}},
+		{name: "no instance file, json", args: []string{"--json"}, wantCode: 1, wantErrOut: "CodeHydra is not running"},
+		{name: "stale file of an exited process", file: &instance.Info{PID: exited.Process.Pid}, wantCode: 1, wantOut: []string{"CodeHydra is not running"}},
+		{name: "unreadable file", raw: "{", wantCode: 1, wantErrOut: "instance file"},
+		{name: "human summary hides the token", file: &live, wantCode: 0,
+			wantOut: []string{"CodeHydra is running", "pid:", itoa(os.Getpid()), "http://127.0.0.1:4711/mcp"}, notOut: []string{"s3cret"}},
+		{name: "json redacts the token", file: &live, args: []string{"--json"}, wantCode: 0,
+			wantOut: []string{`"token": "<redacted>"`, `"mcpPort": 4711`, `"mcpUrl": "http://127.0.0.1:4711/mcp"`, `"startedAt": "2025-03-04T05:06:07Z"`}, notOut: []string{"s3cret"}},
+		{name: "human summary shows the token when asked", file: &live, args: []string{"--show-token"}, wantCode: 0,
+			wantOut: []string{"token:       s3cret"}},
+		{name: "json shows the token when asked", file: &live, args: []string{"--json", "--show-token"}, wantCode: 0,
+			wantOut: []string{`"token": "s3cret"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			isolate(t)
+			switch {
+			case tt.file != nil:
+				if err := instance.Write(paths.InstanceFile(), *tt.file); err != nil {
+					t.Fatal(err)
+				}
+			case tt.raw != "":
+				if err := instance.EnsureDir(paths.RuntimeDir()); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(paths.InstanceFile(), []byte(tt.raw), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			code, out, errOut := runCmd(t, append([]string{"status"}, tt.args...)...)
+			if code != tt.wantCode {
+				t.Fatalf("exit %d, want %d\nstdout %q\nstderr %q", code, tt.wantCode, out, errOut)
+			}
+			for _, w := range tt.wantOut {
+				if !strings.Contains(out, w) {
+					t.Errorf("stdout %q lacks %q", out, w)
+				}
+			}
+			for _, w := range tt.notOut {
+				if strings.Contains(out+errOut, w) {
+					t.Errorf("output shows %q:\n%s%s", w, out, errOut)
+				}
+			}
+			if !strings.Contains(errOut, tt.wantErrOut) {
+				t.Errorf("stderr %q lacks %q", errOut, tt.wantErrOut)
+			}
+			if slicesContain(tt.args, "--json") && tt.wantCode == 0 {
+				var v map[string]any
+				if err := json.Unmarshal([]byte(out), &v); err != nil {
+					t.Errorf("--json output is not JSON: %v", err)
+				}
+			}
+		})
+	}
+}
+
+func slicesContain(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func TestCommandLineUsage(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantOut  string // in stdout
+		wantErr  string // in stderr
+	}{
+		{"unknown command", []string{"frobnicate"}, 2, "", "unknown command \"frobnicate\""},
+		{"unknown command shows usage", []string{"frobnicate"}, 2, "", "Commands:"},
+		{"top-level help", []string{"--help"}, 0, "Commands:", ""},
+		{"top-level -h", []string{"-h"}, 0, "codehydra [--project PATH]", ""},
+		{"help command", []string{"help"}, 0, "Commands:", ""},
+		{"help of a command", []string{"help", "status"}, 0, "Usage: codehydra status", ""},
+		{"serve help", []string{"serve", "--help"}, 0, "Usage: codehydra serve", ""},
+		{"status help", []string{"status", "--help"}, 0, "--show-token", ""},
+		{"version help", []string{"version", "--help"}, 0, "codehydra version", ""},
+		{"version", []string{"version"}, 0, "codehydra " + version + "\n", ""},
+		{"bad flag", []string{"serve", "--bogus"}, 2, "", "flag provided but not defined: -bogus"},
+		{"bad top-level flag", []string{"--bogus"}, 2, "", "Usage:"},
+		{"stray argument", []string{"status", "extra"}, 2, "", "unexpected argument \"extra\""},
+		{"empty project", []string{"serve", "--project", ""}, 2, "", "empty path"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			isolate(t)
+			code, out, errOut := runCmd(t, tt.args...)
+			if code != tt.wantCode {
+				t.Fatalf("exit %d, want %d\nstdout %q\nstderr %q", code, tt.wantCode, out, errOut)
+			}
+			if !strings.Contains(out, tt.wantOut) || !strings.Contains(errOut, tt.wantErr) {
+				t.Fatalf("stdout %q (want %q), stderr %q (want %q)", out, tt.wantOut, errOut, tt.wantErr)
+			}
+			if fileExists(paths.InstanceFile()) || fileExists(paths.LockFile()) {
+				t.Fatal("a usage error started the app")
+			}
+		})
+	}
+}
+
+func TestAgentPortsForwardsOnceSet(t *testing.T) {
+	a := &agentPorts{}
+	if port, ok := a.OpencodePort("/w"); ok || port != 0 {
+		t.Fatalf("before set = %d, %v; want 0, false", port, ok)
+	}
+	a.set(fixedPorts{"/w": 4100})
+	if port, ok := a.OpencodePort("/w"); !ok || port != 4100 {
+		t.Fatalf("after set = %d, %v; want 4100, true", port, ok)
+	}
+	if _, ok := a.OpencodePort("/other"); ok {
+		t.Fatal("unknown workspace has a port")
+	}
+}
+
+type fixedPorts map[string]int
+
+func (f fixedPorts) OpencodePort(path string) (int, bool) {
+	p, ok := f[path]
+	return p, ok
+}
+
+func TestPathListMakesPathsAbsolute(t *testing.T) {
+	var p pathList
+	if err := p.Set("rel/dir"); err != nil {
+		t.Fatal(err)
+	}
+	wd, _ := os.Getwd()
+	if p[0] != filepath.Join(wd, "rel/dir") {
+		t.Fatalf("Set(rel/dir) stored %q", p[0])
+	}
+	if err := p.Set(""); err == nil {
+		t.Fatal("empty path accepted")
+	}
+}
+
+func TestWhereNamesPidAndMCPAddress(t *testing.T) {
+	tests := []struct {
+		pid  int
+		url  string
+		want string
+	}{
+		{7, "http://127.0.0.1:4711/mcp", "pid 7, MCP at http://127.0.0.1:4711/mcp"},
+		{7, "", "pid 7, no MCP server"},
+	}
+	for _, tt := range tests {
+		if got := where(tt.pid, tt.url); got != tt.want {
+			t.Errorf("where(%d, %q) = %q, want %q", tt.pid, tt.url, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,117 @@
+package mcp
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestAuditRecordsEveryCallWithoutSecrets(t *testing.T) {
+	h := newHarness(t)
+	ws := h.create("audited")
+	const secret = "hunter2-secret-value"
+	t.Setenv("CODEHYDRA_MCP_TOKEN", h.token.Value()) // an env value that must not leak either
+
+	steps := []struct {
+		header, tool string
+		args         map[string]any
+		outcome      string
+		workspace    string
+	}{
+		{ws.Path, ToolSetMetadata, map[string]any{"key": "apiKey", "value": secret}, "ok", ws.Path},
+		{ws.Path, ToolGetStatus, nil, "ok", ws.Path},
+		{"", ToolGetStatus, nil, "invalid-input", ""},
+		{"/no/such/place", ToolGetMetadata, nil, "workspace-not-found", "/no/such/place"},
+		{"", ToolProjectList, nil, "ok", ""},
+		{ws.Path, ToolSetMetadata, map[string]any{"key": "bad key", "value": secret}, "invalid-input", ws.Path},
+	}
+	for _, s := range steps {
+		call(t, h.session(s.header), s.tool, s.args)
+	}
+
+	data, err := os.ReadFile(h.audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, leak := range []string{secret, h.token.Value()} {
+		if bytes.Contains(data, []byte(leak)) {
+			t.Fatalf("audit log contains a secret: %s", data)
+		}
+	}
+	if runtime.GOOS != "windows" {
+		assertMode(t, h.audit, 0o600)
+	}
+	var lines []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		lines = append(lines, m)
+	}
+	if len(lines) != len(steps) {
+		t.Fatalf("%d audit lines for %d calls:\n%s", len(lines), len(steps), data)
+	}
+	allowed := []string{"time", "workspace", "tool", "outcome", "durationMs", "args"}
+	for i, line := range lines {
+		s := steps[i]
+		for k := range line {
+			if !slices.Contains(allowed, k) {
+				t.Errorf("line %d has key %q", i, k)
+			}
+		}
+		if line["tool"] != s.tool || line["outcome"] != s.outcome || line["workspace"] != s.workspace {
+			t.Errorf("line %d = %v, want tool %s outcome %s workspace %q", i, line, s.tool, s.outcome, s.workspace)
+		}
+		if _, err := time.Parse(time.RFC3339Nano, line["time"].(string)); err != nil {
+			t.Errorf("line %d time: %v", i, err)
+		}
+		if d, ok := line["durationMs"].(float64); !ok || d < 0 {
+			t.Errorf("line %d durationMs %v", i, line["durationMs"])
+		}
+	}
+	if args := lines[0]["args"]; !jsonEqual(t, mustJSON(t, args), []byte(`["key","value"]`)) {
+		t.Errorf("argument names %v", args)
+	}
+}
+
+func TestAuditLogAppendsAcrossLaunchesAndTruncatesLongHeaders(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state", "audit.jsonl")
+	for i := range 2 {
+		a, err := openAuditLog(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.record(auditEntry{Time: time.Now(), Tool: "t", Workspace: strings.Repeat("w", 10<<10), Outcome: "ok"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.record(auditEntry{Tool: "after close"}); err != nil {
+			t.Fatalf("record after close: %v", err)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := bytes.Count(data, []byte("\n")); n != i+1 {
+			t.Fatalf("launch %d: %d lines", i, n)
+		}
+		if len(data) > (i+1)*(maxAuditWorkspace+200) {
+			t.Fatalf("a 10 KB header made a %d-byte log", len(data))
+		}
+	}
+	var none *auditLog
+	if err := none.record(auditEntry{}); err != nil {
+		t.Fatal(err)
+	}
+}

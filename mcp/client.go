@@ -1,0 +1,129 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"codehydra/workspace"
+)
+
+// clientProtocolVersion is the version the Remote client asks for. The
+// server keeps sessions (Mcp-Session-Id), which the newest, sessionless
+// protocol does not have; asking for it would cost a refused round trip.
+const clientProtocolVersion = "2025-11-25"
+
+// DialOptions say where a Remote connects.
+type DialOptions struct {
+	// URL and Token come from the instance file of the running app.
+	URL   string
+	Token string
+	// WorkspacePath, if set, is sent as X-Workspace-Path on every request.
+	WorkspacePath string
+	// Version is reported as the client version.
+	Version string
+}
+
+// Remote is one MCP session with a running CodeHydra, as the command line
+// uses it: call a tool, get its JSON or a *ToolError.
+type Remote struct {
+	session   *sdk.ClientSession
+	transport *http.Transport
+}
+
+// ToolError is a tool's error result.
+type ToolError struct {
+	Code    workspace.Code
+	Message string
+}
+
+func (e *ToolError) Error() string { return e.Message + " (" + string(e.Code) + ")" }
+
+// Dial opens a session with the MCP server at o.URL.
+func Dial(ctx context.Context, o DialOptions) (*Remote, error) {
+	header := http.Header{}
+	header.Set("Authorization", "Bearer "+o.Token)
+	if o.WorkspacePath != "" {
+		header.Set(WorkspaceHeader, o.WorkspacePath)
+	}
+	base := &http.Transport{Proxy: nil, ResponseHeaderTimeout: time.Minute}
+	hc := &http.Client{Transport: &headerTransport{base: base, header: header}}
+	version := o.Version
+	if version == "" {
+		version = "dev"
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "codehydra-cli", Version: version}, nil)
+	session, err := client.Connect(ctx, &sdk.StreamableClientTransport{
+		Endpoint:             o.URL,
+		HTTPClient:           hc,
+		MaxRetries:           -1,
+		DisableStandaloneSSE: true,
+	}, &sdk.ClientSessionOptions{ProtocolVersion: clientProtocolVersion})
+	if err != nil {
+		base.CloseIdleConnections()
+		return nil, fmt.Errorf("connect to %s: %w", o.URL, err)
+	}
+	return &Remote{session: session, transport: base}, nil
+}
+
+// Call calls tool with args and returns the JSON of its result (the text
+// content: an object, a number or null). A tool error is a *ToolError.
+func (r *Remote) Call(ctx context.Context, tool string, args any) (json.RawMessage, error) {
+	if args == nil {
+		args = map[string]any{}
+	}
+	res, err := r.session.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		return nil, fmt.Errorf("call %s: %w", tool, err)
+	}
+	text := resultText(res)
+	if res.IsError {
+		var body errorResult
+		if err := json.Unmarshal([]byte(text), &body); err != nil || body.Error.Code == "" {
+			return nil, &ToolError{Code: workspace.CodeInternal, Message: text}
+		}
+		return nil, &ToolError{Code: workspace.Code(body.Error.Code), Message: body.Error.Message}
+	}
+	if !json.Valid([]byte(text)) {
+		return nil, fmt.Errorf("call %s: the result is not JSON: %q", tool, text)
+	}
+	return json.RawMessage(text), nil
+}
+
+// Close ends the session (the server forgets it) and drops connections.
+func (r *Remote) Close() error {
+	err := r.session.Close()
+	r.transport.CloseIdleConnections()
+	if errors.Is(err, sdk.ErrConnectionClosed) {
+		return nil
+	}
+	return err
+}
+
+func resultText(res *sdk.CallToolResult) string {
+	for _, c := range res.Content {
+		if t, ok := c.(*sdk.TextContent); ok {
+			return t.Text
+		}
+	}
+	return ""
+}
+
+// headerTransport adds fixed headers to every request.
+type headerTransport struct {
+	base   http.RoundTripper
+	header http.Header
+}
+
+func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range t.header {
+		r.Header[k] = v
+	}
+	return t.base.RoundTrip(r)
+}

@@ -1,0 +1,54 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"codehydra/workspace"
+)
+
+func TestRemoteCallsToolsAndReportsToolErrors(t *testing.T) {
+	h := newHarness(t)
+	ws := h.create("remote")
+	ctx := context.Background()
+
+	r, err := Dial(ctx, DialOptions{URL: h.srv.URL(), Token: h.token.Value(), WorkspacePath: ws.Path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := r.Call(ctx, ToolGetStatus, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]any
+	if err := json.Unmarshal(out, &st); err != nil || st["path"] != ws.Path {
+		t.Fatalf("status %s (%v)", out, err)
+	}
+	if out, err := r.Call(ctx, ToolSetMetadata, map[string]any{"key": "k", "value": "v"}); err != nil || string(out) != "null" {
+		t.Fatalf("set_metadata: %s %v", out, err)
+	}
+	_, err = r.Call(ctx, ToolCreate, map[string]any{"projectPath": t.TempDir(), "name": "x"})
+	var te *ToolError
+	if !errors.As(err, &te) || te.Code != workspace.CodeProjectNotFound || te.Message == "" {
+		t.Fatalf("err %v, want a project-not-found ToolError", err)
+	}
+	if got := te.Error(); got != te.Message+" (project-not-found)" {
+		t.Fatalf("Error() = %q", got)
+	}
+	if n := h.srv.Sessions(); n != 1 {
+		t.Fatalf("%d sessions, want 1", n)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the session to end", func() bool { return h.srv.Sessions() == 0 })
+}
+
+func TestDialFailsWithWrongToken(t *testing.T) {
+	h := newHarness(t)
+	if _, err := Dial(context.Background(), DialOptions{URL: h.srv.URL(), Token: "wrong"}); err == nil {
+		t.Fatal("Dial with a wrong token succeeded")
+	}
+}

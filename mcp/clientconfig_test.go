@@ -1,0 +1,164 @@
+package mcp
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestRenderClientConfigShapes(t *testing.T) {
+	c := ClientConfig{URL: "http://127.0.0.1:4321/mcp", Token: "tok", WorkspacePath: "/home/u/ws & co"}
+	tests := []struct {
+		client string
+		want   string
+	}{
+		{ClientOpencode, `{"$schema":"https://opencode.ai/config.json","mcp":{"codehydra":{"type":"remote","url":"http://127.0.0.1:4321/mcp",
+			"headers":{"Authorization":"Bearer tok","X-Workspace-Path":"/home/u/ws & co"},"enabled":true}}}`},
+		{ClientClaudeCode, `{"mcpServers":{"codehydra":{"type":"http","url":"http://127.0.0.1:4321/mcp",
+			"headers":{"Authorization":"Bearer tok","X-Workspace-Path":"/home/u/ws & co"}}}}`},
+		{ClientClaudeDesktop, `{"mcpServers":{"codehydra":{"command":"npx","args":["-y","mcp-remote","http://127.0.0.1:4321/mcp",
+			"--transport","http-only","--header","Authorization:${CODEHYDRA_AUTHORIZATION}","--header","X-Workspace-Path:${CODEHYDRA_WORKSPACE_PATH}"],
+			"env":{"CODEHYDRA_AUTHORIZATION":"Bearer tok","CODEHYDRA_WORKSPACE_PATH":"/home/u/ws & co"}}}}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.client, func(t *testing.T) {
+			got, err := RenderClientConfig(tc.client, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !jsonEqual(t, got, []byte(tc.want)) {
+				t.Fatalf("got %s\nwant %s", got, tc.want)
+			}
+			if strings.Contains(string(got), `\u0026`) {
+				t.Fatal("HTML-escaped output")
+			}
+		})
+	}
+	if _, err := RenderClientConfig("vscode", c); err == nil {
+		t.Fatal("unknown client accepted")
+	}
+}
+
+func TestRenderClientConfigWithoutWorkspaceOmitsTheHeader(t *testing.T) {
+	for _, client := range Clients() {
+		got, err := RenderClientConfig(client, ClientConfig{URL: "http://127.0.0.1:1/mcp", Token: "tok"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(got), WorkspaceHeader) || strings.Contains(string(got), "WORKSPACE") {
+			t.Errorf("%s: %s", client, got)
+		}
+	}
+}
+
+// TestPrintedClientConfigsWork reads each printed config the way its client
+// does and calls a tool with what it says.
+func TestPrintedClientConfigsWork(t *testing.T) {
+	h := newHarness(t)
+	ws := h.create("cfg")
+	for _, client := range Clients() {
+		t.Run(client, func(t *testing.T) {
+			data, err := RenderClientConfig(client, ClientConfig{URL: h.srv.URL(), Token: h.token.Value(), WorkspacePath: ws.Path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			url, hdr := endpointOf(t, client, data)
+			if url != h.srv.URL() {
+				t.Fatalf("url %s", url)
+			}
+			cs := h.sessionWith(&headerTransport{base: newTransport(t), header: hdr})
+			var st map[string]any
+			okJSON(t, call(t, cs, ToolGetStatus, nil), &st)
+			if st["path"] != ws.Path {
+				t.Fatalf("status of %v", st["path"])
+			}
+		})
+	}
+}
+
+// endpointOf extracts URL and headers from a rendered config; for Claude
+// Desktop it does what mcp-remote does with its arguments: substitute
+// ${VAR} from env and split "Name:value".
+func endpointOf(t *testing.T, client string, data []byte) (string, http.Header) {
+	t.Helper()
+	hdr := http.Header{}
+	switch client {
+	case ClientOpencode:
+		var c struct {
+			MCP map[string]struct {
+				Type    string            `json:"type"`
+				URL     string            `json:"url"`
+				Headers map[string]string `json:"headers"`
+				Enabled bool              `json:"enabled"`
+			} `json:"mcp"`
+		}
+		if err := json.Unmarshal(data, &c); err != nil {
+			t.Fatal(err)
+		}
+		s := c.MCP[ServerName]
+		if s.Type != "remote" || !s.Enabled {
+			t.Fatalf("server %+v", s)
+		}
+		for k, v := range s.Headers {
+			hdr.Set(k, v)
+		}
+		return s.URL, hdr
+	case ClientClaudeCode:
+		var c struct {
+			MCPServers map[string]struct {
+				Type    string            `json:"type"`
+				URL     string            `json:"url"`
+				Headers map[string]string `json:"headers"`
+			} `json:"mcpServers"`
+		}
+		if err := json.Unmarshal(data, &c); err != nil {
+			t.Fatal(err)
+		}
+		s := c.MCPServers[ServerName]
+		if s.Type != "http" {
+			t.Fatalf("server %+v", s)
+		}
+		for k, v := range s.Headers {
+			hdr.Set(k, v)
+		}
+		return s.URL, hdr
+	default:
+		var c struct {
+			MCPServers map[string]struct {
+				Command string            `json:"command"`
+				Args    []string          `json:"args"`
+				Env     map[string]string `json:"env"`
+			} `json:"mcpServers"`
+		}
+		if err := json.Unmarshal(data, &c); err != nil {
+			t.Fatal(err)
+		}
+		s := c.MCPServers[ServerName]
+		header := regexp.MustCompile(`^([A-Za-z0-9_-]+):\s*(.*)$`)
+		var url string
+		for i := 0; i < len(s.Args); i++ {
+			a := s.Args[i]
+			if strings.Contains(a, " ") {
+				t.Fatalf("argument %q has a space", a)
+			}
+			switch {
+			case a == "--header":
+				i++
+				v := os.Expand(s.Args[i], func(k string) string { return s.Env[k] })
+				m := header.FindStringSubmatch(v)
+				if m == nil {
+					t.Fatalf("header argument %q", s.Args[i])
+				}
+				hdr.Set(m[1], m[2])
+			case a == "--transport":
+				i++
+			case strings.HasPrefix(a, "http"):
+				url = a
+			}
+		}
+		return url, hdr
+	}
+}

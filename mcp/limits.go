@@ -1,0 +1,86 @@
+package mcp
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Defaults of Options' limits.
+const (
+	DefaultRateLimit   rate.Limit    = 20
+	DefaultBurst                     = 40
+	DefaultCallTimeout time.Duration = 30 * time.Second
+	DefaultMaxBody     int64         = 1 << 20 // 1 MiB
+)
+
+// maxLimiters is the size at which the limiter map is pruned of buckets
+// that are full again (and so equal to fresh ones). The keys are registered
+// workspaces times known tools, so the map stays small; pruning only drops
+// the buckets of workspaces deleted since.
+const maxLimiters = 1024
+
+// limiterKey names one token bucket: calls of one tool by one workspace.
+// Workspace is "" for the tools that need no workspace and for calls whose
+// workspace did not resolve.
+type limiterKey struct{ workspace, tool string }
+
+// rateLimiter keeps one token bucket per workspace and tool, so that one
+// busy agent cannot starve the others.
+type rateLimiter struct {
+	limit rate.Limit
+	burst int
+	now   func() time.Time
+
+	mu      sync.Mutex
+	buckets map[limiterKey]*rate.Limiter
+}
+
+func newRateLimiter(limit rate.Limit, burst int, now func() time.Time) *rateLimiter {
+	return &rateLimiter{limit: limit, burst: burst, now: now, buckets: make(map[limiterKey]*rate.Limiter)}
+}
+
+// allow takes one token from the bucket of (workspace, tool), reporting
+// false when it is empty.
+func (r *rateLimiter) allow(workspace, tool string) bool {
+	k := limiterKey{workspace, tool}
+	now := r.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l, ok := r.buckets[k]
+	if !ok {
+		if len(r.buckets) >= maxLimiters {
+			r.pruneLocked(now)
+		}
+		l = rate.NewLimiter(r.limit, r.burst)
+		r.buckets[k] = l
+	}
+	return l.AllowN(now, 1)
+}
+
+func (r *rateLimiter) pruneLocked(now time.Time) {
+	for k, l := range r.buckets {
+		if l.TokensAt(now) >= float64(r.burst) {
+			delete(r.buckets, k)
+		}
+	}
+}
+
+// limitBody answers 413 to a request whose declared length exceeds max, and
+// caps the body of any other so that a chunked or lying request fails while
+// being read (the SDK turns that failure into 413 too).
+func limitBody(max int64, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > max {
+			http.Error(w, "request body larger than "+strconv.FormatInt(max, 10)+" bytes", http.StatusRequestEntityTooLarge)
+			return
+		}
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, max)
+		}
+		next.ServeHTTP(w, r)
+	})
+}

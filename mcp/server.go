@@ -1,0 +1,451 @@
+// Package mcp is CodeHydra's app-wide MCP server: one Streamable HTTP
+// endpoint on 127.0.0.1 through which every agent asks about and acts on its
+// own workspace. It owns the listener, the access checks (token, Host,
+// Origin, body size), per-workspace rate limits, per-call timeouts, the audit
+// log and the tool handlers, which are thin adapters over the workspace
+// domain. It also renders configuration snippets for MCP clients.
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/time/rate"
+
+	"codehydra/workspace"
+)
+
+// WorkspaceHeader names the workspace a request acts on.
+const WorkspaceHeader = "X-Workspace-Path"
+
+// Path is where the MCP endpoint is served.
+const Path = "/mcp"
+
+// Workspaces is the part of workspace.Manager the server needs.
+type Workspaces interface {
+	Resolve(path string) (workspace.Workspace, error)
+	Status(ctx context.Context, wsPath string) (workspace.Status, error)
+	Metadata(ctx context.Context, wsPath string) (map[string]string, error)
+	SetMetadata(ctx context.Context, wsPath, key string, value *string) error
+	Delete(ctx context.Context, wsPath string, o workspace.DeleteOptions) error
+	Create(ctx context.Context, o workspace.CreateOptions) (workspace.Workspace, error)
+	Projects() []workspace.Project
+	Workspaces(projectPath string) ([]workspace.Workspace, error)
+	AddProject(ctx context.Context, path string) (workspace.Project, error)
+	RemoveProject(ctx context.Context, path string) error
+}
+
+// Agents reports the OpenCode server of a workspace; the opencode
+// supervisor implements it.
+type Agents interface {
+	// OpencodePort returns the port of the workspace's OpenCode server and
+	// whether one runs.
+	OpencodePort(path string) (int, bool)
+}
+
+// Options configure a Server. Zero values take the defaults named below.
+type Options struct {
+	// Addr is "127.0.0.1:<port>"; port 0 picks a free port. When a fixed
+	// port is taken the server falls back to a free one and logs a warning.
+	// Default "127.0.0.1:0". Only loopback addresses are accepted.
+	Addr string
+	// Token is the access token every request must carry. Required.
+	Token *Token
+	// Workspaces is the domain the tools act on. Required.
+	Workspaces Workspaces
+	// Agents reports OpenCode ports; nil means no agents (port null).
+	Agents Agents
+	// RateLimit and Burst shape the token bucket of each (workspace, tool)
+	// pair. Default 20/s, burst 40.
+	RateLimit rate.Limit
+	Burst     int
+	// CallTimeout bounds each tool call. Default 30 s.
+	CallTimeout time.Duration
+	// MaxBody bounds request bodies. Default 1 MiB.
+	MaxBody int64
+	// AuditPath is the audit.jsonl file; "" records nothing.
+	AuditPath string
+	// Logger receives operational logs; nil discards them.
+	Logger *slog.Logger
+	// Version is reported to clients as the server version. Default "dev".
+	Version string
+}
+
+// Server is the app-wide MCP server. Create it with New, bind with Listen,
+// run with Serve and stop with Shutdown.
+type Server struct {
+	opts    Options
+	log     *slog.Logger
+	now     func() time.Time
+	listen  func(network, addr string) (net.Listener, error)
+	mcp     *sdk.Server
+	http    *http.Server
+	limiter *rateLimiter
+	audit   *auditLog
+	tools   map[string]toolSpec
+
+	port atomic.Int32
+
+	mu       sync.Mutex
+	ln       net.Listener
+	closing  bool
+	deleting map[string]bool // workspace paths with a delete started here
+
+	// Hooks that run once the HTTP response of a tools/call is flushed,
+	// keyed by the call ID that trackCalls puts in an internal header.
+	callSeq atomic.Uint64
+	hooksMu sync.Mutex
+	hooks   map[string][]func()
+
+	// Work that outlives a request (background deletes). Shutdown waits for
+	// it, then cancels it.
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
+	bg       sync.WaitGroup
+}
+
+// New builds a server; it does not bind a port yet (see Listen).
+func New(opts Options) (*Server, error) {
+	if opts.Token == nil {
+		return nil, errors.New("mcp server: a token is required")
+	}
+	if opts.Workspaces == nil {
+		return nil, errors.New("mcp server: a workspace manager is required")
+	}
+	if opts.Addr == "" {
+		opts.Addr = "127.0.0.1:0"
+	}
+	host, _, err := net.SplitHostPort(opts.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("mcp server address %q: %w", opts.Addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("mcp server address %q: only loopback addresses are allowed", opts.Addr)
+	}
+	if opts.RateLimit <= 0 {
+		opts.RateLimit = DefaultRateLimit
+	}
+	if opts.Burst <= 0 {
+		opts.Burst = DefaultBurst
+	}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = DefaultCallTimeout
+	}
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = DefaultMaxBody
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	audit, err := openAuditLog(opts.AuditPath)
+	if err != nil {
+		return nil, err
+	}
+
+	s := &Server{
+		opts:     opts,
+		log:      logger,
+		now:      time.Now,
+		listen:   net.Listen,
+		audit:    audit,
+		deleting: make(map[string]bool),
+		hooks:    make(map[string][]func()),
+	}
+	s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
+	s.limiter = newRateLimiter(opts.RateLimit, opts.Burst, func() time.Time { return s.now() })
+
+	// The SDK logs every session's start at Info; one CLI command makes a
+	// session, so only its warnings and errors are worth the log file.
+	sdkLogger := slog.New(minLevel{Handler: logger.Handler(), min: slog.LevelWarn})
+	s.mcp = sdk.NewServer(&sdk.Implementation{Name: "codehydra", Title: "CodeHydra", Version: opts.Version}, &sdk.ServerOptions{
+		Instructions: instructions,
+		Logger:       sdkLogger,
+		// Tools only: no logging capability, and the tool list never changes.
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+	})
+	s.tools = s.registerTools()
+	s.mcp.AddReceivingMiddleware(s.toolCallMiddleware)
+
+	streamable := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.mcp }, &sdk.StreamableHTTPOptions{
+		Logger:              sdkLogger,
+		MaxRequestBodyBytes: opts.MaxBody,
+		// DisableLocalhostProtection stays false: the SDK's DNS-rebinding
+		// check runs behind checkHost as a second line.
+	})
+	mux := http.NewServeMux()
+	mux.Handle(Path, checkToken(opts.Token, limitBody(opts.MaxBody, s.trackCalls(streamable))))
+	s.http = &http.Server{
+		Handler:           s.refuseWhenClosing(checkHost(&s.port, checkOrigin(mux))),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+	}
+	return s, nil
+}
+
+const instructions = `CodeHydra runs one coding agent per git worktree ("workspace") of a project.
+Tools named workspace_* act on the workspace of the calling agent, named by the X-Workspace-Path header that CodeHydra configures for you; they never act on another workspace.
+project_list shows every project and its workspaces; workspace_create starts a new workspace (a new branch and worktree) with its own agent.`
+
+var errShutDown = errors.New("the MCP server is shut down")
+
+// Listen binds the listener once and keeps it. With a fixed port that is
+// taken (or otherwise refused) it binds a free port instead and logs a
+// warning; Port and URL report the port actually bound. Calling Listen
+// again does nothing.
+func (s *Server) Listen() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return errShutDown
+	}
+	if s.ln != nil {
+		return nil
+	}
+	ln, err := s.listen("tcp", s.opts.Addr)
+	if err != nil {
+		host, port, _ := net.SplitHostPort(s.opts.Addr)
+		if port == "0" {
+			return fmt.Errorf("listen on %s: %w", s.opts.Addr, err)
+		}
+		ln, err = s.listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", net.JoinHostPort(host, "0"), err)
+		}
+		s.log.Warn("MCP port unavailable; using a dynamic port instead. Clients configured with the fixed port need the new one (codehydra mcp-config)",
+			slog.String("wanted", s.opts.Addr), slog.String("using", ln.Addr().String()), slog.Any("error", err))
+	}
+	s.ln = ln
+	s.port.Store(int32(ln.Addr().(*net.TCPAddr).Port))
+	return nil
+}
+
+// Port is the bound port, 0 before Listen.
+func (s *Server) Port() int { return int(s.port.Load()) }
+
+// URL is the endpoint's URL, e.g. http://127.0.0.1:4321/mcp, "" before Listen.
+func (s *Server) URL() string {
+	s.mu.Lock()
+	ln := s.ln
+	s.mu.Unlock()
+	if ln == nil {
+		return ""
+	}
+	a := ln.Addr().(*net.TCPAddr)
+	return "http://" + net.JoinHostPort(a.IP.String(), strconv.Itoa(a.Port)) + Path
+}
+
+// Sessions counts the MCP sessions currently open.
+func (s *Server) Sessions() int {
+	n := 0
+	for range s.mcp.Sessions() {
+		n++
+	}
+	return n
+}
+
+// Serve listens (if Listen was not called) and serves until Shutdown is
+// called or ctx is done; in the latter case it shuts down itself, giving
+// running calls and background deletes 5 s. It returns nil after a clean
+// shutdown.
+func (s *Server) Serve(ctx context.Context) error {
+	if err := s.Listen(); err != nil {
+		if errors.Is(err, errShutDown) {
+			return nil // like http.Server.Serve after Shutdown
+		}
+		return err
+	}
+	s.mu.Lock()
+	ln := s.ln
+	s.mu.Unlock()
+	s.log.Info("MCP server listening", slog.String("url", s.URL()))
+	errc := make(chan error, 1)
+	go func() { errc <- s.http.Serve(ln) }()
+	select {
+	case err := <-errc:
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return fmt.Errorf("serve MCP: %w", err)
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := s.Shutdown(sctx)
+		<-errc
+		return err
+	}
+}
+
+// Shutdown stops the server: it refuses new requests, closes the listener
+// and every MCP session, waits for running requests and background deletes
+// until ctx is done, then cancels what is left. No goroutine of the server
+// survives it (save a handler that ignores its cancelled context).
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	ln := s.ln
+	s.mu.Unlock()
+
+	// Sessions first: an open event stream (GET) never becomes idle, so
+	// http.Server.Shutdown would wait for it until ctx ends.
+	s.closeSessions()
+	var errs []error
+	if err := s.http.Shutdown(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("stop MCP server: %w", err))
+		s.http.Close()
+	}
+	if ln != nil {
+		// Serve may never have run; then http.Server does not know ln.
+		if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, fmt.Errorf("close MCP listener: %w", err))
+		}
+	}
+	// A session may have been created by a request that was already past
+	// the closing check.
+	s.closeSessions()
+
+	done := make(chan struct{})
+	go func() { s.bg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.log.Warn("MCP shutdown: cancelling background work that did not finish in time")
+		s.bgCancel()
+		<-done
+	}
+	s.bgCancel()
+	if err := s.audit.close(); err != nil {
+		errs = append(errs, fmt.Errorf("close audit log: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Server) closeSessions() {
+	for ss := range s.mcp.Sessions() {
+		ss.Close()
+	}
+}
+
+func (s *Server) refuseWhenClosing(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		closing := s.closing
+		s.mu.Unlock()
+		if closing {
+			w.Header().Set("Connection", "close")
+			http.Error(w, "CodeHydra is shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// callIDHeader is an internal header: trackCalls sets it on every POST (a
+// client's own value is dropped) so that a tool handler, which sees the
+// request's headers, can schedule work for after the response is sent.
+const callIDHeader = "X-Codehydra-Internal-Call"
+
+// trackCalls runs the hooks that tool handlers registered with
+// afterResponse once the SDK has written the response, flushing it first.
+func (s *Server) trackCalls(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Del(callIDHeader)
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		id := strconv.FormatUint(s.callSeq.Add(1), 10)
+		r.Header.Set(callIDHeader, id)
+		s.hooksMu.Lock()
+		s.hooks[id] = nil
+		s.hooksMu.Unlock()
+
+		// Deferred so that the hooks run (and release what they hold)
+		// even if the handler panics.
+		defer func() {
+			s.hooksMu.Lock()
+			fns := s.hooks[id]
+			delete(s.hooks, id)
+			s.hooksMu.Unlock()
+			if len(fns) == 0 {
+				return
+			}
+			_ = http.NewResponseController(w).Flush()
+			for _, fn := range fns {
+				fn()
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// afterResponse runs fn once the HTTP response carrying the current call's
+// result has been flushed, or at once when there is no such response (the
+// request is gone already).
+func (s *Server) afterResponse(h http.Header, fn func()) {
+	id := h.Get(callIDHeader)
+	s.hooksMu.Lock()
+	if fns, ok := s.hooks[id]; ok && id != "" {
+		s.hooks[id] = append(fns, fn)
+		s.hooksMu.Unlock()
+		return
+	}
+	s.hooksMu.Unlock()
+	fn()
+}
+
+// reserveBackground claims a slot for work that will outlive the request,
+// so that Shutdown waits for it even if the work has not started yet. It
+// reports false when the server is shutting down. Each reserved slot must
+// be used by exactly one runBackground.
+func (s *Server) reserveBackground() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.bg.Add(1)
+	return true
+}
+
+// runBackground runs fn in a slot taken with reserveBackground, with a
+// context that lives as long as the server.
+func (s *Server) runBackground(fn func(ctx context.Context)) {
+	go func() {
+		defer s.bg.Done()
+		fn(s.bgCtx)
+	}()
+}
+
+// minLevel drops records below min.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return minLevel{Handler: h.Handler.WithAttrs(attrs), min: h.min}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{Handler: h.Handler.WithGroup(name), min: h.min}
+}

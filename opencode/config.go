@@ -1,0 +1,49 @@
+// Package opencode runs one `opencode serve` per workspace and tells the
+// rest of CodeHydra what each agent is doing. It writes the OpenCode config
+// file that points every agent at CodeHydra's MCP server, supervises the
+// servers (ports, readiness, restart with backoff, stop, reaping orphans of
+// a crashed run), and follows each server's event stream to report its
+// sessions as busy, idle or waiting for input. It implements
+// workspace.Agents and the MCP server's port lookup.
+package opencode
+
+import (
+	"fmt"
+
+	"codehydra/internal/atomicfile"
+)
+
+// configJSON is DESIGN.md's OpenCode config file, byte for byte. opencode
+// substitutes the {env:…} references from each agent's environment, so one
+// file serves every workspace.
+const configJSON = `{
+  "$schema": "https://opencode.ai/config.json",
+  "mcp": {
+    "codehydra": {
+      "type": "remote",
+      "url": "http://127.0.0.1:{env:CODEHYDRA_MCP_PORT}/mcp",
+      "headers": {
+        "X-Workspace-Path": "{env:CODEHYDRA_WORKSPACE_PATH}",
+        "Authorization": "Bearer {env:CODEHYDRA_MCP_TOKEN}"
+      },
+      "enabled": true
+    }
+  }
+}
+`
+
+// ConfigJSON returns the content WriteConfig writes.
+func ConfigJSON() []byte { return []byte(configJSON) }
+
+// WriteConfig writes the OpenCode config file to path atomically (temp
+// file, fsync, rename), creating its folder. The app calls it on every
+// launch, after the MCP server listens and before any agent starts:
+// opencode does not reconnect to an MCP server that was down when it
+// started. The file holds no secret (the token comes through the
+// environment) but is private to the user all the same.
+func WriteConfig(path string) error {
+	if err := atomicfile.Write(path, []byte(configJSON), 0o600); err != nil {
+		return fmt.Errorf("write opencode config: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,361 @@
+package opencode
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// Event is one event of an opencode server's GET /event stream. On the wire
+// each SSE message carries, in its data field, JSON of the form
+// {"id":"evt_…","type":"session.status","properties":{…}}; opencode 1.18
+// sends no SSE "event:" field, so the type lives inside the JSON.
+type Event struct {
+	ID         string          `json:"id"`
+	Type       string          `json:"type"`
+	Properties json.RawMessage `json:"properties"`
+}
+
+// The event types the status tracker reads. The ".v2." variants come from
+// opencode's newer API and are treated like the classic ones.
+const (
+	EventServerConnected   = "server.connected"
+	EventServerHeartbeat   = "server.heartbeat"
+	EventInstanceDisposed  = "server.instance.disposed"
+	EventGlobalDisposed    = "global.disposed"
+	EventSessionCreated    = "session.created"
+	EventSessionUpdated    = "session.updated"
+	EventSessionDeleted    = "session.deleted"
+	EventSessionStatus     = "session.status"
+	EventSessionIdle       = "session.idle"
+	EventPermissionAsked   = "permission.asked"
+	EventPermissionReplied = "permission.replied"
+	EventQuestionAsked     = "question.asked"
+	EventQuestionReplied   = "question.replied"
+	EventQuestionRejected  = "question.rejected"
+)
+
+// ErrBadEvent reports an SSE message whose data is not an opencode event:
+// not a JSON object, or one without a type.
+var ErrBadEvent = errors.New("not an opencode event")
+
+// ParseEvent decodes the data of one SSE message. Errors wrap ErrBadEvent.
+func ParseEvent(data []byte) (Event, error) {
+	var e Event
+	if err := json.Unmarshal(data, &e); err != nil {
+		return Event{}, fmt.Errorf("%w: %w", ErrBadEvent, err)
+	}
+	if e.Type == "" {
+		return Event{}, fmt.Errorf("%w: no type", ErrBadEvent)
+	}
+	return e, nil
+}
+
+// maxEventSize bounds one SSE message; opencode events carry message parts,
+// which can be large (a file the agent read), but not unboundedly so.
+const maxEventSize = 16 << 20
+
+// ErrEventTooLarge reports an SSE message over the size limit. EventReader
+// skips such a message and reports this error once; reading may go on.
+var ErrEventTooLarge = errors.New("event too large")
+
+// EventReader reads SSE messages (text/event-stream) and decodes their data
+// as opencode events. It follows the SSE rules that matter here: lines end
+// in \n, \r\n or \r; "data:" lines of one message are joined with \n; a
+// blank line ends a message; lines starting with ":" are comments; other
+// fields ("event", "id", "retry") are ignored.
+type EventReader struct {
+	r       *bufio.Reader
+	data    bytes.Buffer
+	hasData bool
+	tooBig  bool
+	lastCR  bool
+}
+
+// NewEventReader reads events from r.
+func NewEventReader(r io.Reader) *EventReader {
+	return &EventReader{r: bufio.NewReaderSize(r, 64<<10)}
+}
+
+// Next returns the next event. A message whose data is not an event is
+// returned as an error wrapping ErrBadEvent, an over-long one as
+// ErrEventTooLarge; after either the caller may go on reading. At the end of the stream Next
+// returns io.EOF (io.ErrUnexpectedEOF if the stream ended inside a message).
+func (er *EventReader) Next() (Event, error) {
+	for {
+		line, err := er.readLine()
+		if err != nil {
+			if errors.Is(err, io.EOF) && (er.hasData || er.data.Len() > 0) {
+				er.reset()
+				return Event{}, io.ErrUnexpectedEOF
+			}
+			return Event{}, err
+		}
+		if len(line) == 0 {
+			if !er.hasData && !er.tooBig {
+				continue
+			}
+			tooBig := er.tooBig
+			data := bytes.Clone(er.data.Bytes())
+			er.reset()
+			if tooBig {
+				return Event{}, ErrEventTooLarge
+			}
+			return ParseEvent(data)
+		}
+		if line[0] == ':' {
+			continue
+		}
+		field, value, found := bytes.Cut(line, []byte(":"))
+		if found && len(value) > 0 && value[0] == ' ' {
+			value = value[1:]
+		}
+		if string(field) != "data" || er.tooBig {
+			continue
+		}
+		if er.data.Len()+len(value)+1 > maxEventSize {
+			er.tooBig = true
+			er.data.Reset()
+			continue
+		}
+		if er.hasData {
+			er.data.WriteByte('\n')
+		}
+		er.data.Write(value)
+		er.hasData = true
+	}
+}
+
+func (er *EventReader) reset() {
+	er.data.Reset()
+	er.hasData = false
+	er.tooBig = false
+}
+
+// readLine returns one line without its terminator. Over-long lines are
+// cut at maxEventSize+1 bytes so that the size check in Next trips, and the
+// rest of the line is discarded.
+func (er *EventReader) readLine() ([]byte, error) {
+	var line []byte
+	for {
+		// A \r\n pair is one terminator: skip the \n after a \r that ended
+		// the previous line.
+		if er.lastCR {
+			b, err := er.r.ReadByte()
+			if err != nil {
+				return nil, err
+			}
+			er.lastCR = false
+			if b != '\n' {
+				_ = er.r.UnreadByte()
+			}
+			continue
+		}
+		if er.r.Buffered() == 0 {
+			if _, err := er.r.Peek(1); err != nil {
+				if len(line) > 0 && errors.Is(err, io.EOF) {
+					return line, nil
+				}
+				return nil, err
+			}
+		}
+		buf, _ := er.r.Peek(er.r.Buffered())
+		i := bytes.IndexAny(buf, "\r\n")
+		if i < 0 {
+			line = appendUpTo(line, buf, maxEventSize+1)
+			_, _ = er.r.Discard(len(buf))
+			continue
+		}
+		line = appendUpTo(line, buf[:i], maxEventSize+1)
+		er.lastCR = buf[i] == '\r'
+		_, _ = er.r.Discard(i + 1)
+		return line, nil
+	}
+}
+
+func appendUpTo(dst, src []byte, limit int) []byte {
+	if room := limit - len(dst); len(src) > room {
+		src = src[:max(room, 0)]
+	}
+	return append(dst, src...)
+}
+
+// eventWatcher follows one agent server's event stream and keeps a Tracker
+// up to date. After each (re)connect it reads the server's state afresh, so
+// that events missed while disconnected do not leave a session "busy"
+// forever.
+type eventWatcher struct {
+	base     string // http://127.0.0.1:<port>
+	client   *http.Client
+	log      *slog.Logger
+	retryMin time.Duration
+	retryMax time.Duration
+	// idle is how long a silent stream is trusted; opencode sends a
+	// heartbeat every 10 s.
+	idle time.Duration
+	// publish receives the summary whenever it changed.
+	publish func(SessionSummary)
+
+	tracker *Tracker
+}
+
+// run follows the stream until ctx ends.
+func (w *eventWatcher) run(ctx context.Context) {
+	w.tracker = NewTracker()
+	delay := w.retryMin
+	for ctx.Err() == nil {
+		connected, err := w.follow(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if connected {
+			delay = w.retryMin
+		}
+		w.log.Debug("agent event stream ended; reconnecting", slog.String("server", w.base),
+			slog.Duration("in", delay), slog.Any("err", err))
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		delay = min(2*delay, w.retryMax)
+	}
+}
+
+// follow makes one connection and reads it until it breaks. connected
+// reports whether the stream was opened.
+func (w *eventWatcher) follow(ctx context.Context) (connected bool, err error) {
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req, err := http.NewRequestWithContext(cctx, http.MethodGet, w.base+"/event", nil)
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	// A stream that does not answer or goes silent (a half-open
+	// connection) is dropped and reopened; any event, heartbeats included,
+	// proves it alive.
+	watchdog := time.AfterFunc(w.idle, cancel)
+	defer watchdog.Stop()
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return false, fmt.Errorf("open event stream: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("open event stream: %s", resp.Status)
+	}
+
+	// The stream is open before the state is read, so an event that
+	// happens meanwhile is seen afterwards rather than lost. A server that
+	// cannot say its state does not count as connected, so that retries
+	// slow down.
+	if err := w.resync(cctx); err != nil {
+		return false, err
+	}
+	er := NewEventReader(resp.Body)
+	for {
+		e, err := er.Next()
+		watchdog.Reset(w.idle)
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || cctx.Err() != nil {
+				return true, fmt.Errorf("read event stream: %w", err)
+			}
+			if errors.Is(err, ErrBadEvent) || errors.Is(err, ErrEventTooLarge) {
+				continue
+			}
+			return true, fmt.Errorf("read event stream: %w", err)
+		}
+		changed, resync := w.tracker.Apply(e)
+		if resync {
+			if err := w.resync(cctx); err != nil {
+				return true, err
+			}
+			continue
+		}
+		if changed {
+			w.publish(w.tracker.Summary())
+		}
+	}
+}
+
+// resync reads the server's state and folds it into the tracker.
+func (w *eventWatcher) resync(ctx context.Context) error {
+	var snap Snapshot
+	var status map[string]struct {
+		Type string `json:"type"`
+	}
+	if err := w.getJSON(ctx, "/session/status", &status); err != nil {
+		return err
+	}
+	snap.Status = make(map[string]string, len(status))
+	for id, st := range status {
+		snap.Status[id] = st.Type
+	}
+	var perms, questions []struct {
+		ID        string `json:"id"`
+		SessionID string `json:"sessionID"`
+	}
+	// Pending requests are a refinement; a server without these lists
+	// still reports busy and idle.
+	if err := w.getJSON(ctx, "/permission", &perms); err != nil {
+		w.log.Debug("cannot list pending permissions", slog.String("server", w.base), slog.Any("err", err))
+	}
+	if err := w.getJSON(ctx, "/question", &questions); err != nil {
+		w.log.Debug("cannot list pending questions", slog.String("server", w.base), slog.Any("err", err))
+	}
+	snap.Pending = map[string]string{}
+	for _, r := range append(perms, questions...) {
+		if r.ID != "" && r.SessionID != "" {
+			snap.Pending[r.ID] = r.SessionID
+		}
+	}
+	// A session first seen here may be a subagent's; ask.
+	snap.Children = map[string]bool{}
+	for id := range snap.Status {
+		if w.tracker.Knows(id) {
+			continue
+		}
+		var s struct {
+			ParentID string `json:"parentID"`
+		}
+		if err := w.getJSON(ctx, "/session/"+url.PathEscape(id), &s); err == nil && s.ParentID != "" {
+			snap.Children[id] = true
+		}
+	}
+	if w.tracker.Resync(snap) {
+		w.publish(w.tracker.Summary())
+	}
+	return nil
+}
+
+func (w *eventWatcher) getJSON(ctx context.Context, path string, v any) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.base+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("get %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("get %s: %s", path, resp.Status)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(v); err != nil {
+		return fmt.Errorf("get %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,76 @@
+package opencode
+
+import (
+	"net"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// ansiEscape matches terminal colour and cursor sequences, which opencode
+// may wrap around its messages.
+var ansiEscape = regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]`)
+
+// ParseListeningLine reads the port from opencode's startup line
+//
+//	opencode server listening on http://127.0.0.1:4096
+//
+// It tolerates colour codes, surrounding text, a trailing slash or path,
+// and other loopback host spellings; it rejects anything that is not a
+// port in 1..65535.
+func ParseListeningLine(line string) (port int, ok bool) {
+	line = ansiEscape.ReplaceAllString(line, "")
+	_, rest, found := strings.Cut(line, "listening on ")
+	if !found {
+		return 0, false
+	}
+	rest = strings.TrimSpace(rest)
+	if i := strings.IndexAny(rest, " \t\r\n"); i >= 0 {
+		rest = rest[:i]
+	}
+	if !strings.Contains(rest, "://") {
+		rest = "http://" + rest
+	}
+	u, err := url.Parse(rest)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return 0, false
+	}
+	p := u.Port()
+	if p == "" || len(p) > 5 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil || n < 1 || n > 65535 {
+		return 0, false
+	}
+	return n, true
+}
+
+// portFree reports whether 127.0.0.1:port can be bound now. The answer may
+// be stale by the time opencode binds, which is why a child that fails to
+// bind is retried on the next port; opencode binds by itself, so there is
+// no listener we could hand over instead.
+func portFree(port int) bool {
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	ln.Close()
+	return true
+}
+
+// bindFailure reports whether an agent's output says that it could not
+// bind its port. opencode 1.18.33 says only "Error: Unexpected error" and
+// "ServeError" then; other versions and runtimes name EADDRINUSE.
+func bindFailure(output []string) bool {
+	for _, l := range output {
+		l = strings.ToLower(l)
+		if strings.Contains(l, "eaddrinuse") || strings.Contains(l, "address already in use") ||
+			strings.Contains(l, "address in use") || strings.Contains(l, "serveerror") ||
+			strings.Contains(l, "failed to start server") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,295 @@
+package opencode
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+)
+
+// spawner starts every agent process from one goroutine locked to its own
+// OS thread. On Linux each agent gets Pdeathsig=SIGTERM so that it dies
+// with the app even when the app is killed; but the kernel sends that
+// signal when the *thread* that forked the child exits, not the process.
+// Go may start a child from any thread and may retire threads (a goroutine
+// that exits while locked takes its thread with it), which would kill
+// agents at random moments. Forking only from this long-lived locked
+// thread ties Pdeathsig to the supervisor's lifetime: the thread ends only
+// when the spawner is closed after every agent is stopped, or when the app
+// dies.
+type spawner struct {
+	reqs chan spawnReq
+	quit chan struct{}
+	done chan struct{}
+}
+
+type spawnReq struct {
+	cmd  *exec.Cmd
+	errc chan error
+}
+
+func newSpawner() *spawner {
+	s := &spawner{reqs: make(chan spawnReq), quit: make(chan struct{}), done: make(chan struct{})}
+	go s.loop()
+	return s
+}
+
+func (s *spawner) loop() {
+	// Never unlocked: when loop returns, Go ends this thread instead of
+	// reusing it, and the thread outliving no agent is the point.
+	runtime.LockOSThread()
+	defer close(s.done)
+	for {
+		select {
+		case r := <-s.reqs:
+			r.errc <- r.cmd.Start()
+		case <-s.quit:
+			return
+		}
+	}
+}
+
+var errSpawnerClosed = errors.New("supervisor is stopped")
+
+// start runs cmd.Start on the spawner's thread.
+func (s *spawner) start(ctx context.Context, cmd *exec.Cmd) error {
+	r := spawnReq{cmd: cmd, errc: make(chan error, 1)}
+	select {
+	case s.reqs <- r:
+		return <-r.errc
+	case <-s.quit:
+		return errSpawnerClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// close ends the spawner's thread. Agents still running then get SIGTERM on
+// Linux, so call it only after stopping them.
+func (s *spawner) close() {
+	select {
+	case <-s.quit:
+	default:
+		close(s.quit)
+	}
+	<-s.done
+}
+
+// lineRing keeps the last lines written to it.
+type lineRing struct {
+	mu    sync.Mutex
+	max   int
+	lines []string
+}
+
+func newLineRing(max int) *lineRing { return &lineRing{max: max} }
+
+func (r *lineRing) add(line string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines = append(r.lines, line)
+	if len(r.lines) > r.max {
+		r.lines = append(r.lines[:0:0], r.lines[len(r.lines)-r.max:]...)
+	}
+}
+
+func (r *lineRing) snapshot() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.lines...)
+}
+
+// process is one running `opencode serve`.
+type process struct {
+	cmd  *exec.Cmd
+	pid  int
+	out  *lineRing
+	port int // the --port asked for; 0 = dynamic
+
+	startedAt time.Time
+
+	// listening receives the port from the listening line, once.
+	listening chan int
+	// exited is closed once the process has been waited for; err is then
+	// its exit error.
+	exited chan struct{}
+	err    error
+}
+
+// processSpec says what to run.
+type processSpec struct {
+	bin   string
+	dir   string
+	env   []string
+	port  int
+	lines int
+}
+
+// startProcess starts `opencode serve` in its own process group and
+// collects its output.
+func startProcess(ctx context.Context, sp *spawner, spec processSpec) (*process, error) {
+	cmd := exec.Command(spec.bin, "serve", "--hostname", "127.0.0.1", "--port", fmt.Sprint(spec.port))
+	cmd.Dir = spec.dir
+	cmd.Env = spec.env
+	cmd.SysProcAttr = sysProcAttr()
+	// A grandchild that inherited stdout would keep Wait waiting for the
+	// pipe after opencode itself is gone; WaitDelay bounds that wait, and
+	// the group kill after Wait ends the grandchild.
+	cmd.WaitDelay = time.Second
+	p := &process{
+		cmd:       cmd,
+		out:       newLineRing(spec.lines),
+		port:      spec.port,
+		listening: make(chan int, 1),
+		exited:    make(chan struct{}),
+	}
+	stdout, stderr := &lineWriter{line: p.onLine}, &lineWriter{line: p.onLine}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := sp.start(ctx, cmd); err != nil {
+		return nil, fmt.Errorf("start %s: %w", spec.bin, err)
+	}
+	p.pid = cmd.Process.Pid
+	go func() {
+		p.err = cmd.Wait()
+		// Wait has finished copying output, so the writers are idle.
+		stdout.flush()
+		stderr.flush()
+		// Whatever the leader left behind in its group (tools, language
+		// servers) goes with it.
+		killGroup(p.pid, sigKill)
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+func (p *process) onLine(line string) {
+	p.out.add(line)
+	if port, ok := ParseListeningLine(line); ok {
+		select {
+		case p.listening <- port:
+		default: // only the first listening line counts
+		}
+	}
+}
+
+// lineWriter splits what is written to it into lines.
+type lineWriter struct {
+	line    func(string)
+	partial []byte
+}
+
+// maxLine bounds a line kept in the output; the rest of a longer line is
+// dropped.
+const maxLine = 4096
+
+func (w *lineWriter) Write(b []byte) (int, error) {
+	n := len(b)
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			w.partial = appendCapped(w.partial, b)
+			break
+		}
+		w.partial = appendCapped(w.partial, b[:i])
+		w.line(strings.TrimRight(string(w.partial), "\r"))
+		w.partial = w.partial[:0]
+		b = b[i+1:]
+	}
+	return n, nil
+}
+
+// flush passes on a last line that had no line end.
+func (w *lineWriter) flush() {
+	if len(w.partial) > 0 {
+		w.line(strings.TrimRight(string(w.partial), "\r"))
+		w.partial = nil
+	}
+}
+
+func appendCapped(dst, src []byte) []byte {
+	if room := maxLine - len(dst); len(src) > room {
+		src = src[:max(room, 0)]
+	}
+	return append(dst, src...)
+}
+
+// running reports whether the process has not exited yet.
+func (p *process) running() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// stop ends the process group: SIGTERM, then SIGKILL after grace, then
+// waits until the leader is gone. ctx bounds the whole wait.
+func (p *process) stop(ctx context.Context, grace time.Duration) error {
+	if !p.running() {
+		return nil
+	}
+	killGroup(p.pid, sigTerm)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return nil
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	killGroup(p.pid, sigKill)
+	select {
+	case <-p.exited:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("stop opencode (pid %d): %w", p.pid, ctx.Err())
+	}
+}
+
+// exitDescription says how the process ended, for the user.
+func (p *process) exitDescription() string {
+	if p.err == nil {
+		return "exited"
+	}
+	var ee *exec.ExitError
+	if errors.As(p.err, &ee) {
+		return ee.ProcessState.String()
+	}
+	return p.err.Error()
+}
+
+// agentEnv is the agent's environment: the user's own, without any
+// inherited CODEHYDRA_* or OPENCODE_CONFIG (a CodeHydra started from inside
+// an agent's terminal must not leak its parent's settings), plus the four
+// variables DESIGN.md names.
+func agentEnv(base []string, configPath, wsPath string, mcpPort int, token string) []string {
+	env := make([]string, 0, len(base)+4)
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if envKeyReserved(k) {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env,
+		"OPENCODE_CONFIG="+configPath,
+		"CODEHYDRA_WORKSPACE_PATH="+filepath.ToSlash(wsPath),
+		fmt.Sprintf("CODEHYDRA_MCP_PORT=%d", mcpPort),
+		"CODEHYDRA_MCP_TOKEN="+token,
+	)
+}
+
+func envKeyReserved(k string) bool {
+	if runtime.GOOS == "windows" {
+		// Windows environment names are case-insensitive.
+		k = strings.ToUpper(k)
+	}
+	return k == "OPENCODE_CONFIG" || strings.HasPrefix(k, "CODEHYDRA_")
+}

@@ -1,0 +1,235 @@
+package opencode
+
+import (
+	"encoding/json"
+	"maps"
+
+	"codehydra/workspace"
+)
+
+// SessionSummary is what the sessions of one agent server are doing.
+type SessionSummary struct {
+	Type   workspace.AgentType
+	Counts workspace.AgentCounts
+	// NeedsInput counts sessions with an unanswered permission request or
+	// question.
+	NeedsInput int
+}
+
+// sessionInfo is what the tracker knows of one session.
+type sessionInfo struct {
+	child bool // has a parent session (a subagent); not counted
+	busy  bool // busy or retry
+}
+
+// Tracker folds an agent server's events into a SessionSummary. The zero
+// value is not usable; use NewTracker. It is not safe for concurrent use.
+//
+// Counted are the root sessions (sessions without a parent) that were
+// active while the server ran: created, or reported busy, idle or retrying.
+// Old sessions that nobody touched since the server started do not count,
+// so a fresh agent reports "none" and one finished turn "idle". A
+// subagent's session is not counted (its parent is busy meanwhile), but a
+// question or permission request in it needs the user as much as one in a
+// root session.
+type Tracker struct {
+	sessions map[string]*sessionInfo
+	// pending maps request IDs (permission or question) to their session.
+	pending map[string]string
+}
+
+// NewTracker returns an empty tracker.
+func NewTracker() *Tracker {
+	return &Tracker{sessions: map[string]*sessionInfo{}, pending: map[string]string{}}
+}
+
+// Summary returns the current summary.
+func (t *Tracker) Summary() SessionSummary {
+	var s SessionSummary
+	for _, si := range t.sessions {
+		if si.child {
+			continue
+		}
+		if si.busy {
+			s.Counts.Busy++
+		} else {
+			s.Counts.Idle++
+		}
+	}
+	s.Counts.Total = s.Counts.Idle + s.Counts.Busy
+	s.Type = typeOf(s.Counts)
+	waiting := map[string]bool{}
+	for _, sid := range t.pending {
+		waiting[sid] = true
+	}
+	s.NeedsInput = len(waiting)
+	return s
+}
+
+func typeOf(c workspace.AgentCounts) workspace.AgentType {
+	switch {
+	case c.Total == 0:
+		return workspace.AgentNone
+	case c.Busy == 0:
+		return workspace.AgentIdle
+	case c.Idle == 0:
+		return workspace.AgentBusy
+	default:
+		return workspace.AgentMixed
+	}
+}
+
+func (t *Tracker) session(id string) *sessionInfo {
+	si := t.sessions[id]
+	if si == nil {
+		si = &sessionInfo{}
+		t.sessions[id] = si
+	}
+	return si
+}
+
+// eventProps is the union of the properties the tracker reads.
+type eventProps struct {
+	SessionID string `json:"sessionID"`
+	ID        string `json:"id"`
+	RequestID string `json:"requestID"`
+	Status    struct {
+		Type string `json:"type"`
+	} `json:"status"`
+	Info struct {
+		ID       string `json:"id"`
+		ParentID string `json:"parentID"`
+	} `json:"info"`
+}
+
+// Apply folds one event into the tracker and reports whether the summary
+// may have changed. It returns resync=true for events after which the
+// server's state must be read afresh (the instance was disposed).
+func (t *Tracker) Apply(e Event) (changed, resync bool) {
+	typ := normalizeType(e.Type)
+	switch typ {
+	case EventInstanceDisposed, EventGlobalDisposed:
+		return false, true
+	case EventSessionCreated, EventSessionUpdated, EventSessionDeleted, EventSessionStatus,
+		EventSessionIdle, EventPermissionAsked, EventPermissionReplied, EventQuestionAsked,
+		EventQuestionReplied, EventQuestionRejected:
+	default:
+		return false, false
+	}
+	var p eventProps
+	if len(e.Properties) == 0 || json.Unmarshal(e.Properties, &p) != nil {
+		return false, false
+	}
+	sid := p.SessionID
+	if sid == "" {
+		sid = p.Info.ID
+	}
+	if sid == "" {
+		return false, false
+	}
+	before := t.Summary()
+	switch typ {
+	case EventSessionCreated:
+		t.session(sid).child = p.Info.ParentID != ""
+	case EventSessionUpdated:
+		// An update tells whether a session is a child; it is no sign of
+		// activity, so it only touches sessions already counted.
+		if si := t.sessions[sid]; si != nil {
+			si.child = p.Info.ParentID != ""
+		}
+	case EventSessionDeleted:
+		delete(t.sessions, sid)
+		for id, s := range t.pending {
+			if s == sid {
+				delete(t.pending, id)
+			}
+		}
+	case EventSessionStatus:
+		switch p.Status.Type {
+		case "busy", "retry":
+			t.session(sid).busy = true
+		case "idle":
+			t.session(sid).busy = false
+		default:
+			return false, false
+		}
+	case EventSessionIdle:
+		t.session(sid).busy = false
+	case EventPermissionAsked, EventQuestionAsked:
+		if p.ID == "" {
+			return false, false
+		}
+		t.pending[p.ID] = sid
+	case EventPermissionReplied, EventQuestionReplied, EventQuestionRejected:
+		delete(t.pending, p.RequestID)
+	}
+	return t.Summary() != before, false
+}
+
+// normalizeType maps opencode's ".v2." event names onto the classic ones.
+func normalizeType(t string) string {
+	switch t {
+	case "permission.v2.asked":
+		return EventPermissionAsked
+	case "permission.v2.replied":
+		return EventPermissionReplied
+	case "question.v2.asked":
+		return EventQuestionAsked
+	case "question.v2.replied":
+		return EventQuestionReplied
+	case "question.v2.rejected":
+		return EventQuestionRejected
+	}
+	return t
+}
+
+// Snapshot is a server's state as its REST API reports it: GET
+// /session/status (only sessions that are not idle appear), GET /permission
+// and GET /question (pending requests), and which sessions are children.
+type Snapshot struct {
+	// Status maps session IDs to "busy", "retry" or "idle".
+	Status map[string]string
+	// Pending maps pending request IDs to their session ID.
+	Pending map[string]string
+	// Children holds the IDs of sessions known to have a parent.
+	Children map[string]bool
+}
+
+// Resync replaces what the tracker believes with a snapshot taken after a
+// (re)connect, and reports whether the summary changed. Sessions the
+// tracker counted that the snapshot does not list as active became idle
+// meanwhile (opencode drops idle sessions from /session/status).
+func (t *Tracker) Resync(s Snapshot) bool {
+	before := t.Summary()
+	for _, si := range t.sessions {
+		si.busy = false
+	}
+	for sid, st := range s.Status {
+		si := t.session(sid)
+		si.busy = st == "busy" || st == "retry"
+	}
+	for sid := range s.Children {
+		if si := t.sessions[sid]; si != nil {
+			si.child = true
+		}
+	}
+	t.pending = maps.Clone(s.Pending)
+	if t.pending == nil {
+		t.pending = map[string]string{}
+	}
+	return t.Summary() != before
+}
+
+// Reset forgets every session, as when the server is gone.
+func (t *Tracker) Reset() bool {
+	before := t.Summary()
+	t.sessions = map[string]*sessionInfo{}
+	t.pending = map[string]string{}
+	return t.Summary() != before
+}
+
+// Knows reports whether the tracker counts or has seen session id.
+func (t *Tracker) Knows(id string) bool {
+	_, ok := t.sessions[id]
+	return ok
+}

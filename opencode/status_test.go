@@ -1,0 +1,138 @@
+package opencode
+
+import (
+	"encoding/json"
+	"testing"
+
+	"codehydra/workspace"
+)
+
+func ev(t *testing.T, typ string, props any) Event {
+	t.Helper()
+	b, err := json.Marshal(props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Event{Type: typ, Properties: b}
+}
+
+func status(sid, typ string) map[string]any {
+	return map[string]any{"sessionID": sid, "status": map[string]any{"type": typ}}
+}
+
+func TestTrackerSummarisesSessions(t *testing.T) {
+	type step struct {
+		typ   string
+		props any
+	}
+	created := func(id, parent string) step {
+		info := map[string]any{"id": id}
+		if parent != "" {
+			info["parentID"] = parent
+		}
+		return step{EventSessionCreated, map[string]any{"sessionID": id, "info": info}}
+	}
+	tests := []struct {
+		name  string
+		steps []step
+		want  SessionSummary
+	}{
+		{"no sessions", nil, SessionSummary{Type: workspace.AgentNone}},
+		{"a new session is idle", []step{created("s1", "")},
+			SessionSummary{Type: workspace.AgentIdle, Counts: workspace.AgentCounts{Idle: 1, Total: 1}}},
+		{"busy", []step{created("s1", ""), {EventSessionStatus, status("s1", "busy")}},
+			SessionSummary{Type: workspace.AgentBusy, Counts: workspace.AgentCounts{Busy: 1, Total: 1}}},
+		{"retry counts as busy", []step{{EventSessionStatus, status("s1", "retry")}},
+			SessionSummary{Type: workspace.AgentBusy, Counts: workspace.AgentCounts{Busy: 1, Total: 1}}},
+		{"busy then idle", []step{{EventSessionStatus, status("s1", "busy")}, {EventSessionStatus, status("s1", "idle")}},
+			SessionSummary{Type: workspace.AgentIdle, Counts: workspace.AgentCounts{Idle: 1, Total: 1}}},
+		{"session.idle ends busy", []step{{EventSessionStatus, status("s1", "busy")}, {EventSessionIdle, map[string]any{"sessionID": "s1"}}},
+			SessionSummary{Type: workspace.AgentIdle, Counts: workspace.AgentCounts{Idle: 1, Total: 1}}},
+		{"mixed", []step{{EventSessionStatus, status("s1", "busy")}, created("s2", "")},
+			SessionSummary{Type: workspace.AgentMixed, Counts: workspace.AgentCounts{Idle: 1, Busy: 1, Total: 2}}},
+		{"a subagent's session is not counted", []step{created("s1", ""), {EventSessionStatus, status("s1", "busy")},
+			created("child", "s1"), {EventSessionStatus, status("child", "busy")}},
+			SessionSummary{Type: workspace.AgentBusy, Counts: workspace.AgentCounts{Busy: 1, Total: 1}}},
+		{"deleted sessions are forgotten", []step{created("s1", ""), {EventSessionStatus, status("s1", "busy")},
+			{EventPermissionAsked, map[string]any{"id": "per_1", "sessionID": "s1"}},
+			{EventSessionDeleted, map[string]any{"sessionID": "s1", "info": map[string]any{"id": "s1"}}}},
+			SessionSummary{Type: workspace.AgentNone}},
+		{"a permission asked needs input", []step{{EventSessionStatus, status("s1", "busy")},
+			{EventPermissionAsked, map[string]any{"id": "per_1", "sessionID": "s1"}}},
+			SessionSummary{Type: workspace.AgentBusy, Counts: workspace.AgentCounts{Busy: 1, Total: 1}, NeedsInput: 1}},
+		{"a permission replied needs none", []step{{EventSessionStatus, status("s1", "busy")},
+			{EventPermissionAsked, map[string]any{"id": "per_1", "sessionID": "s1"}},
+			{EventPermissionReplied, map[string]any{"sessionID": "s1", "requestID": "per_1", "reply": "once"}}},
+			SessionSummary{Type: workspace.AgentBusy, Counts: workspace.AgentCounts{Busy: 1, Total: 1}}},
+		{"two requests in one session count once", []step{
+			{EventQuestionAsked, map[string]any{"id": "que_1", "sessionID": "s1"}},
+			{EventPermissionAsked, map[string]any{"id": "per_1", "sessionID": "s1"}},
+			{EventQuestionAsked, map[string]any{"id": "que_2", "sessionID": "s2"}}},
+			SessionSummary{Type: workspace.AgentNone, NeedsInput: 2}},
+		{"questions replied or rejected", []step{
+			{EventQuestionAsked, map[string]any{"id": "que_1", "sessionID": "s1"}},
+			{EventQuestionAsked, map[string]any{"id": "que_2", "sessionID": "s2"}},
+			{EventQuestionReplied, map[string]any{"sessionID": "s1", "requestID": "que_1", "answers": []any{}}},
+			{EventQuestionRejected, map[string]any{"sessionID": "s2", "requestID": "que_2"}}},
+			SessionSummary{Type: workspace.AgentNone}},
+		{"v2 names count too", []step{
+			{"permission.v2.asked", map[string]any{"id": "per_1", "sessionID": "s1"}},
+			{"question.v2.asked", map[string]any{"id": "que_1", "sessionID": "s2"}},
+			{"question.v2.rejected", map[string]any{"sessionID": "s2", "requestID": "que_1"}}},
+			SessionSummary{Type: workspace.AgentNone, NeedsInput: 1}},
+		{"unknown status and events are ignored", []step{{EventSessionStatus, status("s1", "sleeping")},
+			{"message.part.updated", map[string]any{"sessionID": "s1"}}, {EventSessionStatus, map[string]any{}}},
+			SessionSummary{Type: workspace.AgentNone}},
+		{"an update of an unseen session does not count it", []step{{EventSessionUpdated, map[string]any{"sessionID": "old", "info": map[string]any{"id": "old"}}}},
+			SessionSummary{Type: workspace.AgentNone}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := NewTracker()
+			for _, s := range tt.steps {
+				tr.Apply(ev(t, s.typ, s.props))
+			}
+			if got := tr.Summary(); got != tt.want {
+				t.Errorf("summary = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestTrackerApplyReportsChanges(t *testing.T) {
+	tr := NewTracker()
+	if changed, _ := tr.Apply(ev(t, EventSessionStatus, status("s1", "busy"))); !changed {
+		t.Error("first busy: changed = false")
+	}
+	if changed, _ := tr.Apply(ev(t, EventSessionStatus, status("s1", "busy"))); changed {
+		t.Error("busy again: changed = true")
+	}
+	if changed, resync := tr.Apply(Event{Type: EventInstanceDisposed, Properties: json.RawMessage(`{"directory":"/x"}`)}); changed || !resync {
+		t.Errorf("instance disposed: changed, resync = %v, %v; want false, true", changed, resync)
+	}
+}
+
+func TestTrackerResyncCatchesUpWithMissedEvents(t *testing.T) {
+	tr := NewTracker()
+	tr.Apply(ev(t, EventSessionStatus, status("s1", "busy")))
+	tr.Apply(ev(t, EventPermissionAsked, map[string]any{"id": "per_1", "sessionID": "s1"}))
+	// Meanwhile s1 finished, s2 and a child started, and s2 asks a question.
+	changed := tr.Resync(Snapshot{
+		Status:   map[string]string{"s2": "busy", "child": "busy"},
+		Pending:  map[string]string{"que_1": "s2"},
+		Children: map[string]bool{"child": true},
+	})
+	if !changed {
+		t.Error("Resync reported no change")
+	}
+	want := SessionSummary{Type: workspace.AgentMixed, Counts: workspace.AgentCounts{Idle: 1, Busy: 1, Total: 2}, NeedsInput: 1}
+	if got := tr.Summary(); got != want {
+		t.Errorf("summary = %+v, want %+v", got, want)
+	}
+	if !tr.Knows("child") || tr.Knows("nobody") {
+		t.Error("Knows is wrong")
+	}
+	if !tr.Reset() || tr.Summary() != (SessionSummary{Type: workspace.AgentNone}) {
+		t.Errorf("after Reset: %+v", tr.Summary())
+	}
+}

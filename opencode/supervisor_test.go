@@ -1,0 +1,776 @@
+//go:build unix
+
+package opencode
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"codehydra/workspace"
+)
+
+// envDump is what the fake opencode writes to FAKEOC_ENV_FILE.
+type envDump struct {
+	Env  []string `json:"env"`
+	Cwd  string   `json:"cwd"`
+	Args []string `json:"args"`
+}
+
+func readEnvDump(t *testing.T, file string) envDump {
+	t.Helper()
+	var d envDump
+	waitFor(t, "env dump", 10*time.Second, func() bool {
+		b, err := os.ReadFile(file)
+		return err == nil && json.Unmarshal(b, &d) == nil
+	})
+	return d
+}
+
+func envValues(env []string, key string) []string {
+	var vs []string
+	for _, kv := range env {
+		if k, v, _ := strings.Cut(kv, "="); k == key {
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
+// starts reads the start times the fake opencode appended to file.
+func starts(t *testing.T, file string) []time.Time {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	var ts []time.Time
+	for _, l := range strings.Fields(string(b)) {
+		n, err := strconv.ParseInt(l, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, time.Unix(0, n))
+	}
+	return ts
+}
+
+func healthPort(t *testing.T, port int) bool {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/global/health", port))
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+func TestAgentGetsDesignEnvironmentWorkdirAndFlags(t *testing.T) {
+	f := newFixture(t, "FOO=bar", "OPENCODE_CONFIG=/wrong.json", "CODEHYDRA_MCP_TOKEN=inherited", "CODEHYDRA_STALE=1")
+	dump := filepath.Join(f.dir, "env.json")
+	f.env = append(f.env, "FAKEOC_ENV_FILE="+dump)
+	s := f.start(f.options())
+	ws := f.workspace("feature")
+	s.Start(ws)
+	st := waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second)
+
+	d := readEnvDump(t, dump)
+	want := map[string]string{
+		"OPENCODE_CONFIG":          f.config,
+		"CODEHYDRA_WORKSPACE_PATH": filepath.ToSlash(ws.Path),
+		"CODEHYDRA_MCP_PORT":       "40001",
+		"CODEHYDRA_MCP_TOKEN":      "tok-1",
+		"FOO":                      "bar",
+	}
+	for k, v := range want {
+		if got := envValues(d.Env, k); !slices.Equal(got, []string{v}) {
+			t.Errorf("%s = %q, want exactly [%q]", k, got, v)
+		}
+	}
+	for _, kv := range d.Env {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "CODEHYDRA_") && want[k] == "" {
+			t.Errorf("unexpected inherited %s", k)
+		}
+	}
+	if d.Cwd != ws.Path {
+		t.Errorf("cwd = %q, want %q", d.Cwd, ws.Path)
+	}
+	if got := d.Args[1:]; !slices.Equal(got, []string{"serve", "--hostname", "127.0.0.1", "--port", "0"}) {
+		t.Errorf("args = %q", got)
+	}
+
+	port, ok := s.OpencodePort(ws.Path)
+	if !ok || port != st.Port || !healthPort(t, port) {
+		t.Errorf("OpencodePort = %d, %v; status port %d", port, ok, st.Port)
+	}
+	if st.Type != workspace.AgentNone || st.Detail != "" {
+		t.Errorf("status = %+v", st)
+	}
+}
+
+func TestRestartPicksUpARotatedToken(t *testing.T) {
+	f := newFixture(t)
+	dump := filepath.Join(f.dir, "env.json")
+	f.env = append(f.env, "FAKEOC_ENV_FILE="+dump)
+	var token atomic.Value
+	token.Store("tok-1")
+	o := f.options()
+	o.MCPToken = func() string { return token.Load().(string) }
+	s := f.start(o)
+	ws := f.workspace("a")
+	s.Start(ws)
+	waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second)
+	if got := envValues(readEnvDump(t, dump).Env, "CODEHYDRA_MCP_TOKEN"); !slices.Equal(got, []string{"tok-1"}) {
+		t.Fatalf("token = %q", got)
+	}
+	first := agentRecords(t, f.agentsDir)[0].PID
+
+	token.Store("tok-2")
+	if err := os.Remove(dump); err != nil {
+		t.Fatal(err)
+	}
+	s.RestartAll()
+	waitFor(t, "agent restarted with the new token", 10*time.Second, func() bool {
+		b, err := os.ReadFile(dump)
+		return err == nil && strings.Contains(string(b), "CODEHYDRA_MCP_TOKEN=tok-2")
+	})
+	waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second)
+	waitFor(t, "old agent gone", 5*time.Second, func() bool { return processGone(first) })
+	if err := s.Restart(filepath.Join(f.dir, "unknown")); err == nil {
+		t.Error("Restart of an unknown workspace: no error")
+	}
+}
+
+func TestFixedBasePortSkipsPortsInUse(t *testing.T) {
+	f := newFixture(t)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	base := taken.Addr().(*net.TCPAddr).Port
+	o := f.options()
+	o.BasePort = base
+	s := f.start(o)
+	a, b := f.workspace("a"), f.workspace("b")
+	s.Start(a)
+	s.Start(b)
+	pa := waitState(t, s, a.Path, workspace.AgentStateReady, 10*time.Second).Port
+	pb := waitState(t, s, b.Path, workspace.AgentStateReady, 10*time.Second).Port
+	if pa <= base || pb <= base || pa == pb {
+		t.Errorf("ports = %d, %d; want two different ports above the taken %d", pa, pb, base)
+	}
+	for _, r := range agentRecords(t, f.agentsDir) {
+		if r.Port != pa && r.Port != pb {
+			t.Errorf("record port %d is neither agent's", r.Port)
+		}
+	}
+}
+
+func TestChildBindFailureRetriesOnTheNextPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	// The port is free when the supervisor checks, but the child fails to
+	// bind it, as when another program takes it in between.
+	f := newFixture(t, "FAKEOC_FAIL_PORT="+strconv.Itoa(base))
+	startsFile := filepath.Join(f.dir, "starts")
+	f.env = append(f.env, "FAKEOC_STARTS_FILE="+startsFile)
+	o := f.options()
+	o.BasePort = base
+	o.MaxCrashes = 1 // a bind failure must not count as a crash
+	s := f.start(o)
+	ws := f.workspace("a")
+	s.Start(ws)
+	st := waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second)
+	if st.Port <= base {
+		t.Errorf("port = %d, want above %d", st.Port, base)
+	}
+	if n := len(starts(t, startsFile)); n != 2 {
+		t.Errorf("started %d times, want 2", n)
+	}
+}
+
+func TestAgentThatIsNotReadyInTimeFailsWithItsOutput(t *testing.T) {
+	tests := []struct {
+		name   string
+		env    []string
+		detail []string
+		output string
+	}{
+		{"never listens", []string{"FAKEOC_MODE=hang"},
+			[]string{"did not become ready within 400ms", "never said it was listening", "hanging before listening"},
+			"fake opencode: hanging before listening"},
+		{"never healthy", []string{"FAKEOC_MODE=unhealthy"},
+			[]string{"did not become ready within 400ms", "/global/health never reported healthy"},
+			"opencode server listening on"},
+		{"MCP server unreachable", []string{"FAKEOC_MCP=failed"},
+			[]string{"not connected to CodeHydra's MCP server: failed: SSE error"},
+			"opencode server listening on"},
+		{"no codehydra MCP configured", []string{"FAKEOC_MCP=missing"},
+			[]string{"not connected to CodeHydra's MCP server: missing: opencode has no codehydra MCP server configured"},
+			"opencode server listening on"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, tt.env...)
+			o := f.options()
+			o.ReadyTimeout = 400 * time.Millisecond
+			s := f.start(o)
+			ws := f.workspace("a")
+			s.Start(ws)
+			st := waitState(t, s, ws.Path, workspace.AgentStateFailed, 10*time.Second)
+			for _, want := range tt.detail {
+				if !strings.Contains(st.Detail, want) {
+					t.Errorf("detail %q lacks %q", st.Detail, want)
+				}
+			}
+			out := strings.Join(s.Output(ws.Path), "\n")
+			if !strings.Contains(out, tt.output) || !strings.Contains(out, "OPENCODE_SERVER_PASSWORD") {
+				t.Errorf("output = %q, want it to hold %q", out, tt.output)
+			}
+			if _, ok := s.OpencodePort(ws.Path); ok {
+				t.Error("OpencodePort reports a failed agent")
+			}
+			if recs := agentRecords(t, f.agentsDir); len(recs) != 0 {
+				t.Errorf("failed agent still recorded (running?): %v", recs)
+			}
+		})
+	}
+}
+
+func TestAgentIsAskedToConnectToTheMCPServerOnce(t *testing.T) {
+	f := newFixture(t, "FAKEOC_MCP=failed-until-connect")
+	s := f.start(f.options())
+	ws := f.workspace("a")
+	s.Start(ws)
+	waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second)
+}
+
+func TestOutputKeepsTheLastFiftyLines(t *testing.T) {
+	f := newFixture(t)
+	s := f.start(f.options())
+	if got := s.Output("/nowhere"); got != nil {
+		t.Errorf("Output of an unknown workspace = %q", got)
+	}
+	r := newLineRing(s.opts.OutputLines)
+	for i := range 70 {
+		r.add(strconv.Itoa(i))
+	}
+	if got := r.snapshot(); len(got) != 50 || got[0] != "20" {
+		t.Errorf("kept %d lines from %q", len(got), got[0])
+	}
+}
+
+// logRecords collects the supervisor's log records.
+type logRecords struct {
+	mu   sync.Mutex
+	recs []slog.Record
+	next slog.Handler
+}
+
+func (l *logRecords) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logRecords) Handle(ctx context.Context, r slog.Record) error {
+	l.mu.Lock()
+	l.recs = append(l.recs, r.Clone())
+	l.mu.Unlock()
+	return l.next.Handle(ctx, r)
+}
+func (l *logRecords) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logRecords) WithGroup(string) slog.Handler      { return l }
+
+// restartDelays returns the "in" attribute of every restart the
+// supervisor logged.
+func (l *logRecords) restartDelays() []time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var ds []time.Duration
+	for _, r := range l.recs {
+		if r.Message != "agent crashed; restarting" {
+			continue
+		}
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "in" {
+				ds = append(ds, a.Value.Duration())
+			}
+			return true
+		})
+	}
+	return ds
+}
+
+func ms(ns ...int) []time.Duration {
+	var ds []time.Duration
+	for _, n := range ns {
+		ds = append(ds, time.Duration(n)*time.Millisecond)
+	}
+	return ds
+}
+
+func TestCrashingAgentRestartsWithGrowingBackoffThenGivesUp(t *testing.T) {
+	f := newFixture(t, "FAKEOC_MODE=crash-after=10ms")
+	startsFile := filepath.Join(f.dir, "starts")
+	f.env = append(f.env, "FAKEOC_STARTS_FILE="+startsFile)
+	logs := &logRecords{next: testLogger(t).Handler()}
+	o := f.options()
+	o.Logger = slog.New(logs)
+	o.BackoffMin, o.BackoffMax = 20*time.Millisecond, 80*time.Millisecond
+	o.MaxCrashes = 6
+	s := f.start(o)
+	ws := f.workspace("a")
+	s.Start(ws)
+	st := waitState(t, s, ws.Path, workspace.AgentStateFailed, 20*time.Second)
+	if !strings.Contains(st.Detail, "crashed 6 times within 1m0s") || !strings.Contains(st.Detail, "crashing on purpose") {
+		t.Errorf("detail = %q", st.Detail)
+	}
+	if got, want := logs.restartDelays(), ms(20, 40, 80, 80, 80); !slices.Equal(got, want) {
+		t.Errorf("restart delays = %v, want %v", got, want)
+	}
+	ts := starts(t, startsFile)
+	if len(ts) != 6 {
+		t.Fatalf("started %d times, want 6", len(ts))
+	}
+	for i, d := range ms(20, 40, 80, 80, 80) {
+		if gap := ts[i+1].Sub(ts[i]); gap < d {
+			t.Errorf("start %d came %v after the previous, before its backoff %v", i+2, gap, d)
+		}
+	}
+	if recs := agentRecords(t, f.agentsDir); len(recs) != 0 {
+		t.Errorf("records left: %v", recs)
+	}
+
+	// The user restarts it: a fresh history, so it runs again.
+	if err := s.Restart(ws.Path); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a seventh start", 10*time.Second, func() bool { return len(starts(t, startsFile)) >= 7 })
+}
+
+// steppingClock jumps far ahead at every reading, so every run looks long
+// and every crash lies outside the previous one's window.
+type steppingClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *steppingClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(3 * time.Minute)
+	return c.now
+}
+
+func TestBackoffResetsAfterAHealthyRunAndOldCrashesAreForgotten(t *testing.T) {
+	f := newFixture(t, "FAKEOC_MODE=crash-after=10ms")
+	startsFile := filepath.Join(f.dir, "starts")
+	f.env = append(f.env, "FAKEOC_STARTS_FILE="+startsFile)
+	logs := &logRecords{next: testLogger(t).Handler()}
+	o := f.options()
+	o.Logger = slog.New(logs)
+	o.Now = (&steppingClock{now: time.Unix(1e9, 0)}).Now
+	o.BackoffMin, o.BackoffMax = 20*time.Millisecond, 80*time.Millisecond
+	o.MaxCrashes = 3
+	o.CrashWindow = 2 * time.Minute
+	s := f.start(o)
+	ws := f.workspace("a")
+	s.Start(ws)
+	waitFor(t, "six starts", 20*time.Second, func() bool { return len(starts(t, startsFile)) >= 6 })
+	if st := s.AgentStatus(ws.Path); st.State == workspace.AgentStateFailed {
+		t.Fatalf("agent gave up on crashes minutes apart: %+v", st)
+	}
+	for _, d := range logs.restartDelays() {
+		if d != 20*time.Millisecond {
+			t.Fatalf("restart delays = %v, want all 20ms", logs.restartDelays())
+		}
+	}
+}
+
+func TestAgentThatExitsWhileStartingIsRestarted(t *testing.T) {
+	f := newFixture(t, "FAKEOC_EXIT_STARTS=2")
+	startsFile := filepath.Join(f.dir, "starts")
+	f.env = append(f.env, "FAKEOC_STARTS_FILE="+startsFile)
+	s := f.start(f.options())
+	ws := f.workspace("a")
+	s.Start(ws)
+	waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second)
+	if n := len(starts(t, startsFile)); n != 3 {
+		t.Errorf("started %d times, want 3", n)
+	}
+}
+
+func TestStopAgentKillsItsWholeProcessGroup(t *testing.T) {
+	tests := []struct {
+		name string
+		env  []string
+	}{
+		{"agent obeys SIGTERM", nil},
+		{"agent ignores SIGTERM", []string{"FAKEOC_IGNORE_TERM=1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, tt.env...)
+			gc := filepath.Join(f.dir, "grandchild.pid")
+			f.env = append(f.env, "FAKEOC_GRANDCHILD_PIDFILE="+gc)
+			o := f.options()
+			o.StopTimeout = 300 * time.Millisecond
+			s := f.start(o)
+			ws := f.workspace("a")
+			s.Start(ws)
+			waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second)
+			leader := agentRecords(t, f.agentsDir)[0].PID
+			grandchild := readPID(t, gc)
+
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			begin := time.Now()
+			if err := s.StopAgent(ctx, ws.Path); err != nil {
+				t.Fatal(err)
+			}
+			if took := time.Since(begin); took > 5*time.Second {
+				t.Errorf("StopAgent took %v", took)
+			}
+			if !processGone(leader) {
+				t.Error("agent still runs after StopAgent returned")
+			}
+			waitFor(t, "grandchild gone", 5*time.Second, func() bool { return processGone(grandchild) })
+			if st := s.AgentStatus(ws.Path); st != workspace.NoAgent {
+				t.Errorf("status after stop = %+v", st)
+			}
+			if _, ok := s.OpencodePort(ws.Path); ok {
+				t.Error("OpencodePort after stop")
+			}
+			if recs := agentRecords(t, f.agentsDir); len(recs) != 0 {
+				t.Errorf("records left: %v", recs)
+			}
+			if err := s.StopAgent(ctx, ws.Path); err != nil {
+				t.Errorf("second StopAgent: %v", err)
+			}
+		})
+	}
+}
+
+func TestStopAllStopsEveryAgentAndLaterStartsDoNothing(t *testing.T) {
+	f := newFixture(t)
+	s := NewSupervisor(f.options())
+	a, b := f.workspace("a"), f.workspace("b")
+	s.Start(a)
+	s.Start(b)
+	waitState(t, s, a.Path, workspace.AgentStateReady, 10*time.Second)
+	waitState(t, s, b.Path, workspace.AgentStateReady, 10*time.Second)
+	var pids []int
+	for _, r := range agentRecords(t, f.agentsDir) {
+		pids = append(pids, r.PID)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.StopAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range pids {
+		if !processGone(pid) {
+			t.Errorf("agent %d runs after StopAll", pid)
+		}
+	}
+	if st := s.AgentStatus(a.Path); st.State != workspace.AgentStateStopped {
+		t.Errorf("status after StopAll = %+v", st)
+	}
+	c := f.workspace("c")
+	s.Start(c)
+	if st := s.AgentStatus(c.Path); st != workspace.NoAgent {
+		t.Errorf("Start after StopAll started something: %+v", st)
+	}
+	if recs := agentRecords(t, f.agentsDir); len(recs) != 0 {
+		t.Errorf("records left: %v", recs)
+	}
+}
+
+func TestAtMostTwoAgentsStartAtOnce(t *testing.T) {
+	f := newFixture(t, "FAKEOC_MODE=slow=300ms")
+	startsFile := filepath.Join(f.dir, "starts")
+	f.env = append(f.env, "FAKEOC_STARTS_FILE="+startsFile)
+	s := f.start(f.options())
+	var wss []workspace.Workspace
+	for i := range 4 {
+		ws := f.workspace(fmt.Sprint("w", i))
+		wss = append(wss, ws)
+		s.Start(ws)
+	}
+	for _, ws := range wss {
+		waitState(t, s, ws.Path, workspace.AgentStateReady, 20*time.Second)
+	}
+	ts := starts(t, startsFile)
+	if len(ts) != 4 {
+		t.Fatalf("started %d times, want 4", len(ts))
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+	// Each start takes 300ms; a third may begin only when one of the first
+	// two is ready.
+	for i := 2; i < 4; i++ {
+		if gap := ts[i].Sub(ts[i-2]); gap < 300*time.Millisecond {
+			t.Errorf("start %d began %v after start %d; more than two were starting at once", i+1, gap, i-1)
+		}
+	}
+}
+
+func TestOpencodePortOnlyWhileReady(t *testing.T) {
+	f := newFixture(t, "FAKEOC_MODE=slow=300ms")
+	s := f.start(f.options())
+	ws := f.workspace("a")
+	if _, ok := s.OpencodePort(ws.Path); ok {
+		t.Error("OpencodePort before start")
+	}
+	s.Start(ws)
+	waitState(t, s, ws.Path, workspace.AgentStateStarting, 5*time.Second)
+	if p, ok := s.OpencodePort(ws.Path); ok {
+		t.Errorf("OpencodePort while starting = %d", p)
+	}
+	st := waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second)
+	if p, ok := s.OpencodePort(ws.Path); !ok || p != st.Port || p == 0 {
+		t.Errorf("OpencodePort when ready = %d, %v", p, ok)
+	}
+}
+
+func TestMissingBinaryReportsNotFoundUntilInstalled(t *testing.T) {
+	f := newFixture(t)
+	o := f.options()
+	o.Bin = ""
+	s := f.start(o)
+	if p, found := s.Binary(); found || p != filepath.Join(o.ToolsDir, "node_modules", ".bin", "opencode") {
+		t.Errorf("Binary() = %q, %v", p, found)
+	}
+	ws := f.workspace("a")
+	s.Start(ws)
+	st := waitState(t, s, ws.Path, workspace.AgentStateNotFound, 5*time.Second)
+	want := "opencode not found — install it with `npm install -g opencode-ai@1.18.33`, or run `make run`, or set opencodeBin in settings"
+	if st.Detail != want {
+		t.Errorf("detail = %q, want %q", st.Detail, want)
+	}
+	if other := s.AgentStatus(filepath.Join(f.dir, "other")); other.State != workspace.AgentStateNotFound || other.Detail != want {
+		t.Errorf("status of a workspace never started = %+v", other)
+	}
+	if _, ok := s.OpencodePort(ws.Path); ok {
+		t.Error("OpencodePort without a binary")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.StopAgent(ctx, filepath.Join(f.dir, "other")); err != nil {
+		t.Errorf("StopAgent: %v", err)
+	}
+
+	// `make` installs opencode into the tools folder; a restart finds it.
+	bin := filepath.Join(o.ToolsDir, "node_modules", ".bin", "opencode")
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(fakeBin, bin); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Restart(ws.Path); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second)
+	if p, found := s.Binary(); !found || p != bin {
+		t.Errorf("Binary() = %q, %v; want %q", p, found, bin)
+	}
+}
+
+func TestMissingConfiguredBinaryNamesTheSetting(t *testing.T) {
+	f := newFixture(t)
+	o := f.options()
+	o.Bin = filepath.Join(f.dir, "no-such-opencode")
+	s := f.start(o)
+	ws := f.workspace("a")
+	s.Start(ws)
+	st := waitState(t, s, ws.Path, workspace.AgentStateNotFound, 5*time.Second)
+	for _, want := range []string{o.Bin, "opencodeBin", "npm install -g opencode-ai@1.18.33"} {
+		if !strings.Contains(st.Detail, want) {
+			t.Errorf("detail %q lacks %q", st.Detail, want)
+		}
+	}
+}
+
+func TestBinaryLookupOrder(t *testing.T) {
+	dir := t.TempDir()
+	tools := filepath.Join(dir, "tools")
+	toolsBin := filepath.Join(tools, "node_modules", ".bin", "opencode")
+	if err := os.MkdirAll(filepath.Dir(toolsBin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(toolsBin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	notExec := filepath.Join(dir, "not-executable")
+	if err := os.WriteFile(notExec, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	onPath := func(string) (string, error) { return "/usr/bin/opencode", nil }
+	notOnPath := func(string) (string, error) { return "", os.ErrNotExist }
+	tests := []struct {
+		name     string
+		bin      string
+		lookPath func(string) (string, error)
+		tools    string
+		want     string
+		found    bool
+	}{
+		{"settings first", fakeBin, onPath, tools, fakeBin, true},
+		{"settings naming a missing file", filepath.Join(dir, "nope"), onPath, tools, filepath.Join(dir, "nope"), false},
+		{"settings naming a file that cannot run", notExec, onPath, tools, notExec, false},
+		{"settings naming a program on PATH", "opencode", onPath, tools, "/usr/bin/opencode", true},
+		{"PATH second", "", onPath, tools, "/usr/bin/opencode", true},
+		{"tools folder last", "", notOnPath, tools, toolsBin, true},
+		{"none", "", notOnPath, filepath.Join(dir, "empty"), filepath.Join(dir, "empty", "node_modules", ".bin", "opencode"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := NewSupervisor(SupervisorOptions{Bin: tt.bin, LookPath: tt.lookPath, ToolsDir: tt.tools, AgentsDir: dir, ConfigPath: "x"})
+			defer s.StopAll(context.Background())
+			got, found := s.Binary()
+			if got != tt.want || found != tt.found {
+				t.Errorf("Binary() = %q, %v; want %q, %v", got, found, tt.want, tt.found)
+			}
+		})
+	}
+}
+
+func TestAgentStatusFollowsTheEventStream(t *testing.T) {
+	f := newFixture(t)
+	s := f.start(f.options())
+	ws := f.workspace("a")
+	s.Start(ws)
+	port := waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second).Port
+	// Let the watcher connect before the first event.
+	waitFor(t, "event stream connected", 5*time.Second, func() bool { return eventClients(t, port) > 0 })
+
+	expect := func(what string, typ workspace.AgentType, counts workspace.AgentCounts, needs int) {
+		t.Helper()
+		waitFor(t, what, 5*time.Second, func() bool {
+			st := s.AgentStatus(ws.Path)
+			return st.Type == typ && st.Counts == counts && st.NeedsInput == needs
+		})
+	}
+	drain(f.changes)
+	emit(t, port, false, EventSessionCreated, map[string]any{"sessionID": "ses_1", "info": map[string]any{"id": "ses_1"}})
+	expect("idle session", workspace.AgentIdle, workspace.AgentCounts{Idle: 1, Total: 1}, 0)
+	if !changed(f.changes, ws.Path) {
+		t.Error("no OnChange for a new session")
+	}
+	emit(t, port, false, EventSessionStatus, status("ses_1", "busy"))
+	expect("busy session", workspace.AgentBusy, workspace.AgentCounts{Busy: 1, Total: 1}, 0)
+	emit(t, port, false, EventSessionCreated, map[string]any{"sessionID": "ses_2", "info": map[string]any{"id": "ses_2"}})
+	expect("mixed", workspace.AgentMixed, workspace.AgentCounts{Idle: 1, Busy: 1, Total: 2}, 0)
+	emit(t, port, false, EventPermissionAsked, map[string]any{"id": "per_1", "sessionID": "ses_1"})
+	expect("needs input", workspace.AgentMixed, workspace.AgentCounts{Idle: 1, Busy: 1, Total: 2}, 1)
+	emit(t, port, false, EventPermissionReplied, map[string]any{"sessionID": "ses_1", "requestID": "per_1", "reply": "once"})
+	expect("permission answered", workspace.AgentMixed, workspace.AgentCounts{Idle: 1, Busy: 1, Total: 2}, 0)
+	emit(t, port, false, EventSessionStatus, status("ses_1", "retry"))
+	emit(t, port, false, EventSessionStatus, status("ses_1", "idle"))
+	expect("idle again", workspace.AgentIdle, workspace.AgentCounts{Idle: 2, Total: 2}, 0)
+}
+
+func TestAgentStatusResyncsAfterTheStreamBreaks(t *testing.T) {
+	f := newFixture(t)
+	s := f.start(f.options())
+	ws := f.workspace("a")
+	s.Start(ws)
+	port := waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second).Port
+	waitFor(t, "event stream connected", 5*time.Second, func() bool { return eventClients(t, port) > 0 })
+	emit(t, port, false, EventSessionStatus, status("ses_1", "busy"))
+	waitFor(t, "busy", 5*time.Second, func() bool { return s.AgentStatus(ws.Path).Type == workspace.AgentBusy })
+
+	// While the stream is down the session finishes and another asks a
+	// question; neither event reaches the supervisor.
+	emit(t, port, true, EventSessionStatus, status("ses_1", "idle"))
+	emit(t, port, true, EventQuestionAsked, map[string]any{"id": "que_1", "sessionID": "ses_1"})
+	post(t, fmt.Sprintf("http://127.0.0.1:%d/fake/drop", port))
+	waitFor(t, "resynced status", 5*time.Second, func() bool {
+		st := s.AgentStatus(ws.Path)
+		return st.Type == workspace.AgentIdle && st.NeedsInput == 1
+	})
+}
+
+func TestCrashResetsTheStatusAndNotifies(t *testing.T) {
+	f := newFixture(t, "FAKEOC_MODE=crash-after=1s")
+	o := f.options()
+	o.BackoffMin = 2 * time.Second // long enough to look at the restarting agent
+	s := f.start(o)
+	ws := f.workspace("a")
+	s.Start(ws)
+	port := waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second).Port
+	waitFor(t, "event stream connected", 5*time.Second, func() bool { return eventClients(t, port) > 0 })
+	emit(t, port, false, EventSessionStatus, status("ses_1", "busy"))
+	waitFor(t, "busy", 5*time.Second, func() bool { return s.AgentStatus(ws.Path).Type == workspace.AgentBusy })
+	drain(f.changes)
+	st := waitState(t, s, ws.Path, workspace.AgentStateStarting, 5*time.Second)
+	if st.Type != workspace.AgentNone || st.Port != 0 || !strings.Contains(st.Detail, "stopped unexpectedly") ||
+		!strings.Contains(st.Detail, "restarting in 2s") {
+		t.Errorf("status after crash = %+v", st)
+	}
+	if !changed(f.changes, ws.Path) {
+		t.Error("no OnChange after the crash")
+	}
+}
+
+// eventClients counts the fake opencode's open event streams.
+func eventClients(t *testing.T, port int) int {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/fake/clients", port))
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	var n int
+	_ = json.NewDecoder(resp.Body).Decode(&n)
+	return n
+}
+
+func post(t *testing.T, url string) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+}
+
+func drain(c *changes) {
+	for {
+		select {
+		case <-c.ch:
+		default:
+			return
+		}
+	}
+}
+
+// changed waits briefly for an OnChange of path.
+func changed(c *changes, path string) bool {
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case p := <-c.ch:
+			if p == path {
+				return true
+			}
+		case <-deadline:
+			return false
+		}
+	}
+}
