@@ -26,7 +26,8 @@ import (
 )
 
 // realOpencode finds the opencode binary for end-to-end tests:
-// $CODEHYDRA_OPENCODE, else where `make` installs it.
+// $CODEHYDRA_OPENCODE, else where `make` installs it. Without it the test is
+// skipped, unless $CODEHYDRA_REQUIRE_OPENCODE is set (as make test does).
 func realOpencode(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
@@ -38,6 +39,11 @@ func realOpencode(t *testing.T) string {
 		bin = filepath.Join(paths.ToolsDir(), "node_modules", ".bin", "opencode")
 	}
 	if fi, err := os.Stat(bin); err != nil || fi.IsDir() {
+		if os.Getenv("CODEHYDRA_REQUIRE_OPENCODE") != "" {
+			// make test installs opencode first; a skip there would hide
+			// a broken install step.
+			t.Fatalf("real opencode not found at %s, and CODEHYDRA_REQUIRE_OPENCODE is set", bin)
+		}
 		t.Skipf("real opencode not found at %s: run `make` (installs opencode-ai@1.18.33 there) or set CODEHYDRA_OPENCODE", bin)
 	}
 	return bin
