@@ -1,5 +1,9 @@
 # make run   — install what is missing, build, and run CodeHydra on this repository
-# make test  — install what is missing, then format check, vet, staticcheck and all tests
+# make test  — install what is missing, then format check, vet, staticcheck, a short run of
+#              every fuzzer (fuzz-short) and all tests
+# make soak  — the long fault, load and race tests with figures (for docs/RELIABILITY.md)
+# make bench — measure CodeHydra on this machine; writes the tables into docs/BENCHMARKS.md
+# make screenshots — remake the README's screenshots in docs/screenshots/
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 
@@ -7,7 +11,7 @@ BINARY := codehydra
 GOBIN := $(shell go env GOPATH)/bin
 export PATH := $(GOBIN):$(PATH)
 
-.PHONY: all run test build lint setup icons clean
+.PHONY: all run test build lint setup icons clean bench screenshots fuzz-short soak
 
 all: build
 
@@ -26,8 +30,53 @@ lint:
 	go vet ./...
 	staticcheck ./...
 
-test: setup lint
-	CODEHYDRA_REQUIRE_OPENCODE=1 go test -race -count=1 ./...
+test: setup lint fuzz-short
+	CODEHYDRA_REQUIRE_OPENCODE=1 CODEHYDRA_REQUIRE_GUI=1 go test -race -count=1 ./...
+
+# Every fuzzer for FUZZTIME; go test -fuzz takes one package and one fuzzer
+# at a time. The seed corpora are in <package>/testdata/fuzz/<fuzzer>/.
+FUZZTIME ?= 5s
+FUZZERS := \
+	./workspace:FuzzResolve ./workspace:FuzzValidateName \
+	./workspace:FuzzValidateMetadataKey ./workspace:FuzzValidateMetadataValue \
+	./internal/settings:FuzzLoad \
+	./opencode:FuzzParseEvent ./opencode:FuzzEventReader ./opencode:FuzzParseListeningLine
+
+fuzz-short:
+	@for f in $(FUZZERS); do \
+		pkg=$${f%%:*}; name=$${f##*:}; \
+		echo "fuzz $$name in $$pkg for $(FUZZTIME)"; \
+		out="$$(go test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=1s "$$pkg" 2>&1)" || { echo "$$out"; exit 1; }; \
+		echo "$$out" | grep -E '^fuzz: elapsed' | tail -n 1; echo "$$out" | tail -n 1; \
+	done
+
+# The long versions of the fault, load and race tests (CODEHYDRA_SOAK=1),
+# one package at a time and without -race so that the timings mean
+# something, then every fuzzer for 30 s. The FIGURE lines are what
+# docs/RELIABILITY.md reports.
+SOAK_LOG ?= $(or $(TMPDIR),/tmp)/codehydra-soak.log
+SOAK_TESTS := TestDeletesKilledAtRandom|TestADeleteKilledAtAnyStep|TestLoadMany|TestCallsInFlightDuringADelete|TestHostileRequests|TestHeldGitLocks|TestAnAgentKilledMidTurn|TestRealOpencodeKilledMidTurn|TestAnAppKilledHard
+
+soak: setup
+	CODEHYDRA_SOAK=1 go test -count=1 -p 1 -v -timeout=60m -run '$(SOAK_TESTS)' \
+		./workspace ./mcp ./opencode . 2>&1 | tee $(SOAK_LOG) | grep -E '^(ok|FAIL|--- FAIL)|FIGURE'
+	$(MAKE) --no-print-directory fuzz-short FUZZTIME=30s | tee -a $(SOAK_LOG)
+	@echo "figures (full log in $(SOAK_LOG)):"; grep -hoE 'FIGURE.*|^fuzz .*|^fuzz: elapsed.*' $(SOAK_LOG)
+
+# The core figures (go run ./build/bench: status, tools/call, create/delete,
+# start-up, memory), then the GUI's (build/bench-gui.sh, when present); each
+# rewrites only its own section of docs/BENCHMARKS.md. Without a desktop to
+# run the tray app on (Xvfb, xfce4-panel: make setup), only the core figures
+# are measured. The generated repositories are kept in
+# $TMPDIR/codehydra-bench-cache for the next run.
+bench: build
+	go run ./build/bench -out docs/BENCHMARKS.md
+	@if [[ -f build/bench-gui.sh ]]; then bash build/bench-gui.sh || echo "make bench: no GUI figures (build/bench-gui.sh failed; see above)"; fi
+
+# Remakes docs/screenshots/*.png from the real app under Xvfb and
+# xfce4-panel (build/screenshots.sh); commit the result.
+screenshots: build
+	./build/screenshots.sh
 
 # Redraws assets/*.png; commit the result.
 icons:

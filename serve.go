@@ -166,13 +166,16 @@ func (s *server) run(ctx context.Context) int {
 	s.log.Info("starting", "version", version, "pid", s.pid, "settings", s.settings.Path())
 	s.newManager()
 
+	// Steps 5 and 6 (git over every project, reaping and starting agents)
+	// run in the background, so that neither the MCP server nor the UI
+	// waits for them; agents start as their workspaces are discovered.
 	for _, st := range []step{
 		{"start the MCP server", s.startMCP},
 		{"write the OpenCode config", s.writeOpencodeConfig},
 		{"write the instance file", s.writeInstanceFile},
-		{"load projects", s.loadProjects},
 		{"start agents", s.startAgents},
 		{"watch projects for outside changes", s.watchProjects},
+		{"load projects", s.loadProjects},
 	} {
 		if err := st.fn(ctx); err != nil {
 			if ctx.Err() != nil {
@@ -184,7 +187,6 @@ func (s *server) run(ctx context.Context) int {
 			return 1
 		}
 	}
-	s.announce()
 
 	if err := s.runUI(ctx); err != nil {
 		fmt.Fprintf(s.cli.stderr, "codehydra: %v\n", err)
@@ -396,16 +398,50 @@ func (s *server) writeInstanceFile(ctx context.Context) error {
 	return nil
 }
 
-// loadProjects is step 5: the saved projects with their workspaces, then the
-// --project paths. A project that cannot be added is reported and skipped;
-// the app stays useful without it (projects can be added later).
+// loadProjects starts step 5 in the background and returns: reap agents a
+// crashed earlier run left behind, load the saved projects with their
+// workspaces and publish them (the UI shows them, the supervisor starts
+// their agents), then add the --project paths, and announce. Shutdown
+// stops it before it stops the agents.
 func (s *server) loadProjects(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.reapOrphans()
+		if err := s.loadAndAddProjects(ctx); err != nil {
+			s.log.Info("stopped while loading projects")
+			return
+		}
+		s.announce()
+	}()
+	s.onShutdown("stop loading projects", func(context.Context) error {
+		cancel()
+		<-done
+		return nil
+	})
+	return nil
+}
+
+// loadAndAddProjects loads the saved projects with their workspaces, then
+// adds the --project paths. A project that cannot be added is reported and
+// skipped; the app stays useful without it (projects can be added later).
+func (s *server) loadAndAddProjects(ctx context.Context) error {
 	if err := s.manager.Load(ctx); err != nil {
 		if ctx.Err() != nil {
 			return err
 		}
 		fmt.Fprintf(s.cli.stderr, "codehydra: some saved projects could not be loaded: %v\n", err)
 		s.log.Warn("loading saved projects", "err", err)
+	}
+	// Load publishes nothing; the UI and the supervisor, already running,
+	// learn of the loaded projects from these events.
+	for _, p := range s.manager.Projects() {
+		s.manager.Publish(workspace.Event{Kind: workspace.EventProjectAdded, ProjectPath: p.Path})
+		list, _ := s.manager.Workspaces(p.Path)
+		for _, ws := range list {
+			s.manager.Publish(workspace.Event{Kind: workspace.EventWorkspaceAdded, ProjectPath: p.Path, Workspace: ws})
+		}
 	}
 	for _, p := range s.opts.projects {
 		if _, err := s.manager.AddProject(ctx, p); err != nil {
@@ -419,10 +455,10 @@ func (s *server) loadProjects(ctx context.Context) error {
 	return nil
 }
 
-// startAgents is step 6: reap agents a crashed earlier run left behind,
-// start one agent per workspace (the supervisor bounds how many start at
-// once) and follow the manager's events so that workspaces created or
-// removed later get or lose theirs.
+// startAgents is step 6: the supervisor, which follows the manager's
+// events so that every workspace that appears (loaded in the background by
+// loadProjects, created or found later) gets an agent (the supervisor
+// bounds how many start at once) and every one that goes loses it.
 func (s *server) startAgents(ctx context.Context) error {
 	set := s.settings.Get()
 	sup := opencode.NewSupervisor(opencode.SupervisorOptions{
@@ -438,11 +474,6 @@ func (s *server) startAgents(ctx context.Context) error {
 		ToolsDir:  paths.ToolsDir(),
 		Logger:    s.log,
 	})
-	if n, err := sup.ReapOrphans(); err != nil {
-		s.log.Warn("reaping orphaned agents", "err", err)
-	} else if n > 0 {
-		s.log.Info("reaped orphaned agents", "count", n)
-	}
 	if bin, ok := sup.Binary(); ok {
 		s.log.Info("opencode found", "path", bin)
 	} else {
@@ -470,6 +501,20 @@ func (s *server) startAgents(ctx context.Context) error {
 		return sup.StopAll(ctx)
 	})
 	return nil
+}
+
+// reapOrphans stops agents that a crashed earlier run left behind (it may
+// wait for them to exit, so it runs in the background, before any agent
+// of this run starts).
+func (s *server) reapOrphans() {
+	if s.sup == nil {
+		return
+	}
+	if n, err := s.sup.ReapOrphans(); err != nil {
+		s.log.Warn("reaping orphaned agents", "err", err)
+	} else if n > 0 {
+		s.log.Info("reaped orphaned agents", "count", n)
+	}
 }
 
 // followWorkspaces starts the agent of every workspace that appears and

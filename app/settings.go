@@ -120,20 +120,25 @@ func (u *ui) newSettingsWindow() *settingsWindow {
 		container.NewBorder(nil, nil, nil, widget.NewLabel("calls per second"), w.ratePerSecond),
 		container.NewBorder(nil, nil, nil, widget.NewLabel("burst"), w.rateBurst)))...)
 	cells = append(cells, row("Access token", w.rotate, w.rotateStatus)...)
-	general := container.NewVBox(
-		container.New(layout.NewFormLayout(), cells...),
-		w.status,
-		w.restartNote,
-		container.NewHBox(layout.NewSpacer(), w.restartNow, w.save),
+	// Save and what it reports stay below the scrolling form, so that they
+	// are in view however tall the form grows.
+	general := container.NewBorder(nil,
+		container.NewPadded(container.NewVBox(
+			w.status,
+			w.restartNote,
+			container.NewHBox(layout.NewSpacer(), w.restartNow, w.save),
+		)),
+		nil, nil,
+		container.NewVScroll(container.NewPadded(container.New(layout.NewFormLayout(), cells...))),
 	)
 
 	w.meta = u.newMetadataEditor()
 	tabs := container.NewAppTabs(
-		container.NewTabItem("General", container.NewVScroll(container.NewPadded(general))),
+		container.NewTabItem("General", general),
 		container.NewTabItem("Metadata", w.meta.content),
 	)
 	w.win.SetContent(tabs)
-	w.win.Resize(fyne.NewSize(640, 620))
+	w.win.Resize(fyne.NewSize(640, 680))
 	w.fill(u.deps.Settings.Get())
 	return w
 }

@@ -259,3 +259,34 @@ func TestMainWindowShowsTheMenuAsWidgets(t *testing.T) {
 		t.Errorf("popup does not show the workspace's actions:\n%s", markup)
 	}
 }
+
+// Fyne's driver shows the first menu it was given once more when the tray
+// item is ready on the bus; a rebuild made before then must not be undone,
+// so the tray hands Fyne one menu object that always holds the latest items.
+func TestTrayGivesFyneOneMenuThatHoldsTheLatestItems(t *testing.T) {
+	f := newFake()
+	ws := f.addWorkspace("proj", "feat")
+	agents := newFakeAgents()
+	agents.set(ws.Path, agentIdle)
+	h := newHarness(t, Deps{Workspaces: f, Agents: agents})
+	tr := h.u.tray
+	tr.view = h.view
+	ctx := context.Background()
+	tr.mu.Lock()
+	tr.reload(ctx)
+	tr.mu.Unlock()
+	tr.publish()
+	h.drain()
+	first := h.view.menu()
+
+	agents.set(ws.Path, agentBusy)
+	tr.handle(ctx, workspace.Event{Kind: workspace.EventAgentChanged, Workspace: ws})
+	tr.publish()
+	h.drain()
+	if h.view.menu() != first {
+		t.Fatal("a rebuild gave Fyne a new menu object; Fyne's late refresh would show the first one")
+	}
+	if find(first, "● feat (busy)") == nil {
+		t.Errorf("the first menu given does not show the rebuild:\n%s", strings.Join(labels(first), "\n"))
+	}
+}

@@ -2,8 +2,10 @@
 # Installs what building, running and testing CodeHydra needs, and nothing
 # that is already there (so it is quick and safe to run again):
 #   - system packages (apt): a C compiler and the X11/GL headers Fyne builds
-#     against, git, and for the tests Xvfb, dbus, xdotool, ImageMagick and an
-#     xfce4 panel to show the tray;
+#     against, git, and for the GUI test, the screenshots and the GUI
+#     benchmark Xvfb with Mesa's software OpenGL, dbus-launch, xdotool,
+#     ImageMagick (import, convert), gdbus, xwininfo and an xfce4 panel to
+#     show the tray;
 #   - opencode (npm package opencode-ai) into $XDG_DATA_HOME/codehydra/tools,
 #     where CodeHydra looks for it when it is not on PATH;
 #   - staticcheck (go install) for `make lint`.
@@ -14,6 +16,7 @@ PACKAGES=(
 	gcc libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev libxinerama-dev
 	libxi-dev libxxf86vm-dev pkg-config git
 	xvfb dbus-x11 xdotool imagemagick xfce4-panel
+	libgl1-mesa-dri libglib2.0-bin x11-utils
 )
 
 say() { printf 'setup: %s\n' "$*"; }

@@ -42,7 +42,13 @@ func ConfigJSON() []byte { return []byte(configJSON) }
 // started. The file holds no secret (the token comes through the
 // environment) but is private to the user all the same.
 func WriteConfig(path string) error {
-	if err := atomicfile.Write(path, []byte(configJSON), 0o600); err != nil {
+	return writeConfigWith(atomicfile.Writer{}, path)
+}
+
+// writeConfigWith is WriteConfig through w (tests simulate a full disk
+// with it).
+func writeConfigWith(w atomicfile.Writer, path string) error {
+	if err := w.Write(path, []byte(configJSON), 0o600); err != nil {
 		return fmt.Errorf("write opencode config: %w", err)
 	}
 	return nil

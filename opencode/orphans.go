@@ -85,17 +85,9 @@ func readRecords(dir string) (recs []AgentRecord, bad []string, err error) {
 	return recs, bad, nil
 }
 
-// isOpencode reports whether pid runs `opencode serve`: the program, or
-// the script that node (or bun, deno) runs, has a base name starting with
-// "opencode", and "serve" is among its arguments.
-func isOpencode(pid int) bool {
-	cl, err := processCommandLine(pid)
-	if err != nil {
-		return false
-	}
-	return looksLikeOpencodeServe(strings.Fields(cl))
-}
-
+// looksLikeOpencodeServe reports whether a command line runs `opencode
+// serve`: the program, or the script that node (or bun, deno) runs, has a
+// base name starting with "opencode", and "serve" is among its arguments.
 func looksLikeOpencodeServe(words []string) bool {
 	if len(words) == 0 || !slices.Contains(words, "serve") {
 		return false
@@ -161,22 +153,39 @@ func (s *Supervisor) reap(r AgentRecord) bool {
 	if pgid == 0 {
 		pgid = r.PID
 	}
-	if got, err := processGroup(r.PID); err != nil || got != pgid {
+	got, err := processGroup(r.PID)
+	cl, clErr := processCommandLine(r.PID)
+	// A dead process that nobody collected yet (or one in the middle of
+	// exiting) still has its group but no command line.
+	leaderDead := err != nil || (got == pgid && clErr == nil && strings.TrimSpace(cl) == "")
+	switch {
+	case leaderDead && pgid == r.PID:
+		// The agent died with the app (Pdeathsig), but what it started —
+		// a language server, a tool — was not told and stays in its
+		// group. While any of them lives, the group's id (the agent's
+		// pid) cannot be given to another process, so whatever is in the
+		// group is the agent's.
+		if !liveMembers(pgid) {
+			return false
+		}
+		s.log.Info("reaping processes an orphaned opencode left behind", slog.Int("pgid", pgid),
+			slog.String("workspace", r.Workspace), slog.Time("startedAt", r.StartedAt))
+	case err != nil || got != pgid:
 		return false // gone, or no longer the group we started
-	}
-	if !isOpencode(r.PID) {
+	case clErr != nil || !looksLikeOpencodeServe(strings.Fields(cl)):
 		s.log.Info("agent record names a process that is not opencode; leaving it alone",
 			slog.Int("pid", r.PID), slog.String("workspace", r.Workspace))
 		return false
+	default:
+		s.log.Info("reaping orphaned opencode", slog.Int("pid", r.PID), slog.Int("pgid", pgid),
+			slog.String("workspace", r.Workspace), slog.Time("startedAt", r.StartedAt))
 	}
-	s.log.Info("reaping orphaned opencode", slog.Int("pid", r.PID), slog.Int("pgid", pgid),
-		slog.String("workspace", r.Workspace), slog.Time("startedAt", r.StartedAt))
 	killGroup(pgid, sigTerm)
 	deadline := time.Now().Add(s.opts.StopTimeout)
-	for groupAlive(pgid) && time.Now().Before(deadline) {
+	for liveMembers(pgid) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if groupAlive(pgid) {
+	if liveMembers(pgid) {
 		killGroup(pgid, sigKill)
 	}
 	return true

@@ -24,3 +24,6 @@ func processCommandLine(pid int) (string, error) {
 	}
 	return strings.TrimSpace(string(out)), nil
 }
+
+// liveMembers reports whether group pgid still has a process.
+func liveMembers(pgid int) bool { return groupAlive(pgid) }

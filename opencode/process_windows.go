@@ -47,3 +47,6 @@ func processGroup(pid int) (int, error) { return pid, nil }
 func processCommandLine(int) (string, error) {
 	return "", errors.New("command lines are not readable on windows")
 }
+
+// liveMembers reports whether the process tree of pid still runs.
+func liveMembers(pid int) bool { return groupAlive(pid) }

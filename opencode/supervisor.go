@@ -636,7 +636,15 @@ func (s *Supervisor) runOnce(ctx context.Context, key string, a *agent) (res out
 	// The watcher goes first so that no late summary outlives the server.
 	stopWatch()
 	<-watchDone
-	s.set(key, a, func() { a.port, a.summary = 0, SessionSummary{} })
+	s.set(key, a, func() {
+		// The server is gone or going: no longer ready, so that nobody
+		// reads "ready" without a port (or a type) meanwhile.
+		a.port, a.summary = 0, SessionSummary{}
+		a.state = workspace.AgentStateStarting
+		if res == outStopped {
+			a.state = workspace.AgentStateStopped
+		}
+	})
 	if res != outCrashed {
 		s.log.Info("stopping agent", slog.String("workspace", a.ws.Path), slog.Int("pid", p.pid))
 	}

@@ -37,7 +37,9 @@ func removeBackoff(attempt int) time.Duration {
 // A failure publishes delete-failed with the step and the error and leaves
 // a state from which a second Delete of the same path finishes the job: a
 // worktree whose folder is gone but that git still lists, or a workspace
-// whose worktree is gone but whose branch is left, is still accepted.
+// whose worktree is gone but whose branch is left, is still accepted. That
+// last state is recorded in the project's git folder, so that it survives
+// a crash or a kill of the app: the next Load finishes such a delete.
 // Delete refuses the project's main checkout (CodeInvalidInput), a path
 // that is no workspace (CodeWorkspaceNotFound), a workspace that holds a
 // project, and a second delete of a workspace while one runs (CodeConflict).
@@ -138,11 +140,19 @@ func (m *Manager) findForDelete(real, clean string) (Workspace, *project, error)
 func (m *Manager) runDelete(ctx context.Context, p *project, ws Workspace, o DeleteOptions) error {
 	key := pathKey(ws.Path)
 	var step DeleteStep
+	recorded := false
 	progress := func(s DeleteStep) {
 		step = s
 		m.Publish(Event{Kind: EventDeleteProgress, ProjectPath: p.Path, Workspace: ws, Step: s})
 	}
 	fail := func(err error) error {
+		if _, lerr := os.Lstat(ws.Path); recorded && lerr == nil {
+			// The worktree is still there: nothing is half done, and a
+			// later launch must not finish a delete the user saw fail.
+			if rerr := removePending(p.commonDir, ws.Path); rerr != nil {
+				m.log.Warn("cannot drop a delete record", "path", ws.Path, "err", rerr)
+			}
+		}
 		m.log.Warn("delete workspace failed", "path", ws.Path, "step", string(step), "err", err)
 		m.Publish(Event{Kind: EventDeleteFailed, ProjectPath: p.Path, Workspace: ws, Step: step, Err: err.Error()})
 		return err
@@ -173,6 +183,12 @@ func (m *Manager) runDelete(ctx context.Context, p *project, ws Workspace, o Del
 	}
 
 	progress(StepRemoveWorktree)
+	// From here on the delete may leave a branch without a worktree,
+	// which no listing shows; the record lets the next launch finish it.
+	if err := writePending(p.commonDir, pendingDelete{Path: ws.Path, Branch: ws.Branch, KeepBranch: o.KeepBranch}); err != nil {
+		return fail(&Error{Code: CodeInternal, Message: fmt.Sprintf("cannot record the delete in the git folder %s; check that it is writable and delete again", p.commonDir), Err: err})
+	}
+	recorded = true
 	if registered {
 		if err := m.removeWorktree(ctx, p, ws, entry); err != nil {
 			return fail(err)
@@ -200,6 +216,9 @@ func (m *Manager) runDelete(ctx context.Context, p *project, ws Workspace, o Del
 	m.mu.Lock()
 	delete(m.tombstones, key)
 	m.mu.Unlock()
+	if err := removePending(p.commonDir, ws.Path); err != nil {
+		m.log.Warn("cannot drop a delete record; the next launch drops it", "path", ws.Path, "err", err)
+	}
 	m.log.Info("workspace deleted", "path", ws.Path, "branch", ws.Branch, "keepBranch", o.KeepBranch)
 	m.Publish(Event{Kind: EventWorkspaceRemoved, ProjectPath: p.Path, Workspace: ws})
 	progress(StepDone)

@@ -22,6 +22,9 @@ type gitRunner struct {
 	command func(ctx context.Context, name string, arg ...string) *exec.Cmd
 	// environ is the environment git starts from; os.Environ by default.
 	environ func() []string
+	// gone, when set, reports whether dir is a workspace a delete took
+	// away; a failure there is then CodeWorkspaceNotFound (see gone.go).
+	gone func(dir string) bool
 }
 
 func newGitRunner() *gitRunner {
@@ -120,6 +123,9 @@ func (g *gitRunner) runEnv(ctx context.Context, dir string, extra []string, args
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		ge.ExitCode = ee.ExitCode()
+	}
+	if g.gone != nil && g.gone(dir) {
+		return "", goneError(dir, ge)
 	}
 	return "", ge
 }

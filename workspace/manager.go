@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -69,6 +70,11 @@ type Manager struct {
 
 	subMu sync.Mutex
 	subs  map[*subscriber]struct{}
+
+	// cache holds the workspaces' git status while Run runs (nil
+	// otherwise); statusCfg tunes it (tests set it before Run).
+	cache     atomic.Pointer[statusCache]
+	statusCfg statusCacheConfig
 }
 
 type subscriber struct {
@@ -82,7 +88,7 @@ func NewManager(opts Options) *Manager {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Manager{
+	m := &Manager{
 		opts:       opts,
 		log:        log,
 		git:        newGitRunner(),
@@ -93,6 +99,8 @@ func NewManager(opts Options) *Manager {
 		tombstones: map[string]Workspace{},
 		subs:       map[*subscriber]struct{}{},
 	}
+	m.git.gone = m.workspaceGone
+	return m
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

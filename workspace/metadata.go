@@ -35,16 +35,19 @@ func (m *Manager) configGet(ctx context.Context, p *project, name string) (strin
 func (m *Manager) configSet(ctx context.Context, p *project, name, value string) error {
 	p.configMu.Lock()
 	defer p.configMu.Unlock()
+	return m.configSetLocked(ctx, p, name, value)
+}
+
+// configSetLocked is configSet with p.configMu held.
+func (m *Manager) configSetLocked(ctx context.Context, p *project, name, value string) error {
 	// "--" keeps a value that starts with "-" from reading as an option.
 	_, err := m.git.run(ctx, p.Path, "config", "--local", "--", name, value)
 	return err
 }
 
-// configUnset removes a git config value of the project; a value that is
-// not set is no error.
-func (m *Manager) configUnset(ctx context.Context, p *project, name string) error {
-	p.configMu.Lock()
-	defer p.configMu.Unlock()
+// configUnsetLocked removes a git config value of the project, with
+// p.configMu held; a value that is not set is no error.
+func (m *Manager) configUnsetLocked(ctx context.Context, p *project, name string) error {
 	_, err := m.git.run(ctx, p.Path, "config", "--local", "--unset-all", name)
 	if exitCode(err) == 5 { // "you try to unset an option which does not exist"
 		return nil
@@ -176,11 +179,17 @@ func (m *Manager) SetMetadata(ctx context.Context, wsPath, key string, value *st
 		return Errorf(CodeInvalidInput, "workspace %s is on a detached HEAD; metadata is stored per branch, so check out a branch there first", ws.Path)
 	}
 	name := metadataVar(branch, key)
-	if value == nil {
-		err = m.configUnset(ctx, p, name)
-	} else {
-		err = m.configSet(ctx, p, name, *value)
+	p.configMu.Lock()
+	if !m.stillWritable(p, ws.Path) {
+		p.configMu.Unlock()
+		return goneError(ws.Path, nil)
 	}
+	if value == nil {
+		err = m.configUnsetLocked(ctx, p, name)
+	} else {
+		err = m.configSetLocked(ctx, p, name, *value)
+	}
+	p.configMu.Unlock()
 	if err != nil {
 		return classify(err, CodeInternal, "cannot %s metadata %s of %s", verb(value), strings.ToLower(key), ws.Path)
 	}

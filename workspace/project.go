@@ -41,6 +41,10 @@ func checkProjectPath(path string) (string, error) {
 	switch {
 	case path == "":
 		return "", Errorf(CodeInvalidInput, "the project path is empty; give the folder of a git repository")
+	case len(path) > MaxPathLength:
+		// Resolving a path costs time in its number of parts; a caller
+		// must not be able to keep the app busy with a megabyte of "/a".
+		return "", Errorf(CodeInvalidInput, "the project path is %d bytes long; the limit is %d", len(path), MaxPathLength)
 	case strings.ContainsRune(path, 0):
 		return "", Errorf(CodeInvalidInput, "the project path contains a NUL character")
 	case !filepath.IsAbs(path):
@@ -119,8 +123,10 @@ func (m *Manager) openProject(ctx context.Context, path string) (*project, error
 // Load loads Options.Projects and discovers their worktrees. A project that
 // no longer exists or is not a repository is logged and skipped, but stays
 // in the stored list, so that a disk that is not mounted right now does not
-// lose it. Load publishes no events: read Projects and AllWorkspaces after
-// it. It returns an error only when ctx ends.
+// lose it. Load then finishes the deletes an earlier run left half done
+// (see finishPendingDeletes), publishing their events; it publishes no
+// others: read Projects and AllWorkspaces after it. It returns an error
+// only when ctx ends.
 func (m *Manager) Load(ctx context.Context) error {
 	m.projMu.Lock()
 	defer m.projMu.Unlock()
@@ -160,7 +166,7 @@ func (m *Manager) Load(ctx context.Context) error {
 	m.projects = loaded
 	m.stored = stored
 	m.mu.Unlock()
-	return nil
+	return m.finishPendingDeletes(ctx)
 }
 
 // AddProject adds the git repository at path (absolute; symlinks are

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 )
@@ -11,42 +12,88 @@ import (
 // (0 and 0 when the base is unknown), and its agent (NoAgent without
 // agents). It takes no git lock, so it never gets in the way of an agent's
 // own git commands.
+//
+// While Run runs, the git part comes from a cache that file-system events
+// keep current (see statusCache): a warm call runs no git at all. A call
+// made right after a change waits for the refresh that change started, so
+// it never reports the state from before it. Without Run, every call asks
+// git.
 func (m *Manager) Status(ctx context.Context, wsPath string) (Status, error) {
 	ws, p, err := m.resolve(wsPath)
 	if err != nil {
 		return Status{}, err
 	}
-	// The dirty check and the base comparison are independent; running
-	// them side by side halves the wait.
-	type result struct {
-		out string
-		err error
+	var st Status
+	c := m.cache.Load()
+	if c != nil {
+		st, err = c.get(ctx, ws, p)
 	}
-	dirty := make(chan result, 1)
-	go func() {
-		out, err := m.git.runEnv(ctx, ws.Path, []string{"GIT_OPTIONAL_LOCKS=0"},
-			"status", "--porcelain=v1", "-z", "--untracked-files=normal")
-		dirty <- result{out, err}
-	}()
-	st := Status{Agent: NoAgent}
-	st.Base = m.baseOf(ctx, p, ws.Branch)
-	if st.Base != "" && validateBase(st.Base) == nil {
-		out, err := m.git.run(ctx, ws.Path, "rev-list", "--left-right", "--count", st.Base+"...HEAD")
-		if err == nil {
-			st.Behind, st.Ahead = parseLeftRight(out)
-		} else if ctx.Err() == nil {
-			m.log.Debug("cannot compare workspace with its base", "path", ws.Path, "base", st.Base, "err", err)
-		}
+	if c == nil || errors.Is(err, errNotCached) {
+		st, err = m.readStatus(ctx, ws, p, ws.Branch)
 	}
-	r := <-dirty
-	if r.err != nil {
-		return Status{}, classify(r.err, CodeInternal, "cannot read the status of %s", ws.Path)
+	if err != nil {
+		return Status{}, err
 	}
-	st.IsDirty = r.out != ""
+	st.Agent = NoAgent
 	if a := m.currentAgents(); a != nil {
 		st.Agent = a.AgentStatus(ws.Path)
 	}
 	return st, nil
+}
+
+// readStatus asks git for the git part of ws's Status (Agent left empty);
+// branch is the branch checked out there ("" when detached).
+func (m *Manager) readStatus(ctx context.Context, ws Workspace, p *project, branch string) (Status, error) {
+	// The dirty check and the base comparison are independent; running
+	// them side by side halves the wait.
+	type result struct {
+		dirty bool
+		err   error
+	}
+	dirty := make(chan result, 1)
+	go func() {
+		d, err := m.readDirty(ctx, ws.Path)
+		dirty <- result{d, err}
+	}()
+	var st Status
+	st.Base, st.Ahead, st.Behind = m.readAheadBehind(ctx, p, ws.Path, branch)
+	r := <-dirty
+	if r.err != nil {
+		return Status{}, r.err
+	}
+	st.IsDirty = r.dirty
+	return st, nil
+}
+
+// readDirty reports whether the worktree at path has staged, unstaged or
+// untracked changes. GIT_OPTIONAL_LOCKS=0 keeps git status from refreshing
+// (and so locking) the index.
+func (m *Manager) readDirty(ctx context.Context, path string) (bool, error) {
+	out, err := m.git.runEnv(ctx, path, []string{"GIT_OPTIONAL_LOCKS=0"},
+		"status", "--porcelain=v1", "-z", "--untracked-files=normal")
+	if err != nil {
+		return false, classify(err, CodeInternal, "cannot read the status of %s", path)
+	}
+	return out != "", nil
+}
+
+// readAheadBehind returns the base of the worktree at path (on branch) and
+// how many commits it is ahead of and behind it; 0 and 0 when the base is
+// unknown or cannot be compared.
+func (m *Manager) readAheadBehind(ctx context.Context, p *project, path, branch string) (base string, ahead, behind int) {
+	base = m.baseOf(ctx, p, branch)
+	if base == "" || validateBase(base) != nil {
+		return base, 0, 0
+	}
+	out, err := m.git.run(ctx, path, "rev-list", "--left-right", "--count", base+"...HEAD")
+	if err != nil {
+		if ctx.Err() == nil {
+			m.log.Debug("cannot compare workspace with its base", "path", path, "base", base, "err", err)
+		}
+		return base, 0, 0
+	}
+	behind, ahead = parseLeftRight(out)
+	return base, ahead, behind
 }
 
 // parseLeftRight parses "<left>\t<right>" of rev-list --left-right --count.

@@ -13,15 +13,33 @@ import (
 // fsyncs it, renames it over path and fsyncs the folder. On any failure the
 // previous file is left as it was and the temp file is removed.
 func Write(path string, data []byte, perm os.FileMode) error {
-	return WriteFrom(path, perm, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
+	return Writer{}.Write(path, data, perm)
 }
 
 // WriteFrom is Write with the content produced by fill. A fill error aborts
 // the write and leaves path untouched.
-func WriteFrom(path string, perm os.FileMode, fill func(io.Writer) error) (err error) {
+func WriteFrom(path string, perm os.FileMode, fill func(io.Writer) error) error {
+	return Writer{}.WriteFrom(path, perm, fill)
+}
+
+// Writer writes files like Write. Its zero value is Write itself; Wrap lets
+// a test put a writer of its own between the content and the temp file, e.g.
+// one that fails like a full disk after some bytes.
+type Writer struct {
+	// Wrap, when set, wraps the temp file's writer.
+	Wrap func(io.Writer) io.Writer
+}
+
+// Write is the package's Write through w.
+func (w Writer) Write(path string, data []byte, perm os.FileMode) error {
+	return w.WriteFrom(path, perm, func(out io.Writer) error {
+		_, err := out.Write(data)
+		return err
+	})
+}
+
+// WriteFrom is the package's WriteFrom through w.
+func (w Writer) WriteFrom(path string, perm os.FileMode, fill func(io.Writer) error) (err error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create folder %s: %w", dir, err)
@@ -40,7 +58,11 @@ func WriteFrom(path string, perm os.FileMode, fill func(io.Writer) error) (err e
 	if err := f.Chmod(perm); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := fill(f); err != nil {
+	var out io.Writer = f
+	if w.Wrap != nil {
+		out = w.Wrap(f)
+	}
+	if err := fill(out); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := f.Sync(); err != nil {

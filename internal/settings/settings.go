@@ -287,6 +287,11 @@ func moveAside(path string, t time.Time) (string, error) {
 // Save validates s and writes it to path atomically with mode 0600,
 // including the unknown keys that were read with it.
 func Save(path string, s Settings) error {
+	return saveWith(atomicfile.Writer{}, path, s)
+}
+
+// saveWith is Save through w (tests simulate a full disk with it).
+func saveWith(w atomicfile.Writer, path string, s Settings) error {
 	if err := s.Validate(); err != nil {
 		return fmt.Errorf("save settings: %w", err)
 	}
@@ -295,7 +300,7 @@ func Save(path string, s Settings) error {
 		return fmt.Errorf("save settings: %w", err)
 	}
 	data = append(data, '\n')
-	if err := atomicfile.Write(path, data, 0o600); err != nil {
+	if err := w.Write(path, data, 0o600); err != nil {
 		return fmt.Errorf("save settings: %w", err)
 	}
 	return nil

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// The markers around the section this bench owns in docs/BENCHMARKS.md.
+const (
+	beginMarker = "<!-- bench:begin -->"
+	endMarker   = "<!-- bench:end -->"
+)
+
+// report renders the results as markdown, markers included.
+func (b *bench) report() string {
+	var w strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&w, format+"\n", args...) }
+	m := b.machine
+	p(beginMarker)
+	p("## Core figures (`make bench`)")
+	p("")
+	p("Measured %s on %s (%d cores, %s RAM), %s, %s, git %s; load average %s when the bench started, inotify watch limit %s. Written by `go run ./build/bench`; rerun with `make bench`.",
+		m.Date.Format("2006-01-02 15:04 MST"), m.CPU, m.Cores, m.RAM, m.Kernel, m.Go, m.Git, m.Load, m.WatchLimit)
+	p("")
+
+	p("### Targets (issue 7)")
+	p("")
+	p("| target | goal | measured | |")
+	p("|---|---|---|---|")
+	for _, t := range b.targets() {
+		p("| %s | %s | %s | %s |", t.what, t.goal, t.got, t.verdict)
+	}
+	p("")
+
+	p("### Workspace status")
+	p("")
+	p("In-process `workspace.Manager.Status` on a generated repository (one commit, %d files per folder, plus an ignored `node_modules/` of %d files) and its linked worktree. *Bare* is `git status --porcelain` alone; *uncached* is Status without the cache (what every call cost before). *Cold* is the first call after `Run` starts: it sets up the file watches and runs the first git status. *Warm* calls answer from the cache. *Change → shown* is how long a new file (and then its removal) takes to show in Status.", filesPerDir, ignoredFiles)
+	p("")
+	p("| files | folders | bare git status | uncached Status | cold | warm p50 | warm p99 | warm p99 vs bare | inotify watches | change → dirty | change → clean |")
+	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for i, s := range b.status {
+		c := b.changes[i]
+		p("| %d | %d | %s | %s | %s | %s | %s | %s | %d | %s | %s |",
+			s.Files, s.Dirs, ms(s.Bare), ms(s.Uncached), ms(s.Cold), ms(s.WarmP50), ms(s.WarmP99), ratio(s.WarmP99, s.Bare), s.Watches, ms(c.Dirty), ms(c.Clean))
+	}
+	p("")
+
+	p("### `tools/call` over MCP")
+	p("")
+	p("`workspace_get_status` through `codehydra serve` (built from this tree) with 10 workspaces, each session a real MCP client (`mcp.Dial`, its own HTTP connection) spread over the workspaces, calling back to back for a few seconds. The rate limit is raised for the bench (settings `rateLimit` 10⁹/s): at the default 20 calls/s per workspace and tool it would measure the limiter. Every call is audited (audit.jsonl) as in normal use.")
+	p("")
+	p("| sessions | calls | p50 | p99 | calls/s | errors | p50 vs bare git status (%s) |", ms(firstBare(b.calls)))
+	p("|---:|---:|---:|---:|---:|---:|---:|")
+	for _, c := range b.calls {
+		p("| %d | %d | %s | %s | %.0f | %d | %s |", c.Sessions, c.Calls, ms(c.P50), ms(c.P99), c.PerSec, c.Errors, ratio(c.P50, c.Bare))
+	}
+	p("")
+
+	p("### Create and delete")
+	p("")
+	p("`workspace.Manager.Create` (validation, `git worktree add -b`, base metadata in git config, discovery) and `Delete` (stop agent, remove metadata, `git worktree remove`, `git branch -D`) against the bare git commands on the same repository, median of 5.")
+	p("")
+	p("| files | `git worktree add -b` | Create | ratio | `git worktree remove` + `git branch -D` | Delete | ratio |")
+	p("|---:|---:|---:|---:|---:|---:|---:|")
+	for _, c := range b.creates {
+		p("| %d | %s | %s | %s | %s | %s | %s |", c.Files, ms(c.BareAdd), ms(c.Create), ratio(c.Create, c.BareAdd), ms(c.BareRemove), ms(c.Delete), ratio(c.Delete, c.BareRemove))
+	}
+	p("")
+
+	p("### Start-up")
+	p("")
+	p("From exec of `codehydra serve` to: *MCP ready* — the instance file names the port and an authenticated `initialize` is answered; *loaded* — projects and workspaces discovered (\"CodeHydra is running\"). Agents are excluded (opencodeBin points at a missing file). Median of the launches, slowest in brackets.")
+	p("")
+	p("| workspaces | launches | MCP ready | loaded |")
+	p("|---:|---:|---:|---:|")
+	for _, s := range b.startups {
+		p("| %d | %d | %s (%s) | %s (%s) |", s.Workspaces, len(s.MCPReady), ms(median(s.MCPReady)), ms(percentile(s.MCPReady, 100)), ms(median(s.Loaded)), ms(percentile(s.Loaded, 100)))
+	}
+	if b.gui != nil {
+		p("")
+		p("Tray app (`codehydra` on Xvfb with xfce4-panel as the StatusNotifier host, from `build/desktop.sh`, 10 workspaces, %d launches): exec → the tray menu is on D-Bus with its items, median %s (slowest %s); → the menu lists the 10 workspaces, median %s (slowest %s). `build/bench-gui.sh` measures it too, with 3 workspaces and with agents (its section below).",
+			len(b.gui.TrayReady), ms(median(b.gui.TrayReady)), ms(percentile(b.gui.TrayReady, 100)), ms(median(b.gui.Listed)), ms(percentile(b.gui.Listed, 100)))
+	} else {
+		p("")
+		p("Tray app: %s.", b.guiNote)
+	}
+	p("")
+
+	p("### Memory, idle")
+	p("")
+	p("Read from /proc a few seconds after start-up, agents excluded. *Executable* is the resident pages of the codehydra binary itself (clean, shared with the page cache); *GL driver* is Mesa and what it loads (on Xvfb: llvmpipe, i.e. libLLVM); *C heap* is malloc's heap (`serve` has none; on the tray app it is the GL driver's).")
+	p("")
+	p("Where the tray app's memory goes: Fyne opens a hidden OpenGL window (\"SystrayMonitor\", to learn when the app should quit) as soon as a tray menu is set, so the GL driver is loaded even though CodeHydra shows no window; the Go heap itself stays at 2–4 MB (`GODEBUG=gctrace=1`). When there is no tray host and the small main window is shown instead, Fyne's parsed font faces add about 19 MB of Go heap, 12 MB of it the bundled emoji font, which `go build -tags no_emoji` leaves out.")
+	p("")
+	p("| process | workspaces | RSS | PSS | anonymous (PSS) | executable | GL driver | C heap |")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|")
+	rows := b.rss
+	if b.gui != nil {
+		rows = append(rows, b.gui.RSS)
+	}
+	for _, r := range rows {
+		p("| %s | %d | %s | %s | %s | %s | %s | %s |", r.Mode, r.Workspaces, mb(r.RSS), mb(r.PSS), mb(r.Anon), mb(r.Binary), mb(r.GL), mb(r.CHeap))
+	}
+	p("")
+	if len(b.notes) > 0 {
+		p("Notes:")
+		for _, n := range b.notes {
+			p("- %s", n)
+		}
+		p("")
+	}
+	p(endMarker)
+	return w.String()
+}
+
+// target is one line of the targets table.
+type target struct{ what, goal, got, verdict string }
+
+func (b *bench) targets() []target {
+	var out []target
+	verdict := func(ok bool, miss string) string {
+		if ok {
+			return "met"
+		}
+		return "**missed** " + miss
+	}
+	if n := len(b.status); n > 0 {
+		s := b.status[n-1]
+		out = append(out, target{
+			fmt.Sprintf("warm status, %d files", s.Files), "≤ 1 ms",
+			fmt.Sprintf("p50 %s, p99 %s", ms(s.WarmP50), ms(s.WarmP99)),
+			verdict(s.WarmP99 <= time.Millisecond, fmt.Sprintf("by %s", ms(s.WarmP99-time.Millisecond))),
+		})
+		var worst time.Duration
+		for _, c := range b.changes {
+			worst = max(worst, c.Dirty, c.Clean)
+		}
+		out = append(out, target{"isDirty right after a change (any size)", "≤ 1 s", "slowest median " + ms(worst),
+			verdict(worst <= time.Second, fmt.Sprintf("by %s", ms(worst-time.Second)))})
+	}
+	if len(b.startups) > 0 {
+		var all []time.Duration
+		for _, s := range b.startups {
+			all = append(all, s.MCPReady...)
+		}
+		worst := percentile(all, 100)
+		out = append(out, target{"MCP server answering after launch (all launches)", "≤ 100 ms",
+			fmt.Sprintf("median %s, slowest %s of %d", ms(median(all)), ms(worst), len(all)),
+			verdict(worst <= 100*time.Millisecond, fmt.Sprintf("by %s (the slowest launch)", ms(worst-100*time.Millisecond)))})
+	}
+	if b.gui != nil {
+		worst := percentile(b.gui.Listed, 100)
+		out = append(out, target{"tray ready after launch (menu lists the 10 workspaces)", "≤ 1 s",
+			fmt.Sprintf("median %s, slowest %s", ms(median(b.gui.Listed)), ms(worst)),
+			verdict(worst <= time.Second, fmt.Sprintf("by %s", ms(worst-time.Second)))})
+	} else {
+		out = append(out, target{"tray ready after launch", "≤ 1 s", "–", b.guiNote})
+	}
+	rows := b.rss
+	if b.gui != nil {
+		rows = append(rows, b.gui.RSS)
+	}
+	for _, r := range rows {
+		if r.Workspaces != 10 {
+			continue
+		}
+		const limit = 40 * 1024
+		miss := fmt.Sprintf("by %s", mb(r.RSS-limit))
+		if r.GL > 0 {
+			miss += fmt.Sprintf("; without the GL driver and its heap (%s): %s", mb(r.GL+r.CHeap), mb(r.RSS-r.GL-r.CHeap))
+		}
+		out = append(out, target{fmt.Sprintf("RSS idle, %s, 10 workspaces", r.Mode), "≤ 40 MB", mb(r.RSS), verdict(r.RSS <= limit, miss)})
+	}
+	return out
+}
+
+func firstBare(c []callResult) time.Duration {
+	if len(c) == 0 {
+		return 0
+	}
+	return c[0].Bare
+}
+
+// mb formats kB as MB with one decimal.
+func mb(kb int) string {
+	if kb == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f MB", float64(kb)/1024)
+}
+
+// writeSection puts doc (markers included) into the file at path: in place
+// of the old section, or appended; other content stays.
+func writeSection(path, doc string) error {
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	text := string(old)
+	var out string
+	begin, end := strings.Index(text, beginMarker), strings.Index(text, endMarker)
+	switch {
+	case begin >= 0 && end > begin:
+		out = text[:begin] + doc + strings.TrimPrefix(text[end+len(endMarker):], "\n")
+	case text == "":
+		out = "# Benchmarks\n\nFigures measured on real parts: the `codehydra` binary, real git, real HTTP.\n\n" + doc
+	default:
+		out = strings.TrimRight(text, "\n") + "\n\n" + doc
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(out), 0o644)
+}

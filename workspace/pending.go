@@ -1,0 +1,174 @@
+package workspace
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"codehydra/internal/atomicfile"
+)
+
+// A delete that removed a worktree but not yet its branch leaves a state no
+// git command shows as a workspace any more. So that a crash or a kill at
+// that moment does not leave the branch behind for good, a delete records
+// what it is doing in the project's git folder just before it removes the
+// worktree, and removes the record when it is done. Load finishes the
+// deletes whose records it finds (see finishPendingDeletes).
+
+// pendingDelete is the record of a delete in progress.
+type pendingDelete struct {
+	Path       string `json:"path"`
+	Branch     string `json:"branch,omitempty"`
+	KeepBranch bool   `json:"keepBranch,omitempty"`
+}
+
+// pendingDir is the folder of the records, under the git common dir.
+const pendingDir = "codehydra-pending-deletes"
+
+func pendingFile(commonDir, wsPath string) string {
+	sum := sha256.Sum256([]byte(pathKey(wsPath)))
+	return filepath.Join(commonDir, pendingDir, hex.EncodeToString(sum[:8])+".json")
+}
+
+func writePending(commonDir string, d pendingDelete) error {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("encode delete record: %w", err)
+	}
+	return atomicfile.Write(pendingFile(commonDir, d.Path), b, 0o600)
+}
+
+func removePending(commonDir, wsPath string) error {
+	err := os.Remove(pendingFile(commonDir, wsPath))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove delete record: %w", err)
+	}
+	return nil
+}
+
+// readPending returns the records of deletes in progress in the project;
+// unreadable records are removed, since nothing can be done with them.
+func readPending(commonDir string) ([]pendingDelete, error) {
+	dir := filepath.Join(commonDir, pendingDir)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read delete records: %w", err)
+	}
+	var out []pendingDelete
+	for _, e := range entries {
+		if !e.IsDir() && strings.HasPrefix(e.Name(), ".") && strings.Contains(e.Name(), ".tmp-") {
+			// A record whose write a crash cut short.
+			_ = os.Remove(filepath.Join(dir, e.Name()))
+			continue
+		}
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		file := filepath.Join(dir, e.Name())
+		b, err := os.ReadFile(file)
+		var d pendingDelete
+		if err == nil {
+			err = json.Unmarshal(b, &d)
+		}
+		if err != nil || checkRequestPath(d.Path) != nil || pendingFile(commonDir, d.Path) != file {
+			_ = os.Remove(file)
+			continue
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// finishPendingDeletes finishes the deletes that an earlier run of the app
+// did not (it was killed, or the last step failed). A delete whose worktree
+// folder is gone is finished: what is left of it (the worktree's
+// registration, the metadata, the branch unless it was to be kept) is
+// removed, as the user asked. A delete whose folder is still there stopped
+// before removing anything the user could lose; its record is dropped and
+// the workspace stays, to be deleted again if still wanted. So is a delete
+// whose branch is checked out again somewhere. A delete that fails again is
+// logged, stays recorded for the next launch, and a second Delete of its
+// path can still finish it.
+func (m *Manager) finishPendingDeletes(ctx context.Context) error {
+	m.mu.Lock()
+	ps := make([]*project, 0, len(m.projects))
+	for _, p := range m.projects {
+		ps = append(ps, p)
+	}
+	m.mu.Unlock()
+	for _, p := range ps {
+		recs, err := readPending(p.commonDir)
+		if err != nil {
+			m.log.Warn("cannot read the deletes in progress", "project", p.Path, "err", err)
+			continue
+		}
+		if len(recs) == 0 {
+			continue
+		}
+		entries, err := m.listWorktrees(ctx, p)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			m.log.Warn("cannot list the worktrees of project", "path", p.Path, "err", err)
+			continue
+		}
+		for _, d := range recs {
+			if reason := keepReason(d, entries); reason != "" {
+				m.log.Info("an interrupted delete is not finished", "path", d.Path, "why", reason)
+				if err := removePending(p.commonDir, d.Path); err != nil {
+					m.log.Warn("cannot drop a delete record", "path", d.Path, "err", err)
+				}
+				continue
+			}
+			key := pathKey(d.Path)
+			m.mu.Lock()
+			_, found := p.workspaces[key]
+			_, missing := p.missing[key]
+			if !found && !missing {
+				name := d.Branch
+				if name == "" {
+					name = filepath.Base(d.Path)
+				}
+				m.tombstones[key] = Workspace{Name: name, Branch: d.Branch, Path: d.Path, ProjectPath: p.Path, Detached: d.Branch == ""}
+			}
+			m.mu.Unlock()
+			if err := m.Delete(ctx, d.Path, DeleteOptions{KeepBranch: d.KeepBranch}); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				m.log.Warn("cannot finish a delete that an earlier run left unfinished; it is tried again at the next launch",
+					"path", d.Path, "branch", d.Branch, "err", err)
+				continue
+			}
+			m.log.Info("finished a delete that an earlier run left unfinished", "path", d.Path, "branch", d.Branch)
+		}
+	}
+	return nil
+}
+
+// keepReason says why the recorded delete d must not be finished, "" when
+// it may.
+func keepReason(d pendingDelete, entries []worktreeEntry) string {
+	if _, err := os.Lstat(d.Path); err == nil {
+		return "its worktree folder is still there"
+	}
+	if d.Branch != "" {
+		for _, e := range entries {
+			if e.Branch == d.Branch && pathKey(resolveMaybeMissing(e.Path)) != pathKey(d.Path) {
+				return "its branch is checked out at " + e.Path
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,71 @@
+package workspace
+
+import (
+	"context"
+	"os"
+	"testing"
+)
+
+// These pin two fixes found by the MCP race test (a delete while 20 calls
+// of the workspace are in flight): calls that lose the race end in
+// workspace-not-found, not in an internal error, and no metadata write
+// lands behind the delete's back.
+
+func TestAMetadataWriteDuringADeleteIsRefusedAndLeavesNothing(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	agents := &fakeAgents{entered: make(chan string, 1), gate: make(chan struct{})}
+	m.SetAgents(agents)
+	ws := create(t, m, p, "doomed")
+	deleted := make(chan error, 1)
+	go func() { deleted <- m.Delete(context.Background(), ws.Path, DeleteOptions{}) }()
+	<-agents.entered // the delete runs (its first step is held)
+
+	v := "written during the delete"
+	wantCode(t, m.SetMetadata(context.Background(), ws.Path, "note", &v), CodeWorkspaceNotFound)
+	wantCode(t, m.SetMetadata(context.Background(), ws.Path, "note", nil), CodeWorkspaceNotFound)
+	close(agents.gate)
+	if err := <-deleted; err != nil {
+		t.Fatal(err)
+	}
+	// Before the fix the write landed, and `git branch -D` does not remove
+	// branch.<name>.codehydra.*: a later workspace of the same name
+	// inherited it.
+	if out, _ := gitErr(p.Path, "config", "--get-regexp", `^branch\.doomed\.`); out != "" {
+		t.Fatalf("metadata left after the delete: %q", out)
+	}
+	again := create(t, m, p, "doomed")
+	md, err := m.Metadata(context.Background(), again.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(md) != 1 || md["base"] != "main" {
+		t.Fatalf("a new workspace of the same name starts with %v", md)
+	}
+}
+
+func TestACallWhoseWorkspaceVanishedIsNotFoundNotAnInternalError(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	ws := create(t, m, p, "vanishing")
+	// Resolved a moment ago, gone now (a delete, or a hand): the watcher
+	// has not noticed yet, so the manager still lists it.
+	if err := os.RemoveAll(ws.Path); err != nil {
+		t.Fatal(err)
+	}
+	v := "x"
+	if err := m.SetMetadata(context.Background(), ws.Path, "note", &v); CodeOf(err) != CodeWorkspaceNotFound {
+		t.Fatalf("SetMetadata: %v (%s), want workspace-not-found", err, CodeOf(err))
+	}
+	if _, err := m.Metadata(context.Background(), ws.Path); CodeOf(err) != CodeWorkspaceNotFound {
+		t.Fatalf("Metadata: %v (%s), want workspace-not-found", err, CodeOf(err))
+	}
+	// A failure in a folder that is still there stays what it is.
+	other := create(t, m, p, "broken")
+	if err := os.Remove(other.Path + "/.git"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Metadata(context.Background(), other.Path); CodeOf(err) == CodeWorkspaceNotFound {
+		t.Fatalf("Metadata of a broken worktree: %v; want it not to look deleted", err)
+	}
+}

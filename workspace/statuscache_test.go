@@ -1,0 +1,636 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// withinASecond is the bound: a cached status is right within 1 s
+// of a change. It is a correctness bound, not a speed goal: a watched
+// change is picked up after the debounce (75 ms) plus one git status.
+const withinASecond = time.Second
+
+// gitCounter counts the git processes a manager starts, by subcommand.
+type gitCounter struct {
+	mu    sync.Mutex
+	count map[string]int
+}
+
+func countGit(m *Manager) *gitCounter {
+	gc := &gitCounter{count: map[string]int{}}
+	next := m.git.command
+	m.git.command = func(ctx context.Context, name string, arg ...string) *exec.Cmd {
+		gc.mu.Lock()
+		if len(arg) > 0 {
+			gc.count[arg[0]]++
+		}
+		gc.count["all"]++
+		gc.mu.Unlock()
+		return next(ctx, name, arg...)
+	}
+	return gc
+}
+
+func (gc *gitCounter) get(sub string) int {
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	return gc.count[sub]
+}
+
+// cacheOf returns m's running status cache.
+func cacheOf(t *testing.T, m *Manager) *statusCache {
+	t.Helper()
+	deadline := time.Now().Add(soon)
+	for {
+		if c := m.cache.Load(); c != nil {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no status cache while Run runs")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// runCached runs m.Run until the test ends and returns once Status
+// answers from the cache.
+func runCached(t *testing.T, m *Manager) *statusCache {
+	t.Helper()
+	runManager(t, m)
+	return cacheOf(t, m)
+}
+
+// waitCached polls the cache, without asking for a refresh, until the
+// workspace's cached status is fresh and satisfies ok. It fails after
+// within, counted from since. dirtyOnly asks only the dirty flag to be
+// fresh (the bound is on isDirty; ahead/behind take more git).
+func waitCached(t *testing.T, m *Manager, path string, since time.Time, within time.Duration, what string, ok func(Status) bool) time.Duration {
+	t.Helper()
+	return waitCachedFresh(t, m, path, since, within, what, false, ok)
+}
+
+func waitCachedDirty(t *testing.T, m *Manager, path string, since time.Time, within time.Duration, what string, ok func(Status) bool) time.Duration {
+	t.Helper()
+	return waitCachedFresh(t, m, path, since, within, what, true, ok)
+}
+
+func waitCachedFresh(t *testing.T, m *Manager, path string, since time.Time, within time.Duration, what string, dirtyOnly bool, ok func(Status) bool) time.Duration {
+	t.Helper()
+	c := cacheOf(t, m)
+	for {
+		st, treeFresh, refsFresh, found := c.peek(path)
+		if found && treeFresh && (dirtyOnly || refsFresh) && ok(st) {
+			return time.Since(since)
+		}
+		if time.Since(since) > within {
+			t.Fatalf("the cached status did not show %s within %s of the change: %+v (fresh: dirty flag %v, base comparison %v)", what, within, st, treeFresh, refsFresh)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitStatus polls Status until it satisfies ok, failing after within,
+// counted from since.
+func waitStatus(t *testing.T, m *Manager, path string, since time.Time, within time.Duration, what string, ok func(Status) bool) {
+	t.Helper()
+	for {
+		st, err := m.Status(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok(st) {
+			return
+		}
+		if time.Since(since) > within {
+			t.Fatalf("Status did not show %s within %s of the change: %+v", what, within, st)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func isDirty(st Status) bool { return st.IsDirty }
+func isClean(st Status) bool { return !st.IsDirty }
+
+func TestCachedStatusFollowsChangesWithinASecond(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	ws := create(t, m, p, "ws")
+	runCached(t, m)
+	if _, err := m.Status(context.Background(), ws.Path); err != nil {
+		t.Fatal(err)
+	}
+	aheadBehind := func(ahead, behind int) func(Status) bool {
+		return func(st Status) bool { return st.Ahead == ahead && st.Behind == behind }
+	}
+	steps := []struct {
+		name   string
+		change func(t *testing.T)
+		dirty  bool
+		// refs, if set, must hold too; ahead/behind take a few git
+		// commands more, so they are held to a looser bound.
+		refs func(Status) bool
+	}{
+		{"untracked file", func(t *testing.T) { writeFile(t, filepath.Join(ws.Path, "new.txt"), "x") }, true, nil},
+		{"untracked file removed", func(t *testing.T) { os.Remove(filepath.Join(ws.Path, "new.txt")) }, false, nil},
+		{"file in a new folder", func(t *testing.T) { writeFile(t, filepath.Join(ws.Path, "a", "b", "c.txt"), "x") }, true, nil},
+		{"new folder removed", func(t *testing.T) { os.RemoveAll(filepath.Join(ws.Path, "a")) }, false, nil},
+		{"tracked file changed", func(t *testing.T) { writeFile(t, filepath.Join(ws.Path, "README.md"), "changed\n") }, true, nil},
+		{"change committed", func(t *testing.T) {
+			gitT(t, ws.Path, "commit", "-q", "-am", "change")
+		}, false, aheadBehind(1, 0)},
+		{"file in a folder made after the start, committed", func(t *testing.T) {
+			writeFile(t, filepath.Join(ws.Path, "a", "b", "d.txt"), "x")
+			gitT(t, ws.Path, "add", "-A")
+			gitT(t, ws.Path, "commit", "-q", "-m", "d")
+		}, false, aheadBehind(2, 0)},
+		{"file in that folder changed", func(t *testing.T) { writeFile(t, filepath.Join(ws.Path, "a", "b", "d.txt"), "y") }, true, nil},
+		{"change staged", func(t *testing.T) { gitT(t, ws.Path, "add", "-A") }, true, nil},
+		{"reset hard", func(t *testing.T) { gitT(t, ws.Path, "reset", "-q", "--hard") }, false, nil},
+		{"new file staged", func(t *testing.T) {
+			writeFile(t, filepath.Join(ws.Path, "staged.txt"), "x")
+			gitT(t, ws.Path, "add", "staged.txt")
+		}, true, nil},
+		{"staged file committed (index untouched, only the branch moves)", func(t *testing.T) {
+			gitT(t, ws.Path, "commit", "-q", "-m", "staged")
+		}, false, aheadBehind(3, 0)},
+		{"commit on the base in the main checkout", func(t *testing.T) {
+			commitFile(t, p.Path, "base.txt", "b", "base moves")
+		}, false, aheadBehind(3, 1)},
+		{"branch switched", func(t *testing.T) {
+			gitT(t, ws.Path, "checkout", "-q", "-b", "other", "main")
+		}, false, aheadBehind(0, 0)},
+	}
+	for _, s := range steps {
+		t0 := time.Now()
+		s.change(t)
+		what := map[bool]string{true: "dirty", false: "clean"}[s.dirty]
+		want := isClean
+		if s.dirty {
+			want = isDirty
+		}
+		// The background refresh alone must get there: peek starts nothing.
+		took := waitCachedDirty(t, m, ws.Path, t0, withinASecond, what, want)
+		t.Logf("%s: %s after %s", s.name, what, took.Round(time.Millisecond))
+		if s.refs != nil {
+			took := waitCached(t, m, ws.Path, t0, soon, "the new ahead/behind", s.refs)
+			t.Logf("%s: ahead/behind after %s", s.name, took.Round(time.Millisecond))
+			waitStatus(t, m, ws.Path, t0, soon, what+" with the new ahead/behind", func(st Status) bool { return want(st) && s.refs(st) })
+		} else {
+			waitStatus(t, m, ws.Path, t0, withinASecond, what, want)
+		}
+	}
+}
+
+func TestStatusRightAfterAChangeWaitsForTheRefresh(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	ws := create(t, m, p, "ws")
+	runCached(t, m)
+	ctx := context.Background()
+	for i := range 5 {
+		if st, err := m.Status(ctx, ws.Path); err != nil || st.IsDirty {
+			t.Fatalf("round %d: status before the change = %+v, %v", i, st, err)
+		}
+		f := filepath.Join(ws.Path, fmt.Sprintf("f%d", i))
+		writeFile(t, f, "x")
+		// The file-system event is on its way; once the cache has it, a
+		// caller waits for the refresh instead of getting the old state.
+		waitStatus(t, m, ws.Path, time.Now(), withinASecond, "dirty", isDirty)
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+		waitStatus(t, m, ws.Path, time.Now(), withinASecond, "clean", isClean)
+	}
+}
+
+func TestCommitsInAnotherWorkspaceLeaveTheCacheFresh(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	a := create(t, m, p, "a")
+	b := create(t, m, p, "b")
+	runCached(t, m)
+	for _, ws := range []Workspace{a, b} {
+		if _, err := m.Status(context.Background(), ws.Path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := cacheOf(t, m)
+	before := c.generations(a.Path)
+	t0 := time.Now()
+	for i := range 3 {
+		commitFile(t, b.Path, fmt.Sprintf("b%d", i), "x", "b moves on")
+	}
+	waitCached(t, m, b.Path, t0, withinASecond, "3 ahead", func(st Status) bool { return st.Ahead == 3 })
+	if after := c.generations(a.Path); after != before {
+		t.Fatalf("commits in b invalidated a: generations %v -> %v", before, after)
+	}
+	// The base moving does concern a.
+	t1 := time.Now()
+	commitFile(t, p.Path, "main.txt", "x", "main moves on")
+	waitCached(t, m, a.Path, t1, withinASecond, "1 behind", func(st Status) bool { return st.Behind == 1 })
+}
+
+// generations returns the invalidation counters of the workspace at path
+// (for tests).
+func (c *statusCache) generations(path string) [2]uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.entries[pathKey(path)]
+	if e == nil {
+		return [2]uint64{}
+	}
+	return [2]uint64{e.treeGen, e.refsGen}
+}
+
+func TestWarmStatusRunsNoGit(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	ws := create(t, m, p, "ws")
+	commitFile(t, ws.Path, "x.txt", "x", "ahead")
+	gc := countGit(m)
+	runCached(t, m)
+	ctx := context.Background()
+	first, err := m.Status(ctx, ws.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := gc.get("all")
+	for range 200 {
+		st, err := m.Status(ctx, ws.Path)
+		if err != nil || st != first {
+			t.Fatalf("warm status = %+v, %v; want %+v", st, err, first)
+		}
+	}
+	if n := gc.get("all") - before; n != 0 {
+		t.Fatalf("200 warm calls ran git %d times, want 0", n)
+	}
+	if first.Ahead != 1 || first.Base != "main" {
+		t.Fatalf("status = %+v, want 1 ahead of main", first)
+	}
+}
+
+func TestConcurrentCallersShareOneRefresh(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	ws := create(t, m, p, "ws")
+	var statuses atomic.Int32
+	m.statusCfg.onGitStatus = func(string) { statuses.Add(1) }
+	runCached(t, m)
+	if _, err := m.Status(context.Background(), ws.Path); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(ws.Path, "new.txt"), "x")
+	waitCached(t, m, ws.Path, time.Now(), withinASecond, "dirty", isDirty)
+	before := statuses.Load()
+	writeFile(t, filepath.Join(ws.Path, "new2.txt"), "x")
+	var wg sync.WaitGroup
+	for range 30 {
+		wg.Go(func() {
+			for range 10 {
+				if _, err := m.Status(context.Background(), ws.Path); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// One write, however many callers: one refresh, perhaps a second if
+	// the write's events straddled the first.
+	if n := statuses.Load() - before; n > 2 {
+		t.Fatalf("300 calls after one change ran git status %d times, want at most 2", n)
+	}
+}
+
+func TestIgnoredPathsTriggerNoGitStatus(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	commitFile(t, p.Path, ".gitignore", "node_modules/\n*.log\ncache/\n", "ignore")
+	ws := create(t, m, p, "ws")
+	// node_modules exists before the cache starts, with folders inside.
+	for i := range 20 {
+		writeFile(t, filepath.Join(ws.Path, "node_modules", fmt.Sprintf("pkg%d", i), "index.js"), "x")
+	}
+	var statuses atomic.Int32
+	var mu sync.Mutex
+	var seen []string
+	m.statusCfg.onGitStatus = func(string) { statuses.Add(1) }
+	m.statusCfg.onEvent = func(name string) {
+		mu.Lock()
+		seen = append(seen, name)
+		mu.Unlock()
+	}
+	runCached(t, m)
+	if st, err := m.Status(context.Background(), ws.Path); err != nil || st.IsDirty {
+		t.Fatalf("status = %+v, %v", st, err)
+	}
+	before := statuses.Load()
+
+	// A storm inside node_modules, an ignored log file in a watched
+	// folder, and an ignored folder made after the start.
+	for i := range 200 {
+		writeFile(t, filepath.Join(ws.Path, "node_modules", fmt.Sprintf("pkg%d", i%20), fmt.Sprintf("f%d.js", i)), "x")
+		writeFile(t, filepath.Join(ws.Path, "node_modules", "new", fmt.Sprintf("g%d.js", i)), "x")
+	}
+	for range 20 {
+		writeFile(t, filepath.Join(ws.Path, "build.log"), time.Now().String())
+	}
+	writeFile(t, filepath.Join(ws.Path, "cache", "a", "b.bin"), "x")
+	c := cacheOf(t, m)
+	deadline := time.Now().Add(withinASecond)
+	for !c.learnedIgnored(ws.Path, filepath.Join(ws.Path, "build.log"), filepath.Join(ws.Path, "cache")) {
+		if time.Now().After(deadline) {
+			t.Fatal("the cache did not learn that build.log and cache/ are ignored")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("ignored paths learned after %s", time.Since(deadline.Add(-withinASecond)).Round(time.Millisecond))
+	for range 20 {
+		writeFile(t, filepath.Join(ws.Path, "build.log"), time.Now().String())
+	}
+
+	// A change that counts, made last: once it shows, every earlier event
+	// has been handled (inotify keeps their order).
+	t0 := time.Now()
+	writeFile(t, filepath.Join(ws.Path, "real.txt"), "x")
+	waitCached(t, m, ws.Path, t0, withinASecond, "dirty", isDirty)
+	if n := statuses.Load() - before; n != 1 {
+		t.Fatalf("git status ran %d times, want 1 (for real.txt only)", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, name := range seen {
+		if strings.Contains(name, "node_modules"+string(filepath.Separator)) || strings.Contains(name, "cache"+string(filepath.Separator)) {
+			t.Fatalf("an event came from inside an ignored folder: %s", name)
+		}
+	}
+}
+
+func TestTrackedFilesMatchingAnIgnoreRuleStillCount(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	commitFile(t, p.Path, ".gitignore", "*.log\nbuild/\n", "ignore")
+	writeFile(t, filepath.Join(p.Path, "kept.log"), "x")
+	writeFile(t, filepath.Join(p.Path, "build", "deep", "kept.txt"), "x")
+	gitT(t, p.Path, "add", "-f", "kept.log", "build/deep/kept.txt")
+	gitT(t, p.Path, "commit", "-q", "-m", "force-add")
+	ws := create(t, m, p, "ws")
+	runCached(t, m)
+	if st, err := m.Status(context.Background(), ws.Path); err != nil || st.IsDirty {
+		t.Fatalf("status = %+v, %v", st, err)
+	}
+	for _, f := range []string{"kept.log", filepath.Join("build", "deep", "kept.txt")} {
+		t0 := time.Now()
+		writeFile(t, filepath.Join(ws.Path, f), "changed")
+		waitCached(t, m, ws.Path, t0, withinASecond, f+" dirty", isDirty)
+		t1 := time.Now()
+		gitT(t, ws.Path, "checkout", "--", f)
+		waitCached(t, m, ws.Path, t1, withinASecond, f+" clean again", isClean)
+	}
+}
+
+// learnedIgnored reports whether the cache has learned that every path of
+// paths is ignored (for tests).
+func (c *statusCache) learnedIgnored(wsPath string, paths ...string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.entries[pathKey(wsPath)]
+	if e == nil {
+		return false
+	}
+	for _, p := range paths {
+		if _, ok := e.ignored[p]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func TestAFolderNoLongerIgnoredIsWatched(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	commitFile(t, p.Path, ".gitignore", "gen/\n", "ignore gen")
+	ws := create(t, m, p, "ws")
+	writeFile(t, filepath.Join(ws.Path, "gen", "out.txt"), "x")
+	runCached(t, m)
+	if st, err := m.Status(context.Background(), ws.Path); err != nil || st.IsDirty {
+		t.Fatalf("status = %+v, %v", st, err)
+	}
+	t0 := time.Now()
+	writeFile(t, filepath.Join(ws.Path, ".gitignore"), "# nothing ignored\n")
+	gitT(t, ws.Path, "add", "-A")
+	gitT(t, ws.Path, "commit", "-q", "-m", "track gen")
+	waitCached(t, m, ws.Path, t0, withinASecond, "clean", isClean)
+	t1 := time.Now()
+	writeFile(t, filepath.Join(ws.Path, "gen", "out.txt"), "changed")
+	waitCached(t, m, ws.Path, t1, withinASecond, "dirty", isDirty)
+}
+
+func TestStatusCacheFallsBackToPollingWhenWatchesRunOut(t *testing.T) {
+	t.Parallel()
+	m, logs := newManager(t, Options{})
+	p, err := m.AddProject(context.Background(), newRepo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := create(t, m, p, "ws")
+	m.statusCfg.poll = 100 * time.Millisecond
+	m.statusCfg.addWatch = func(w *fsnotify.Watcher, dir string) error {
+		if strings.HasPrefix(dir, ws.Path) {
+			return fmt.Errorf("inotify_add_watch %s: %w", dir, syscall.ENOSPC)
+		}
+		return w.Add(dir)
+	}
+	runCached(t, m)
+	if st, err := m.Status(context.Background(), ws.Path); err != nil || st.IsDirty {
+		t.Fatalf("status = %+v, %v", st, err)
+	}
+	if !strings.Contains(logs.String(), "max_user_watches") || !strings.Contains(logs.String(), "refreshed periodically") {
+		t.Fatalf("the fallback was not logged with a hint:\n%s", logs)
+	}
+	c := cacheOf(t, m)
+	if dirs := c.watchedUnder(ws.Path); len(dirs) != 0 {
+		t.Fatalf("watches left on the worktree after the fallback: %v", dirs)
+	}
+	t0 := time.Now()
+	writeFile(t, filepath.Join(ws.Path, "new.txt"), "x")
+	waitStatus(t, m, ws.Path, t0, 2*time.Second, "dirty", isDirty)
+}
+
+func TestStatusCachePollsWhenNoWatcherCanBeMade(t *testing.T) {
+	t.Parallel()
+	m, logs := newManager(t, Options{})
+	p, err := m.AddProject(context.Background(), newRepo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := create(t, m, p, "ws")
+	m.statusCfg.poll = 100 * time.Millisecond
+	m.statusCfg.newWatcher = func() (*fsnotify.Watcher, error) {
+		return nil, fmt.Errorf("inotify_init1: %w", syscall.EMFILE)
+	}
+	runCached(t, m)
+	if st, err := m.Status(context.Background(), ws.Path); err != nil || st.IsDirty {
+		t.Fatalf("status = %+v, %v", st, err)
+	}
+	if !strings.Contains(logs.String(), "refreshed periodically") {
+		t.Fatalf("the fallback was not logged:\n%s", logs)
+	}
+	t0 := time.Now()
+	writeFile(t, filepath.Join(ws.Path, "new.txt"), "x")
+	waitStatus(t, m, ws.Path, t0, 2*time.Second, "dirty", isDirty)
+}
+
+// watchedUnder lists the watched folders at or below dir (for tests).
+func (c *statusCache) watchedUnder(dir string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for d := range c.dirs {
+		if isWithin(d, dir) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func TestStatusCacheForgetsADeletedWorkspace(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	ws := create(t, m, p, "ws")
+	writeFile(t, filepath.Join(ws.Path, "sub", "x.txt"), "x")
+	gitT(t, ws.Path, "add", "-A")
+	gitT(t, ws.Path, "commit", "-q", "-m", "sub")
+	runCached(t, m)
+	if _, err := m.Status(context.Background(), ws.Path); err != nil {
+		t.Fatal(err)
+	}
+	c := cacheOf(t, m)
+	if dirs := c.watchedUnder(ws.Path); len(dirs) < 2 {
+		t.Fatalf("watched folders of the worktree = %v, want it and sub", dirs)
+	}
+	if err := m.Delete(context.Background(), ws.Path, DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(soon)
+	for {
+		_, _, _, cached := c.peek(ws.Path)
+		dirs := c.watchedUnder(ws.Path)
+		if !cached && len(dirs) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the delete: cached %v, watched %v", cached, dirs)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestWorkspacesAreWarmedUpInTheBackground(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	ws := create(t, m, p, "ws")
+	runCached(t, m)
+	later := create(t, m, p, "later")
+	for _, path := range []string{ws.Path, later.Path} {
+		waitCached(t, m, path, time.Now(), soon, "a status", func(Status) bool { return true })
+	}
+}
+
+// TestStatusCacheStopsWithRun is not parallel: it counts the process's
+// goroutines and inotify instances.
+func TestStatusCacheStopsWithRun(t *testing.T) {
+	m, p := setup(t)
+	ws := create(t, m, p, "ws")
+	writeFile(t, filepath.Join(ws.Path, "d", "x.txt"), "x")
+	goroutines, inotify := runtime.NumGoroutine(), inotifyInstances(t)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.Run(ctx)
+	}()
+	cacheOf(t, m)
+	waitCached(t, m, ws.Path, time.Now(), soon, "a status", func(Status) bool { return true })
+	writeFile(t, filepath.Join(ws.Path, "d", "y.txt"), "y") // a refresh may be in flight
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(soon):
+		t.Fatal("Run did not return")
+	}
+	if m.cache.Load() != nil {
+		t.Fatal("the cache is still installed after Run returned")
+	}
+	if st, err := m.Status(context.Background(), ws.Path); err != nil || !st.IsDirty {
+		t.Fatalf("status without Run = %+v, %v; want dirty, from git", st, err)
+	}
+	deadline := time.Now().Add(soon)
+	for {
+		g, n := runtime.NumGoroutine(), inotifyInstances(t)
+		if g <= goroutines && n <= inotify {
+			break
+		}
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("after Run: %d goroutines (before %d), %d inotify instances (before %d)\n%s",
+				g, goroutines, n, inotify, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// inotifyInstances counts the process's open inotify instances; 0 where
+// /proc is missing.
+func inotifyInstances(t *testing.T) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, fd := range fds {
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && strings.Contains(target, "inotify") {
+			n++
+		}
+	}
+	return n
+}
+
+func BenchmarkStatusWarm(b *testing.B) {
+	m, p := setup(b)
+	ws := create(b, m, p, "bench")
+	for i := range 50 {
+		writeFile(b, filepath.Join(ws.Path, "files", fmt.Sprint(i)), "x")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.Run(ctx)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	if _, err := m.Status(ctx, ws.Path); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := m.Status(ctx, ws.Path); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,80 @@
+//go:build linux
+
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"codehydra/internal/paths"
+	"codehydra/internal/settings"
+)
+
+// readOnlyDir makes dir refuse new entries until the test ends: by its
+// mode, or for root (whom modes do not stop) with the immutable attribute.
+func readOnlyDir(t *testing.T, dir string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if err := os.Chmod(dir, 0o500); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.Chmod(dir, 0o700) })
+		return
+	}
+	if out, err := exec.Command("chattr", "+i", dir).CombinedOutput(); err != nil {
+		t.Skipf("running as root and cannot make %s immutable (chattr: %v %s)", dir, err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("chattr", "-i", dir).Run() })
+}
+
+// TestServeWithAnUnwritableOpencodeConfigStopsWithAClearError: the config
+// must be written before any agent starts (DESIGN.md "Shape"), so serve
+// stops, says which file it could not write and why, and leaves the
+// previous file as it was.
+func TestServeWithAnUnwritableOpencodeConfigStopsWithAClearError(t *testing.T) {
+	isolate(t)
+	cfg := paths.OpencodeConfigFile()
+	if err := os.MkdirAll(filepath.Dir(cfg), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte(`{"previous":true}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	readOnlyDir(t, filepath.Dir(cfg))
+	code, _, errOut := runCmd(t, "serve")
+	if code != 1 || !strings.Contains(errOut, "could not write the OpenCode config") || !strings.Contains(errOut, cfg) ||
+		!strings.Contains(errOut, "operation not permitted") && !strings.Contains(errOut, "permission denied") {
+		t.Fatalf("serve = %d, stderr %q; want 1 and the file and the reason", code, errOut)
+	}
+	if b, _ := os.ReadFile(cfg); string(b) != `{"previous":true}` {
+		t.Fatalf("the previous config changed to %q", b)
+	}
+}
+
+// TestServeWithUnwritableSettingsKeepsThemAndSaysSo: a project given on
+// the command line cannot be saved; serve says so with the reason, keeps
+// running, and the settings file keeps its content.
+func TestServeWithUnwritableSettingsKeepsThemAndSaysSo(t *testing.T) {
+	isolate(t)
+	repo := gitRepo(t)
+	file := paths.SettingsFile()
+	if err := settings.Save(file, settings.Default()); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(file)
+	readOnlyDir(t, filepath.Dir(file))
+	r := start(t, "serve", "--project", repo)
+	waitRunning(t, r)
+	if errOut := r.stderr.String(); !strings.Contains(errOut, "could not add project "+repo) || !strings.Contains(errOut, "settings file is writable") {
+		t.Fatalf("stderr %q should name the project and say to check the settings file", errOut)
+	}
+	if after, _ := os.ReadFile(file); string(after) != string(before) {
+		t.Fatalf("the settings file changed to %q", after)
+	}
+	if code := r.stop(t); code != 0 {
+		t.Fatalf("serve exited %d", code)
+	}
+}
