@@ -11,6 +11,7 @@ import (
 
 	"codehydra/internal/instance"
 	"codehydra/internal/paths"
+	"codehydra/internal/testenv"
 )
 
 // TestBuiltBinaryServesAndStopsCleanlyOnSIGTERM runs the real program as a
@@ -29,7 +30,7 @@ func TestBuiltBinaryServesAndStopsCleanlyOnSIGTERM(t *testing.T) {
 	repo := gitRepo(t)
 	cmd := exec.Command(bin, "serve", "--project", repo)
 	cmd.Env = os.Environ() // isolate's XDG_*, HOME and git settings
-	var stdout, stderr syncBuffer
+	var stdout, stderr testenv.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

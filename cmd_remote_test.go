@@ -13,6 +13,7 @@ import (
 
 	"codehydra/internal/instance"
 	"codehydra/internal/paths"
+	"codehydra/internal/testenv"
 	"codehydra/mcp"
 	"codehydra/workspace"
 )
@@ -66,7 +67,7 @@ func startRemoteInstance(t *testing.T) *remoteInstance {
 
 func runRemote(t *testing.T, cmd string, args ...string) (int, string, string) {
 	t.Helper()
-	var out, errOut syncBuffer
+	var out, errOut testenv.SyncBuffer
 	var code int
 	switch cmd {
 	case "project":

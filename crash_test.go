@@ -17,6 +17,7 @@ import (
 
 	"codehydra/internal/instance"
 	"codehydra/internal/paths"
+	"codehydra/internal/testenv"
 	"codehydra/mcp"
 )
 
@@ -45,7 +46,7 @@ func buildApp(t *testing.T) (app, fake string) {
 // appRun is one launch of the binary.
 type appRun struct {
 	cmd    *exec.Cmd
-	out    *syncBuffer
+	out    *testenv.SyncBuffer
 	exited chan error
 	info   instance.Info
 }
@@ -53,7 +54,7 @@ type appRun struct {
 // launch starts the app with serve and waits for its instance file.
 func launch(t *testing.T, bin string, env []string) *appRun {
 	t.Helper()
-	r := &appRun{cmd: exec.Command(bin, "serve"), out: &syncBuffer{}, exited: make(chan error, 1)}
+	r := &appRun{cmd: exec.Command(bin, "serve"), out: &testenv.SyncBuffer{}, exited: make(chan error, 1)}
 	r.cmd.Env = env
 	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
 	if err := r.cmd.Start(); err != nil {

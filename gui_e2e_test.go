@@ -22,6 +22,7 @@ import (
 
 	"codehydra/app"
 	"codehydra/internal/paths"
+	"codehydra/internal/testenv"
 )
 
 // requireGUIEnv, set to 1 (make test does), turns the skip for missing
@@ -202,7 +203,7 @@ func startGUIApp(t *testing.T, bin string, d *guiDesktop, args ...string) *guiAp
 	cmd := exec.Command(bin, args...)
 	cmd.Env = d.env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var stdout, stderr syncBuffer
+	var stdout, stderr testenv.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -418,7 +419,7 @@ func startGUIDesktop(t *testing.T) *guiDesktop {
 	xvfb := exec.Command("Xvfb", "-displayfd", "3", "-screen", "0", "1280x800x24", "-nolisten", "tcp")
 	xvfb.ExtraFiles = []*os.File{w}
 	xvfb.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var xlog syncBuffer
+	var xlog testenv.SyncBuffer
 	xvfb.Stdout, xvfb.Stderr = &xlog, &xlog
 	if err := xvfb.Start(); err != nil {
 		t.Fatalf("start Xvfb: %v", err)

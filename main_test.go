@@ -8,33 +8,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"codehydra/internal/instance"
 	"codehydra/internal/paths"
 	"codehydra/internal/settings"
+	"codehydra/internal/testenv"
 )
-
-// syncBuffer is a bytes.Buffer safe for a command writing in one goroutine
-// while the test reads in another.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // isolate points every file of the app, git's global config and the display
 // at a fresh temp folder.
@@ -59,7 +40,7 @@ func isolate(t *testing.T) string {
 // runCmd runs the program in-process to the end.
 func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	var out, errOut syncBuffer
+	var out, errOut testenv.SyncBuffer
 	code = run(t.Context(), args, &out, &errOut)
 	return code, out.String(), errOut.String()
 }
@@ -68,13 +49,13 @@ func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
 type running struct {
 	cancel         context.CancelFunc
 	done           chan int
-	stdout, stderr *syncBuffer
+	stdout, stderr *testenv.SyncBuffer
 }
 
 func start(t *testing.T, args ...string) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
-	r := &running{cancel: cancel, done: make(chan int, 1), stdout: &syncBuffer{}, stderr: &syncBuffer{}}
+	r := &running{cancel: cancel, done: make(chan int, 1), stdout: &testenv.SyncBuffer{}, stderr: &testenv.SyncBuffer{}}
 	go func() { r.done <- run(ctx, args, r.stdout, r.stderr) }()
 	t.Cleanup(func() {
 		cancel()

@@ -4,31 +4,14 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"codehydra/internal/paths"
 	"codehydra/internal/settings"
+	"codehydra/internal/testenv"
 )
-
-// readOnlyDir makes dir refuse new entries until the test ends: by its
-// mode, or for root (whom modes do not stop) with the immutable attribute.
-func readOnlyDir(t *testing.T, dir string) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		if err := os.Chmod(dir, 0o500); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = os.Chmod(dir, 0o700) })
-		return
-	}
-	if out, err := exec.Command("chattr", "+i", dir).CombinedOutput(); err != nil {
-		t.Skipf("running as root and cannot make %s immutable (chattr: %v %s)", dir, err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("chattr", "-i", dir).Run() })
-}
 
 // TestServeWithAnUnwritableOpencodeConfigStopsWithAClearError: the config
 // must be written before any agent starts (DESIGN.md "Shape"), so serve
@@ -43,7 +26,7 @@ func TestServeWithAnUnwritableOpencodeConfigStopsWithAClearError(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(`{"previous":true}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	readOnlyDir(t, filepath.Dir(cfg))
+	testenv.ReadOnlyDir(t, filepath.Dir(cfg))
 	code, _, errOut := runCmd(t, "serve")
 	if code != 1 || !strings.Contains(errOut, "could not write the OpenCode config") || !strings.Contains(errOut, cfg) ||
 		!strings.Contains(errOut, "operation not permitted") && !strings.Contains(errOut, "permission denied") {
@@ -65,7 +48,7 @@ func TestServeWithUnwritableSettingsKeepsThemAndSaysSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, _ := os.ReadFile(file)
-	readOnlyDir(t, filepath.Dir(file))
+	testenv.ReadOnlyDir(t, filepath.Dir(file))
 	r := start(t, "serve", "--project", repo)
 	waitRunning(t, r)
 	if errOut := r.stderr.String(); !strings.Contains(errOut, "could not add project "+repo) || !strings.Contains(errOut, "settings file is writable") {

@@ -3,7 +3,6 @@ package app
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"maps"
 	"net/url"
 	"os"
@@ -18,50 +17,19 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 
-	"codehydra/internal/paths"
 	"codehydra/internal/settings"
+	"codehydra/internal/testenv"
 	"codehydra/workspace"
 )
 
 // TestMain isolates git from the machine: its own HOME, no system or global
-// config, a fixed identity.
+// config, a fixed identity; and runs in a locale Fyne understands.
 func TestMain(m *testing.M) {
-	os.Exit(runTests(m))
-}
-
-func runTests(m *testing.M) int {
-	home, err := os.MkdirTemp("", "app-test-home-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(home)
-	global := filepath.Join(home, "gitconfig")
-	if err := os.WriteFile(global, nil, 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	for _, k := range []string{"LC_ALL", "LC_MESSAGES", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_CONFIG", "GIT_CONFIG_COUNT", "GIT_CONFIG_PARAMETERS", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY"} {
+	for _, k := range []string{"LC_ALL", "LC_MESSAGES"} {
 		os.Unsetenv(k)
 	}
-	for k, v := range map[string]string{
-		"HOME":                home,
-		"XDG_CONFIG_HOME":     filepath.Join(home, "config"),
-		"XDG_DATA_HOME":       filepath.Join(home, "data"),
-		"XDG_STATE_HOME":      filepath.Join(home, "state"),
-		"GIT_CONFIG_NOSYSTEM": "1",
-		"GIT_CONFIG_GLOBAL":   global,
-		"GIT_AUTHOR_NAME":     "Test Author",
-		"GIT_AUTHOR_EMAIL":    "author@example.com",
-		"GIT_COMMITTER_NAME":  "Test Committer",
-		"GIT_COMMITTER_EMAIL": "committer@example.com",
-		"GIT_TERMINAL_PROMPT": "0",
-		"LANG":                "en_US.UTF-8", // Fyne cannot parse the C locale and says so
-	} {
-		os.Setenv(k, v)
-	}
-	paths.Reload()
-	return m.Run()
+	os.Setenv("LANG", "en_US.UTF-8") // Fyne cannot parse the C locale and says so
+	os.Exit(testenv.Main(m, "app-test-home-"))
 }
 
 // harness runs a ui on a test Fyne app. The test goroutine plays the Fyne

@@ -11,12 +11,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"codehydra/internal/testenv"
 	"codehydra/workspace"
 )
 
@@ -78,7 +78,7 @@ type harness struct {
 	token   *Token
 	project string
 	audit   string
-	logs    *syncBuffer
+	logs    *testenv.SyncBuffer
 }
 
 type harnessOption func(*Options)
@@ -100,7 +100,7 @@ func startHarness(t testing.TB, ws Workspaces, project string, opts ...harnessOp
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	o := Options{
 		Token:      token,
 		Workspaces: ws,
@@ -321,22 +321,4 @@ func mcpHeaders() http.Header {
 		"Content-Type": {"application/json"},
 		"Accept":       {"application/json, text/event-stream"},
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers (slog handlers).
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

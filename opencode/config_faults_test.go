@@ -6,52 +6,18 @@ import (
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
 	"codehydra/internal/atomicfile"
+	"codehydra/internal/testenv"
 )
 
 // When the OpenCode config cannot be written — a read-only folder, a full
 // disk — WriteConfig says which file and why, and the previous file stays
 // as it was (agents started later still read a whole config).
-
-// fullDisk passes on room bytes, then fails like a write to a full disk.
-type fullDisk struct {
-	w    io.Writer
-	room int
-}
-
-func (d *fullDisk) Write(p []byte) (int, error) {
-	if len(p) <= d.room {
-		n, err := d.w.Write(p)
-		d.room -= n
-		return n, err
-	}
-	n, _ := d.w.Write(p[:d.room])
-	d.room = 0
-	return n, syscall.ENOSPC
-}
-
-// readOnlyDir makes dir refuse new entries until the test ends: by its
-// mode, or for root (whom modes do not stop) with the immutable attribute.
-func readOnlyDir(t *testing.T, dir string) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		if err := os.Chmod(dir, 0o500); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = os.Chmod(dir, 0o700) })
-		return
-	}
-	if out, err := exec.Command("chattr", "+i", dir).CombinedOutput(); err != nil {
-		t.Skipf("running as root and cannot make %s immutable (chattr: %v %s)", dir, err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("chattr", "-i", dir).Run() })
-}
 
 func TestWriteConfigFailuresKeepThePreviousFile(t *testing.T) {
 	const previous = `{"previous": "config"}`
@@ -61,10 +27,10 @@ func TestWriteConfigFailuresKeepThePreviousFile(t *testing.T) {
 		want  error
 	}{
 		{"full disk", func(*testing.T, string) atomicfile.Writer {
-			return atomicfile.Writer{Wrap: func(f io.Writer) io.Writer { return &fullDisk{w: f, room: 100} }}
+			return atomicfile.Writer{Wrap: func(f io.Writer) io.Writer { return &testenv.FullDisk{W: f, Room: 100} }}
 		}, syscall.ENOSPC},
 		{"read-only folder", func(t *testing.T, dir string) atomicfile.Writer {
-			readOnlyDir(t, dir)
+			testenv.ReadOnlyDir(t, dir)
 			return atomicfile.Writer{}
 		}, os.ErrPermission},
 	}

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"codehydra/internal/testenv"
 )
 
 // A delete killed at any moment — the app crashes, or is killed — must be
@@ -153,7 +155,7 @@ func killDuring(t *testing.T, spec deleteSpec, jitter time.Duration) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperDeleteProcess$")
 	cmd.Env = append(os.Environ(), killedDeleteEnv+"="+string(raw), "TMPDIR="+t.TempDir())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out := &logBuffer{}
+	out := &testenv.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -103,9 +104,21 @@ func (g *gitRunner) run(ctx context.Context, dir string, args ...string) (string
 
 // runEnv is run with extra environment variables.
 func (g *gitRunner) runEnv(ctx context.Context, dir string, extra []string, args ...string) (string, error) {
+	out, err := g.runWith(ctx, dir, extra, nil, args...)
+	if ge, ok := err.(*gitError); ok && g.gone != nil && g.gone(dir) {
+		return "", goneError(dir, ge)
+	}
+	return out, err
+}
+
+// runWith runs git with args in dir, extra environment variables and stdin
+// (nil for none), and returns its stdout. A failure of git itself is a
+// *gitError.
+func (g *gitRunner) runWith(ctx context.Context, dir string, extra []string, stdin io.Reader, args ...string) (string, error) {
 	cmd := g.command(ctx, g.path, args...)
 	cmd.Dir = dir
 	cmd.Env = g.env(extra)
+	cmd.Stdin = stdin
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
@@ -123,9 +136,6 @@ func (g *gitRunner) runEnv(ctx context.Context, dir string, extra []string, args
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		ge.ExitCode = ee.ExitCode()
-	}
-	if g.gone != nil && g.gone(dir) {
-		return "", goneError(dir, ge)
 	}
 	return "", ge
 }

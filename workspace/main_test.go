@@ -13,47 +13,13 @@ import (
 	"testing"
 	"time"
 
-	"codehydra/internal/paths"
+	"codehydra/internal/testenv"
 )
 
 // TestMain isolates git from the machine: its own HOME, no system or global
 // config, a fixed identity, no inherited repository variables.
 func TestMain(m *testing.M) {
-	os.Exit(runTests(m))
-}
-
-func runTests(m *testing.M) int {
-	home, err := os.MkdirTemp("", "workspace-test-home-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(home)
-	global := filepath.Join(home, "gitconfig")
-	if err := os.WriteFile(global, nil, 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	for _, k := range []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_CONFIG", "GIT_CONFIG_COUNT", "GIT_CONFIG_PARAMETERS", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY"} {
-		os.Unsetenv(k)
-	}
-	for k, v := range map[string]string{
-		"HOME":                home,
-		"XDG_CONFIG_HOME":     filepath.Join(home, "config"),
-		"XDG_DATA_HOME":       filepath.Join(home, "data"),
-		"XDG_STATE_HOME":      filepath.Join(home, "state"),
-		"GIT_CONFIG_NOSYSTEM": "1",
-		"GIT_CONFIG_GLOBAL":   global,
-		"GIT_AUTHOR_NAME":     "Test Author",
-		"GIT_AUTHOR_EMAIL":    "author@example.com",
-		"GIT_COMMITTER_NAME":  "Test Committer",
-		"GIT_COMMITTER_EMAIL": "committer@example.com",
-		"GIT_TERMINAL_PROMPT": "0",
-	} {
-		os.Setenv(k, v)
-	}
-	paths.Reload()
-	return m.Run()
+	os.Exit(testenv.Main(m, "workspace-test-home-"))
 }
 
 // gitT runs git in dir and returns its trimmed stdout; it fails the test on
@@ -122,28 +88,10 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// logBuffer is a concurrency-safe log sink for assertions on logs.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // newManager returns a manager with a temp worktree root and a log buffer.
-func newManager(t testing.TB, opts Options) (*Manager, *logBuffer) {
+func newManager(t testing.TB, opts Options) (*Manager, *testenv.SyncBuffer) {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &testenv.SyncBuffer{}
 	if opts.WorktreeRoot == "" {
 		opts.WorktreeRoot = filepath.Join(realDir(t), "worktrees")
 	}

@@ -1,15 +1,10 @@
 package workspace
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"fmt"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
-	"time"
 )
 
 // The status cache's questions to git about ignored paths.
@@ -102,27 +97,8 @@ func relInside(dir, p string) (string, bool) {
 	return filepath.ToSlash(rel), true
 }
 
-// runInput is runEnv with stdin.
+// runInput is runEnv with stdin, without the check for a vanished
+// folder.
 func (g *gitRunner) runInput(ctx context.Context, dir string, extra []string, stdin string, args ...string) (string, error) {
-	cmd := g.command(ctx, g.path, args...)
-	cmd.Dir = dir
-	cmd.Env = g.env(extra)
-	cmd.Stdin = strings.NewReader(stdin)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
-	cmd.WaitDelay = 5 * time.Second
-	err := cmd.Run()
-	if err == nil {
-		return stdout.String(), nil
-	}
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return "", fmt.Errorf("git %s: %w", strings.Join(args, " "), ctxErr)
-	}
-	ge := &gitError{Args: args, Dir: dir, ExitCode: -1, Stderr: strings.TrimSpace(stderr.String()), Err: err}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		ge.ExitCode = ee.ExitCode()
-	}
-	return "", ge
+	return g.runWith(ctx, dir, extra, strings.NewReader(stdin), args...)
 }

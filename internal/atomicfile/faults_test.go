@@ -7,46 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"codehydra/internal/testenv"
 )
-
-// fullDisk passes on room bytes, then fails like a write to a full disk.
-type fullDisk struct {
-	w    io.Writer
-	room int
-}
-
-func (d *fullDisk) Write(p []byte) (int, error) {
-	if len(p) <= d.room {
-		n, err := d.w.Write(p)
-		d.room -= n
-		return n, err
-	}
-	n, _ := d.w.Write(p[:d.room])
-	d.room = 0
-	return n, syscall.ENOSPC
-}
-
-// readOnlyDir makes dir refuse new entries until the test ends: by its
-// mode, or for root (whom modes do not stop) with the immutable attribute.
-func readOnlyDir(t *testing.T, dir string) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		if err := os.Chmod(dir, 0o500); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = os.Chmod(dir, 0o700) })
-		return
-	}
-	if out, err := exec.Command("chattr", "+i", dir).CombinedOutput(); err != nil {
-		t.Skipf("running as root and cannot make %s immutable (chattr: %v %s)", dir, err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("chattr", "-i", dir).Run() })
-}
 
 // entries lists the names in dir.
 func entries(t *testing.T, dir string) []string {
@@ -71,7 +38,7 @@ func TestAFullDiskLeavesThePreviousFileAndNoTempFile(t *testing.T) {
 			if err := os.WriteFile(path, []byte("old content"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			w := Writer{Wrap: func(f io.Writer) io.Writer { return &fullDisk{w: f, room: room} }}
+			w := Writer{Wrap: func(f io.Writer) io.Writer { return &testenv.FullDisk{W: f, Room: room} }}
 			err := w.Write(path, data, 0o600)
 			if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), path) {
 				t.Fatalf("error %v; want one that names %s and says the disk is full", err, path)
@@ -95,7 +62,7 @@ func TestAReadOnlyFolderLeavesThePreviousFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("old content"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	readOnlyDir(t, dir)
+	testenv.ReadOnlyDir(t, dir)
 	err := Write(path, []byte("new"), 0o600)
 	if !errors.Is(err, os.ErrPermission) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("error %v; want a permission error that names %s", err, path)

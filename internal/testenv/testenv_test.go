@@ -1,0 +1,70 @@
+//go:build unix
+
+package testenv
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+func TestFullDiskPassesOnTheRoomThenFailsWithENOSPC(t *testing.T) {
+	tests := []struct {
+		name   string
+		room   int
+		writes []string
+		want   string
+	}{
+		{"no room", 0, []string{"abc"}, ""},
+		{"room inside a write", 2, []string{"abc", "d"}, "ab"},
+		{"room across writes", 4, []string{"abc", "def"}, "abcd"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got bytes.Buffer
+			d := &FullDisk{W: &got, Room: tt.room}
+			var err error
+			for _, w := range tt.writes {
+				if _, err = d.Write([]byte(w)); err != nil {
+					break
+				}
+			}
+			if !errors.Is(err, syscall.ENOSPC) || got.String() != tt.want {
+				t.Fatalf("wrote %q, error %v; want %q and ENOSPC", got.String(), err, tt.want)
+			}
+		})
+	}
+}
+
+func TestReadOnlyDirRefusesNewEntriesUntilTheTestEnds(t *testing.T) {
+	dir := t.TempDir()
+	t.Run("read-only", func(t *testing.T) {
+		ReadOnlyDir(t, dir)
+		if err := os.WriteFile(filepath.Join(dir, "new"), nil, 0o600); err == nil {
+			t.Fatal("a new file was created in the read-only folder")
+		}
+	})
+	if err := os.WriteFile(filepath.Join(dir, "new"), nil, 0o600); err != nil {
+		t.Fatalf("the folder stayed read-only after the test: %v", err)
+	}
+}
+
+func TestSyncBufferKeepsEveryConcurrentWrite(t *testing.T) {
+	var b SyncBuffer
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 100 {
+				_, _ = b.Write([]byte("x"))
+			}
+		})
+	}
+	wg.Wait()
+	if n := len(b.String()); n != 800 {
+		t.Fatalf("got %d bytes, want 800", n)
+	}
+}
