@@ -434,15 +434,6 @@ func (s *server) loadAndAddProjects(ctx context.Context) error {
 		fmt.Fprintf(s.cli.stderr, "codehydra: some saved projects could not be loaded: %v\n", err)
 		s.log.Warn("loading saved projects", "err", err)
 	}
-	// Load publishes nothing; the UI and the supervisor, already running,
-	// learn of the loaded projects from these events.
-	for _, p := range s.manager.Projects() {
-		s.manager.Publish(workspace.Event{Kind: workspace.EventProjectAdded, ProjectPath: p.Path})
-		list, _ := s.manager.Workspaces(p.Path)
-		for _, ws := range list {
-			s.manager.Publish(workspace.Event{Kind: workspace.EventWorkspaceAdded, ProjectPath: p.Path, Workspace: ws})
-		}
-	}
 	for _, p := range s.opts.projects {
 		if _, err := s.manager.AddProject(ctx, p); err != nil {
 			if ctx.Err() != nil {
@@ -491,9 +482,6 @@ func (s *server) startAgents(ctx context.Context) error {
 		defer close(done)
 		s.followWorkspaces(followCtx, sup, events)
 	}()
-	for _, ws := range s.manager.AllWorkspaces() {
-		sup.Start(ws)
-	}
 	s.onShutdown("stop agents", func(ctx context.Context) error {
 		cancel()
 		<-done

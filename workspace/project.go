@@ -123,15 +123,18 @@ func (m *Manager) openProject(ctx context.Context, path string) (*project, error
 // Load loads Options.Projects and discovers their worktrees. A project that
 // no longer exists or is not a repository is logged and skipped, but stays
 // in the stored list, so that a disk that is not mounted right now does not
-// lose it. Load then finishes the deletes an earlier run left half done
-// (see finishPendingDeletes), publishing their events; it publishes no
-// others: read Projects and AllWorkspaces after it. It returns an error
-// only when ctx ends.
+// lose it. Like AddProject, it publishes project-added and a
+// workspace-added per workspace of each project it loads, so subscribers
+// that started before it (the tray, the agent supervisor) learn of them.
+// Load then finishes the deletes an earlier run left half done (see
+// finishPendingDeletes), publishing their events. It returns an error only
+// when ctx ends.
 func (m *Manager) Load(ctx context.Context) error {
 	m.projMu.Lock()
 	defer m.projMu.Unlock()
 	var stored []string
 	loaded := map[string]*project{}
+	var order []*project // loaded, in the stored order
 	for _, path := range m.opts.Projects {
 		if !slices.Contains(stored, path) {
 			stored = append(stored, path)
@@ -161,10 +164,14 @@ func (m *Manager) Load(ctx context.Context) error {
 			p.workspaces, p.missing, p.sig = found, missing, sig
 		}
 		loaded[key] = p
+		order = append(order, p)
 	}
 	m.mu.Lock()
 	m.projects = loaded
 	m.stored = stored
+	for _, p := range order {
+		m.publishAdded(p)
+	}
 	m.mu.Unlock()
 	return m.finishPendingDeletes(ctx)
 }
@@ -212,11 +219,17 @@ func (m *Manager) AddProject(ctx context.Context, path string) (Project, error) 
 	defer m.mu.Unlock()
 	m.projects[key] = p
 	m.stored = stored
+	m.publishAdded(p)
+	return p.Project, nil
+}
+
+// publishAdded announces p and its workspaces. Callers hold m.mu, so the
+// events go out before any later change to p.
+func (m *Manager) publishAdded(p *project) {
 	m.Publish(Event{Kind: EventProjectAdded, ProjectPath: p.Path})
 	for _, ws := range sortedValues(p.workspaces) {
 		m.Publish(Event{Kind: EventWorkspaceAdded, ProjectPath: p.Path, Workspace: ws})
 	}
-	return p.Project, nil
 }
 
 // sameProjectPath reports whether the stored entry s names the project at
