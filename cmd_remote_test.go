@@ -193,16 +193,10 @@ func TestWorkspaceCommandsActOnTheRunningInstance(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "deleting workspace") {
 		t.Fatalf("delete: %d %q %q", code, out, errOut)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if _, err := ri.mgr.Resolve(ws); workspace.CodeOf(err) == workspace.CodeWorkspaceNotFound {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("workspace not deleted")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.WaitFor(t, "the workspace deleted", 15*time.Second, func() bool {
+		_, err := ri.mgr.Resolve(ws)
+		return workspace.CodeOf(err) == workspace.CodeWorkspaceNotFound
+	})
 }
 
 func TestRemoteCommandsRejectBadUsage(t *testing.T) {

@@ -77,19 +77,15 @@ func launch(t *testing.T, bin string, env []string) *appRun {
 // poll waits for cond, failing early if the app exits.
 func (r *appRun) poll(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(45 * time.Second)
-	for !cond() {
+	testenv.WaitFor(t, what, 45*time.Second, func() bool {
 		select {
 		case err := <-r.exited:
 			r.exited <- err
 			t.Fatalf("the app exited (%v) while waiting for %s\n%s", err, what, r.out)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s\n%s", what, r.out)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return cond()
+	})
 }
 
 // call calls a tool of the running app as the workspace ws ("" for none).

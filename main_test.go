@@ -85,8 +85,7 @@ func (r *running) stop(t *testing.T) int {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, r *running, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
+	testenv.WaitFor(t, what, 20*time.Second, func() bool {
 		if r != nil {
 			select {
 			case code := <-r.done:
@@ -94,11 +93,8 @@ func waitFor(t *testing.T, what string, r *running, cond func() bool) {
 			default:
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return cond()
+	})
 }
 
 func fileExists(path string) bool {

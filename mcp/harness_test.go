@@ -281,13 +281,7 @@ func jsonEqual(t testing.TB, a, b []byte) bool {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.WaitFor(t, what, 15*time.Second, cond)
 }
 
 // rawRequest sends one HTTP request to the server with the given method,

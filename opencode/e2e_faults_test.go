@@ -6,18 +6,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"codehydra/internal/paths"
-	"codehydra/mcp"
+	"codehydra/internal/testenv"
 	"codehydra/opencode"
 	"codehydra/opencode/internal/fakemodel"
 	"codehydra/workspace"
@@ -87,27 +85,6 @@ func TestRealOpencodeKilledMidTurnIsReadyWithinFiveSeconds(t *testing.T) {
 		t.Skip("soak test with the real opencode: run with CODEHYDRA_SOAK=1 (make soak)")
 	}
 	bin := realOpencode(t)
-	tmp := t.TempDir()
-	agentEnv := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Join(tmp, "home"), "OPENCODE_DISABLE_MODELS_FETCH=1"}
-	for k, v := range map[string]string{
-		"GIT_CONFIG_GLOBAL": os.DevNull, "GIT_CONFIG_NOSYSTEM": "1",
-		"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
-		"GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.com",
-	} {
-		t.Setenv(k, v)
-		agentEnv = append(agentEnv, k+"="+v)
-	}
-	for _, v := range []string{"XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR"} {
-		dir := filepath.Join(tmp, strings.ToLower(v))
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		t.Setenv(v, dir)
-		agentEnv = append(agentEnv, v+"="+dir)
-	}
-	paths.Reload()
-	t.Cleanup(paths.Reload)
-
 	gate := &holdAll{}
 	model := &fakemodel.Server{BeforeReply: gate.before}
 	if err := model.Start(); err != nil {
@@ -116,68 +93,10 @@ func TestRealOpencodeKilledMidTurnIsReadyWithinFiveSeconds(t *testing.T) {
 	t.Cleanup(func() { model.Close() })
 	defer gate.release()
 
-	project := filepath.Join(tmp, "project")
-	if err := os.MkdirAll(project, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	mustGit(t, project, "init", "-q", "-b", "main")
-	mustGit(t, project, "commit", "-q", "--allow-empty", "-m", "initial")
-	project, _ = filepath.EvalSymlinks(project)
-	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	mgr := workspace.NewManager(workspace.Options{Projects: []string{project}, WorktreeRoot: filepath.Join(tmp, "worktrees"), Logger: logger})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := mgr.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
-	token, err := mcp.LoadOrCreateToken(paths.TokenFile())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var srv *mcp.Server
-	sup := opencode.NewSupervisor(opencode.SupervisorOptions{
-		Bin: bin, MCPPort: func() int { return srv.Port() }, MCPToken: token.Value, Logger: logger, Env: agentEnv,
-	})
-	mgr.SetAgents(sup)
-	srv, err = mcp.New(mcp.Options{Token: token, Workspaces: mgr, Agents: sup, Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx) }()
-	t.Cleanup(func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer scancel()
-		if err := sup.StopAll(sctx); err != nil {
-			t.Errorf("stop agents: %v", err)
-		}
-		if err := srv.Shutdown(sctx); err != nil {
-			t.Errorf("shutdown MCP server: %v", err)
-		}
-		<-served
-	})
-	cfg := paths.OpencodeConfigFile()
-	var conf map[string]any
-	if err := json.Unmarshal(opencode.ConfigJSON(), &conf); err != nil {
-		t.Fatal(err)
-	}
-	conf["provider"] = map[string]any{"fake": map[string]any{
-		"npm":     "@ai-sdk/openai-compatible",
-		"options": map[string]any{"baseURL": model.BaseURL(), "apiKey": "x"},
-		"models":  map[string]any{"m": map[string]any{"tool_call": true}},
-	}}
-	conf["model"] = "fake/m"
-	conf["autoupdate"] = false
-	b, _ := json.Marshal(conf)
-	if err := os.MkdirAll(filepath.Dir(cfg), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cfg, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	st := newRealStack(t, ctx, bin, model)
+	project, mgr, sup := st.project, st.mgr, st.sup
 
 	trials := 5
 	var recoveries []time.Duration
@@ -194,7 +113,7 @@ func TestRealOpencodeKilledMidTurnIsReadyWithinFiveSeconds(t *testing.T) {
 			// may be the same after a restart).
 			ready := func(what string, within time.Duration, notPID int) workspace.AgentStatus {
 				var st workspace.AgentStatus
-				waitFor(t, what, within, func() bool {
+				testenv.WaitFor(t, what, within, func() bool {
 					// The same new process before and after reading the
 					// status: the status is that process's.
 					pid := agentPID(t, ws.Path)
@@ -209,7 +128,7 @@ func TestRealOpencodeKilledMidTurnIsReadyWithinFiveSeconds(t *testing.T) {
 			gate.hold()
 			turn := make(chan error, 1)
 			go func() { turn <- api.prompt(ctx, session, "a long turn") }()
-			waitFor(t, "the turn busy", 30*time.Second, func() bool { return sup.AgentStatus(ws.Path).Type == workspace.AgentBusy })
+			testenv.WaitFor(t, "the turn busy", 30*time.Second, func() bool { return sup.AgentStatus(ws.Path).Type == workspace.AgentBusy })
 
 			pid := agentPID(t, ws.Path)
 			if pid == 0 {
@@ -235,7 +154,7 @@ func TestRealOpencodeKilledMidTurnIsReadyWithinFiveSeconds(t *testing.T) {
 			if err := api.prompt(ctx, session, "after the crash"); err != nil {
 				t.Fatalf("turn after the restart: %v", err)
 			}
-			waitFor(t, "idle after the next turn", 30*time.Second, func() bool {
+			testenv.WaitFor(t, "idle after the next turn", 30*time.Second, func() bool {
 				return sup.AgentStatus(ws.Path).Type == workspace.AgentIdle
 			})
 			if err := mgr.Delete(ctx, ws.Path, workspace.DeleteOptions{}); err != nil {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"codehydra/internal/paths"
+	"codehydra/internal/testenv"
 	"codehydra/mcp"
 	"codehydra/opencode"
 	"codehydra/opencode/internal/fakemodel"
@@ -124,17 +125,6 @@ func (a agentAPI) prompt(ctx context.Context, session, text string) error {
 	}, nil)
 }
 
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // gate holds the fake model's answer to one tool call until released.
 type gate struct {
 	tool    string
@@ -164,12 +154,23 @@ func (g *gate) open() {
 	}
 }
 
-func TestRealOpencodeAgentsUseTheirOwnWorkspaces(t *testing.T) {
-	bin := realOpencode(t)
-	tmp := t.TempDir()
+// realStack is the app's core around the real opencode: a temp project,
+// the workspace manager, the MCP server and the agent supervisor, in the
+// app's order (MCP server, then the config file, then agents), isolated
+// from the machine: git and XDG for this process (the manager runs git)
+// and for opencode, which writes under HOME and the XDG folders. The
+// opencode config is DESIGN.md's plus the fake model as provider.
+type realStack struct {
+	project string
+	mgr     *workspace.Manager
+	sup     *opencode.Supervisor
+}
 
-	// Isolation: git and XDG for this process (the manager runs git) and
-	// for opencode, which writes under HOME and the XDG folders.
+// newRealStack builds a realStack that runs until ctx ends and the test
+// cleans up. No agent is started.
+func newRealStack(t *testing.T, ctx context.Context, bin string, model *fakemodel.Server) *realStack {
+	t.Helper()
+	tmp := t.TempDir()
 	gitEnv := map[string]string{
 		"GIT_CONFIG_GLOBAL": os.DevNull, "GIT_CONFIG_NOSYSTEM": "1",
 		"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
@@ -191,16 +192,6 @@ func TestRealOpencodeAgentsUseTheirOwnWorkspaces(t *testing.T) {
 	paths.Reload()
 	t.Cleanup(paths.Reload)
 
-	// The model.
-	g := &gate{tool: "codehydra_workspace_set_metadata", release: make(chan struct{})}
-	model := &fakemodel.Server{BeforeReply: g.before}
-	if err := model.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { model.Close() })
-	defer g.open()
-
-	// A project with two workspaces.
 	project := filepath.Join(tmp, "project")
 	if err := os.MkdirAll(project, 0o755); err != nil {
 		t.Fatal(err)
@@ -214,22 +205,10 @@ func TestRealOpencodeAgentsUseTheirOwnWorkspaces(t *testing.T) {
 	project, _ = filepath.EvalSymlinks(project)
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	mgr := workspace.NewManager(workspace.Options{Projects: []string{project}, WorktreeRoot: filepath.Join(tmp, "worktrees"), Logger: logger})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	if err := mgr.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
-	wsA, err := mgr.Create(ctx, workspace.CreateOptions{ProjectPath: project, Name: "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wsB, err := mgr.Create(ctx, workspace.CreateOptions{ProjectPath: project, Name: "b"})
-	if err != nil {
-		t.Fatal(err)
-	}
 
-	// The MCP server, then the config file, then the agents — the app's
-	// order.
 	token, err := mcp.LoadOrCreateToken(paths.TokenFile())
 	if err != nil {
 		t.Fatal(err)
@@ -258,7 +237,7 @@ func TestRealOpencodeAgentsUseTheirOwnWorkspaces(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx) }()
 	t.Cleanup(func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 20*time.Second)
+		sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer scancel()
 		if err := sup.StopAll(sctx); err != nil {
 			t.Errorf("stop agents: %v", err)
@@ -270,9 +249,6 @@ func TestRealOpencodeAgentsUseTheirOwnWorkspaces(t *testing.T) {
 	})
 
 	cfg := paths.OpencodeConfigFile()
-	if err := opencode.WriteConfig(cfg); err != nil {
-		t.Fatal(err)
-	}
 	var conf map[string]any
 	if err := json.Unmarshal(opencode.ConfigJSON(), &conf); err != nil {
 		t.Fatal(err)
@@ -288,7 +264,39 @@ func TestRealOpencodeAgentsUseTheirOwnWorkspaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := os.MkdirAll(filepath.Dir(cfg), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(cfg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &realStack{project: project, mgr: mgr, sup: sup}
+}
+
+func TestRealOpencodeAgentsUseTheirOwnWorkspaces(t *testing.T) {
+	bin := realOpencode(t)
+
+	// The model.
+	g := &gate{tool: "codehydra_workspace_set_metadata", release: make(chan struct{})}
+	model := &fakemodel.Server{BeforeReply: g.before}
+	if err := model.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { model.Close() })
+	defer g.open()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st := newRealStack(t, ctx, bin, model)
+	project, mgr, sup := st.project, st.mgr, st.sup
+
+	// A project with two workspaces.
+	wsA, err := mgr.Create(ctx, workspace.CreateOptions{ProjectPath: project, Name: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wsB, err := mgr.Create(ctx, workspace.CreateOptions{ProjectPath: project, Name: "b"})
+	if err != nil {
 		t.Fatal(err)
 	}
 
@@ -299,7 +307,7 @@ func TestRealOpencodeAgentsUseTheirOwnWorkspaces(t *testing.T) {
 	sup.Start(wsB)
 	ready := func(ws workspace.Workspace) agentAPI {
 		t.Helper()
-		waitFor(t, "agent of "+ws.Name+" ready", 90*time.Second, func() bool {
+		testenv.WaitFor(t, "agent of "+ws.Name+" ready", 90*time.Second, func() bool {
 			st := sup.AgentStatus(ws.Path)
 			if st.State == workspace.AgentStateFailed {
 				t.Fatalf("agent of %s failed: %s\n%s", ws.Name, st.Detail, strings.Join(sup.Output(ws.Path), "\n"))
@@ -331,7 +339,7 @@ func TestRealOpencodeAgentsUseTheirOwnWorkspaces(t *testing.T) {
 	go func() {
 		turn <- apiA.prompt(ctx, sesA, `CALL codehydra_workspace_set_metadata {"key":"note","value":"from-a"}`)
 	}()
-	waitFor(t, "A busy", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "A busy", 30*time.Second, func() bool {
 		st := sup.AgentStatus(wsA.Path)
 		return st.Type == workspace.AgentBusy && st.Counts == workspace.AgentCounts{Busy: 1, Total: 1}
 	})
@@ -344,7 +352,7 @@ func TestRealOpencodeAgentsUseTheirOwnWorkspaces(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("turn in A did not end")
 	}
-	waitFor(t, "A idle", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "A idle", 30*time.Second, func() bool {
 		st := sup.AgentStatus(wsA.Path)
 		return st.Type == workspace.AgentIdle && st.Counts == workspace.AgentCounts{Idle: 1, Total: 1}
 	})
@@ -365,11 +373,11 @@ func TestRealOpencodeAgentsUseTheirOwnWorkspaces(t *testing.T) {
 		// The agent is stopped during its own turn; the request may fail.
 		_ = apiB.prompt(ctx, sesB, `CALL codehydra_workspace_delete {}`)
 	}()
-	waitFor(t, "B's workspace deleted", 60*time.Second, func() bool {
+	testenv.WaitFor(t, "B's workspace deleted", 60*time.Second, func() bool {
 		_, err := os.Stat(wsB.Path)
 		return errors.Is(err, os.ErrNotExist)
 	})
-	waitFor(t, "B gone from the manager", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "B gone from the manager", 30*time.Second, func() bool {
 		_, err := mgr.Resolve(wsB.Path)
 		return workspace.CodeOf(err) == workspace.CodeWorkspaceNotFound
 	})
@@ -384,7 +392,7 @@ func TestRealOpencodeAgentsUseTheirOwnWorkspaces(t *testing.T) {
 		t.Errorf("agent records: %d before, %d after B's delete; want 2, 1", len(recordsBefore), len(recordsAfter))
 	}
 	// The branch goes last, after the worktree.
-	waitFor(t, "branch b deleted", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "branch b deleted", 30*time.Second, func() bool {
 		_, err := git(t, project, "rev-parse", "--verify", "-q", "refs/heads/b")
 		return err != nil
 	})

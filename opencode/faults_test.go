@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"codehydra/internal/testenv"
 	"codehydra/workspace"
 )
 
@@ -52,10 +53,10 @@ func TestAnAgentKilledMidTurnIsReadyWithinFiveSecondsAndItsStatusRecovers(t *tes
 			ws := f.workspace("ws" + strconv.Itoa(i))
 			s.Start(ws)
 			port := waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second).Port
-			waitFor(t, "event stream connected", 5*time.Second, func() bool { return eventClients(t, port) > 0 })
+			testenv.WaitFor(t, "event stream connected", 5*time.Second, func() bool { return eventClients(t, port) > 0 })
 			// A turn is running: the session is busy.
 			emit(t, port, false, EventSessionStatus, status("ses_turn", "busy"))
-			waitFor(t, "busy", 5*time.Second, func() bool { return s.AgentStatus(ws.Path).Type == workspace.AgentBusy })
+			testenv.WaitFor(t, "busy", 5*time.Second, func() bool { return s.AgentStatus(ws.Path).Type == workspace.AgentBusy })
 			pid := agentPID(t, f.agentsDir, ws.Path)
 
 			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
@@ -98,9 +99,9 @@ func TestAnAgentKilledMidTurnIsReadyWithinFiveSecondsAndItsStatusRecovers(t *tes
 				t.Errorf("the killed agent %d still runs", pid)
 			}
 			// The status follows the new server.
-			waitFor(t, "new event stream", 5*time.Second, func() bool { return eventClients(t, st.Port) > 0 })
+			testenv.WaitFor(t, "new event stream", 5*time.Second, func() bool { return eventClients(t, st.Port) > 0 })
 			emit(t, st.Port, false, EventSessionStatus, status("ses_next", "busy"))
-			waitFor(t, "busy on the new server", 5*time.Second, func() bool { return s.AgentStatus(ws.Path).Type == workspace.AgentBusy })
+			testenv.WaitFor(t, "busy on the new server", 5*time.Second, func() bool { return s.AgentStatus(ws.Path).Type == workspace.AgentBusy })
 		})
 		if !ok {
 			failures++

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"codehydra/internal/testenv"
 	"codehydra/workspace"
 )
 
@@ -155,23 +156,11 @@ func (f *fixture) workspace(name string) workspace.Workspace {
 	return workspace.Workspace{Name: name, Branch: name, Path: p, ProjectPath: filepath.Join(f.dir, "project")}
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // waitState waits until the agent of ws is in state.
 func waitState(t testing.TB, s *Supervisor, ws string, state workspace.AgentState, timeout time.Duration) workspace.AgentStatus {
 	t.Helper()
 	var st workspace.AgentStatus
-	waitFor(t, fmt.Sprintf("agent state %q", state), timeout, func() bool {
+	testenv.WaitFor(t, fmt.Sprintf("agent state %q", state), timeout, func() bool {
 		st = s.AgentStatus(ws)
 		return st.State == state
 	})
@@ -219,7 +208,7 @@ func processGone(pid int) bool {
 func readPID(t testing.TB, file string) int {
 	t.Helper()
 	var pid int
-	waitFor(t, "pid file "+file, 10*time.Second, func() bool {
+	testenv.WaitFor(t, "pid file "+file, 10*time.Second, func() bool {
 		b, err := os.ReadFile(file)
 		if err != nil {
 			return false

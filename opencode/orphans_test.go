@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"codehydra/internal/testenv"
 	"codehydra/workspace"
 )
 
@@ -132,8 +133,8 @@ func TestReapOrphansKillsTheAgentOfACrashedApp(t *testing.T) {
 	if killed != 1 {
 		t.Errorf("ReapOrphans killed %d groups, want 1", killed)
 	}
-	waitFor(t, "orphaned agent gone", 5*time.Second, func() bool { return processGone(r.PID) })
-	waitFor(t, "orphan's grandchild gone", 5*time.Second, func() bool { return processGone(grandchild) })
+	testenv.WaitFor(t, "orphaned agent gone", 5*time.Second, func() bool { return processGone(r.PID) })
+	testenv.WaitFor(t, "orphan's grandchild gone", 5*time.Second, func() bool { return processGone(grandchild) })
 	if recs := agentRecords(t, f.agentsDir); len(recs) != 0 {
 		t.Errorf("records left: %v", recs)
 	}
@@ -154,7 +155,7 @@ func TestAgentDiesWithItsAppOnLinux(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = app.Wait()
-	waitFor(t, "agent gone after its app was killed", 5*time.Second, func() bool { return processGone(recs[0].PID) })
+	testenv.WaitFor(t, "agent gone after its app was killed", 5*time.Second, func() bool { return processGone(recs[0].PID) })
 }
 
 func TestReapOrphansNeverKillsAProcessThatIsNotOpencode(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"codehydra/internal/testenv"
 )
 
 // TestReapOrphansKillsWhatADeadAgentLeftInItsGroup pins a fix. When the
@@ -36,7 +38,7 @@ func TestReapOrphansKillsWhatADeadAgentLeftInItsGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = app.Wait()
-	waitFor(t, "the agent to die with its app", 5*time.Second, func() bool { return processGone(recs[0].PID) })
+	testenv.WaitFor(t, "the agent to die with its app", 5*time.Second, func() bool { return processGone(recs[0].PID) })
 	if processGone(grandchild) {
 		t.Fatal("the agent's child died too; the test proves nothing")
 	}
@@ -47,7 +49,7 @@ func TestReapOrphansKillsWhatADeadAgentLeftInItsGroup(t *testing.T) {
 	if killed, err := s.ReapOrphans(); err != nil || killed != 1 {
 		t.Fatalf("ReapOrphans = %d, %v; want 1, nil", killed, err)
 	}
-	waitFor(t, "the agent's child gone", 5*time.Second, func() bool { return processGone(grandchild) })
+	testenv.WaitFor(t, "the agent's child gone", 5*time.Second, func() bool { return processGone(grandchild) })
 	if recs := agentRecords(t, f.agentsDir); len(recs) != 0 {
 		t.Errorf("records left: %v", recs)
 	}

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"codehydra/internal/testenv"
 	"codehydra/workspace"
 )
 
@@ -33,7 +34,7 @@ type envDump struct {
 func readEnvDump(t *testing.T, file string) envDump {
 	t.Helper()
 	var d envDump
-	waitFor(t, "env dump", 10*time.Second, func() bool {
+	testenv.WaitFor(t, "env dump", 10*time.Second, func() bool {
 		b, err := os.ReadFile(file)
 		return err == nil && json.Unmarshal(b, &d) == nil
 	})
@@ -144,12 +145,12 @@ func TestRestartPicksUpARotatedToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.RestartAll()
-	waitFor(t, "agent restarted with the new token", 10*time.Second, func() bool {
+	testenv.WaitFor(t, "agent restarted with the new token", 10*time.Second, func() bool {
 		b, err := os.ReadFile(dump)
 		return err == nil && strings.Contains(string(b), "CODEHYDRA_MCP_TOKEN=tok-2")
 	})
 	waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second)
-	waitFor(t, "old agent gone", 5*time.Second, func() bool { return processGone(first) })
+	testenv.WaitFor(t, "old agent gone", 5*time.Second, func() bool { return processGone(first) })
 	if err := s.Restart(filepath.Join(f.dir, "unknown")); err == nil {
 		t.Error("Restart of an unknown workspace: no error")
 	}
@@ -360,7 +361,7 @@ func TestCrashingAgentRestartsWithGrowingBackoffThenGivesUp(t *testing.T) {
 	if err := s.Restart(ws.Path); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a seventh start", 10*time.Second, func() bool { return len(starts(t, startsFile)) >= 7 })
+	testenv.WaitFor(t, "a seventh start", 10*time.Second, func() bool { return len(starts(t, startsFile)) >= 7 })
 }
 
 // steppingClock jumps far ahead at every reading, so every run looks long
@@ -391,7 +392,7 @@ func TestBackoffResetsAfterAHealthyRunAndOldCrashesAreForgotten(t *testing.T) {
 	s := f.start(o)
 	ws := f.workspace("a")
 	s.Start(ws)
-	waitFor(t, "six starts", 20*time.Second, func() bool { return len(starts(t, startsFile)) >= 6 })
+	testenv.WaitFor(t, "six starts", 20*time.Second, func() bool { return len(starts(t, startsFile)) >= 6 })
 	if st := s.AgentStatus(ws.Path); st.State == workspace.AgentStateFailed {
 		t.Fatalf("agent gave up on crashes minutes apart: %+v", st)
 	}
@@ -449,7 +450,7 @@ func TestStopAgentKillsItsWholeProcessGroup(t *testing.T) {
 			if !processGone(leader) {
 				t.Error("agent still runs after StopAgent returned")
 			}
-			waitFor(t, "grandchild gone", 5*time.Second, func() bool { return processGone(grandchild) })
+			testenv.WaitFor(t, "grandchild gone", 5*time.Second, func() bool { return processGone(grandchild) })
 			if st := s.AgentStatus(ws.Path); st != workspace.NoAgent {
 				t.Errorf("status after stop = %+v", st)
 			}
@@ -657,11 +658,11 @@ func TestAgentStatusFollowsTheEventStream(t *testing.T) {
 	s.Start(ws)
 	port := waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second).Port
 	// Let the watcher connect before the first event.
-	waitFor(t, "event stream connected", 5*time.Second, func() bool { return eventClients(t, port) > 0 })
+	testenv.WaitFor(t, "event stream connected", 5*time.Second, func() bool { return eventClients(t, port) > 0 })
 
 	expect := func(what string, typ workspace.AgentType, counts workspace.AgentCounts, needs int) {
 		t.Helper()
-		waitFor(t, what, 5*time.Second, func() bool {
+		testenv.WaitFor(t, what, 5*time.Second, func() bool {
 			st := s.AgentStatus(ws.Path)
 			return st.Type == typ && st.Counts == counts && st.NeedsInput == needs
 		})
@@ -691,16 +692,16 @@ func TestAgentStatusResyncsAfterTheStreamBreaks(t *testing.T) {
 	ws := f.workspace("a")
 	s.Start(ws)
 	port := waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second).Port
-	waitFor(t, "event stream connected", 5*time.Second, func() bool { return eventClients(t, port) > 0 })
+	testenv.WaitFor(t, "event stream connected", 5*time.Second, func() bool { return eventClients(t, port) > 0 })
 	emit(t, port, false, EventSessionStatus, status("ses_1", "busy"))
-	waitFor(t, "busy", 5*time.Second, func() bool { return s.AgentStatus(ws.Path).Type == workspace.AgentBusy })
+	testenv.WaitFor(t, "busy", 5*time.Second, func() bool { return s.AgentStatus(ws.Path).Type == workspace.AgentBusy })
 
 	// While the stream is down the session finishes and another asks a
 	// question; neither event reaches the supervisor.
 	emit(t, port, true, EventSessionStatus, status("ses_1", "idle"))
 	emit(t, port, true, EventQuestionAsked, map[string]any{"id": "que_1", "sessionID": "ses_1"})
 	post(t, fmt.Sprintf("http://127.0.0.1:%d/fake/drop", port))
-	waitFor(t, "resynced status", 5*time.Second, func() bool {
+	testenv.WaitFor(t, "resynced status", 5*time.Second, func() bool {
 		st := s.AgentStatus(ws.Path)
 		return st.Type == workspace.AgentIdle && st.NeedsInput == 1
 	})
@@ -714,9 +715,9 @@ func TestCrashResetsTheStatusAndNotifies(t *testing.T) {
 	ws := f.workspace("a")
 	s.Start(ws)
 	port := waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second).Port
-	waitFor(t, "event stream connected", 5*time.Second, func() bool { return eventClients(t, port) > 0 })
+	testenv.WaitFor(t, "event stream connected", 5*time.Second, func() bool { return eventClients(t, port) > 0 })
 	emit(t, port, false, EventSessionStatus, status("ses_1", "busy"))
-	waitFor(t, "busy", 5*time.Second, func() bool { return s.AgentStatus(ws.Path).Type == workspace.AgentBusy })
+	testenv.WaitFor(t, "busy", 5*time.Second, func() bool { return s.AgentStatus(ws.Path).Type == workspace.AgentBusy })
 	drain(f.changes)
 	st := waitState(t, s, ws.Path, workspace.AgentStateStarting, 5*time.Second)
 	if st.Type != workspace.AgentNone || st.Port != 0 || !strings.Contains(st.Detail, "stopped unexpectedly") ||
