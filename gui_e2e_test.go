@@ -416,7 +416,10 @@ func startGUIDesktop(t *testing.T) *guiDesktop {
 	if err != nil {
 		t.Fatal(err)
 	}
-	xvfb := exec.Command("Xvfb", "-displayfd", "3", "-screen", "0", "1280x800x24", "-nolisten", "tcp")
+	// -noreset: an X server resets when its last client leaves, and a
+	// client that connects during the reset (the app, right after a probe
+	// of xdotool's) fails to open the display; seen under load in make test.
+	xvfb := exec.Command("Xvfb", "-displayfd", "3", "-noreset", "-screen", "0", "1280x800x24", "-nolisten", "tcp")
 	xvfb.ExtraFiles = []*os.File{w}
 	xvfb.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var xlog testenv.SyncBuffer

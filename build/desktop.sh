@@ -69,7 +69,7 @@ desktop_start() {
 	unset WAYLAND_DISPLAY SESSION_MANAGER
 
 	# -displayfd: the server picks a free display and writes its number.
-	setsid Xvfb -displayfd 3 -screen 0 1280x800x24 -nolisten tcp 3>"$dir/display" >"$dir/xvfb.log" 2>&1 &
+	setsid Xvfb -displayfd 3 -noreset -screen 0 1280x800x24 -nolisten tcp 3>"$dir/display" >"$dir/xvfb.log" 2>&1 &
 	DESKTOP_GROUPS+=($!)
 	wait_for 30 "X server" test -s "$dir/display" || return 1
 	export DISPLAY=":$(head -n1 "$dir/display")"
