@@ -38,7 +38,7 @@ func runApp(ctx context.Context, s *server) error {
 	}
 	err := app.Run(ctx, deps)
 	if errors.Is(err, app.ErrNoDisplay) {
-		fmt.Fprintln(s.cli.stdout, "No display found (neither DISPLAY nor WAYLAND_DISPLAY is set): running headless. Stop it with Ctrl+C.")
+		fmt.Fprintln(s.cli.stdout, "No display found (neither DISPLAY nor WAYLAND_DISPLAY is set, or DISPLAY's X server is not running): running headless. Stop it with Ctrl+C.")
 		s.log.Info("no display; running headless")
 		<-ctx.Done()
 		return nil

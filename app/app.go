@@ -34,7 +34,7 @@ import (
 // ErrNoDisplay is returned by Run when there is no display to show a UI on
 // (on Linux and the BSDs: neither DISPLAY nor WAYLAND_DISPLAY is set). The
 // caller should say so and run headless.
-var ErrNoDisplay = errors.New("no display: neither DISPLAY nor WAYLAND_DISPLAY is set")
+var ErrNoDisplay = errors.New("no display: neither DISPLAY nor WAYLAND_DISPLAY is set, or DISPLAY names an X server that is not running")
 
 // DefaultAppID is the Fyne application ID used when Deps.AppID is empty.
 const DefaultAppID = "io.github.codehydra"
@@ -150,7 +150,7 @@ func Run(ctx context.Context, deps Deps) error {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	if !hasDisplay(getenv) {
+	if !hasDisplay(getenv, xSocketDir) {
 		return ErrNoDisplay
 	}
 	a := deps.App

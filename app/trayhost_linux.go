@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/godbus/dbus/v5"
 )
@@ -16,9 +18,42 @@ const (
 	sniHostProp    = "IsStatusNotifierHostRegistered"
 )
 
-// hasDisplay reports whether an X11 or Wayland display is there.
-func hasDisplay(getenv func(string) string) bool {
-	return getenv("DISPLAY") != "" || getenv("WAYLAND_DISPLAY") != ""
+// xSocketDir holds the sockets of the local X servers, X<N> for display :N.
+const xSocketDir = "/tmp/.X11-unix"
+
+// hasDisplay reports whether an X11 or Wayland display is there. A local X
+// display (":N") counts only while its socket exists: a DISPLAY left over
+// from a session whose X server is gone would otherwise make GLFW panic at
+// start instead of letting the app run headless. The socket is not dialled:
+// a bare X server resets when a client leaves, and the app's own
+// connection right after would fail.
+func hasDisplay(getenv func(string) string, socketDir string) bool {
+	if getenv("WAYLAND_DISPLAY") != "" {
+		return true
+	}
+	d := getenv("DISPLAY")
+	if d == "" {
+		return false
+	}
+	n, ok := localDisplay(d)
+	if !ok {
+		return true // another host, or a form we do not know: let X decide
+	}
+	fi, err := os.Stat(filepath.Join(socketDir, "X"+n))
+	return err == nil && fi.Mode()&os.ModeSocket != 0
+}
+
+// localDisplay returns N of a local X display ":N" or ":N.S".
+func localDisplay(display string) (string, bool) {
+	rest, ok := strings.CutPrefix(display, ":")
+	if !ok {
+		return "", false
+	}
+	n, _, _ := strings.Cut(rest, ".")
+	if _, err := strconv.Atoi(n); err != nil {
+		return "", false
+	}
+	return n, true
 }
 
 // hasTrayHost reports whether the session has a StatusNotifier host, i.e.

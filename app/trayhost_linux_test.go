@@ -155,16 +155,38 @@ func TestRunWithoutADisplayReturnsErrNoDisplay(t *testing.T) {
 	}
 }
 
-func TestHasDisplayNeedsX11OrWayland(t *testing.T) {
-	for env, want := range map[string]bool{"": false, "DISPLAY": true, "WAYLAND_DISPLAY": true} {
-		get := func(k string) string {
-			if k == env {
-				return ":0"
-			}
-			return ""
-		}
-		if got := hasDisplay(get); got != want {
-			t.Errorf("with %q set: hasDisplay = %v, want %v", env, got, want)
+func TestHasDisplayNeedsWaylandOrAnXServerThatIsRunning(t *testing.T) {
+	// A socket dir with display :5 running; :6 left a plain file behind.
+	dir, err := os.MkdirTemp("", "x11-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	l, err := net.Listen("unix", filepath.Join(dir, "X5"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	if err := os.WriteFile(filepath.Join(dir, "X6"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		display, wayland string
+		want             bool
+	}{
+		{"", "", false},
+		{"", "wayland-0", true},
+		{":5", "", true},
+		{":5.0", "", true},
+		{":7", "", false},         // no server: a DISPLAY left from an ended session
+		{":6", "", false},         // not a socket
+		{":7", "wayland-0", true}, // Wayland does not need X
+		{"otherhost:0", "", true}, // remote: X decides
+		{"/tmp/launch-x/org.xquartz:0", "", true},
+	} {
+		env := map[string]string{"DISPLAY": tt.display, "WAYLAND_DISPLAY": tt.wayland}
+		if got := hasDisplay(func(k string) string { return env[k] }, dir); got != tt.want {
+			t.Errorf("DISPLAY=%q WAYLAND_DISPLAY=%q: hasDisplay = %v, want %v", tt.display, tt.wayland, got, tt.want)
 		}
 	}
 }

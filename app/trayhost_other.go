@@ -7,9 +7,12 @@ import (
 	"runtime"
 )
 
+// xSocketDir is not looked at outside Linux.
+const xSocketDir = ""
+
 // hasDisplay reports whether there is a display. Windows and macOS always
 // have one for a logged-in user; on the BSDs it is an X11 or Wayland one.
-func hasDisplay(getenv func(string) string) bool {
+func hasDisplay(getenv func(string) string, _ string) bool {
 	switch runtime.GOOS {
 	case "windows", "darwin":
 		return true
