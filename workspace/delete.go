@@ -44,14 +44,28 @@ func removeBackoff(attempt int) time.Duration {
 // that is no workspace (CodeWorkspaceNotFound), a workspace that holds a
 // project, and a second delete of a workspace while one runs (CodeConflict).
 func (m *Manager) Delete(ctx context.Context, wsPath string, o DeleteOptions) error {
-	if err := checkRequestPath(wsPath); err != nil {
+	run, err := m.StartDelete(ctx, wsPath, o)
+	if err != nil {
 		return err
+	}
+	return run(ctx)
+}
+
+// StartDelete checks and reserves the delete of the workspace at wsPath
+// now, and returns the work that deletes it; the reservation holds until
+// run returns. It refuses what Delete refuses, with the same errors, so a
+// caller that must answer before the delete runs (an MCP tool whose agent
+// the delete stops) learns of a conflict at once. The caller must call run
+// exactly once.
+func (m *Manager) StartDelete(ctx context.Context, wsPath string, o DeleteOptions) (run func(context.Context) error, err error) {
+	if err := checkRequestPath(wsPath); err != nil {
+		return nil, err
 	}
 	clean := filepath.Clean(wsPath)
 	real := resolveMaybeMissing(clean)
 	ws, _, err := m.deleteTarget(ctx, real, clean)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	keys := []string{pathKey(ws.Path)}
 	if pathKey(real) != keys[0] {
@@ -59,9 +73,8 @@ func (m *Manager) Delete(ctx context.Context, wsPath string, o DeleteOptions) er
 	}
 	release, err := m.reserve("delete", keys...)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer release()
 	// Another delete may have finished between the look-up and the
 	// reservation.
 	ws, p, err := m.findForDelete(real, clean)
@@ -69,9 +82,13 @@ func (m *Manager) Delete(ctx context.Context, wsPath string, o DeleteOptions) er
 		err = Errorf(CodeWorkspaceNotFound, "no workspace at %s; nothing was deleted", clean)
 	}
 	if err != nil {
-		return err
+		release()
+		return nil, err
 	}
-	return m.runDelete(ctx, p, ws, o)
+	return func(ctx context.Context) error {
+		defer release()
+		return m.runDelete(ctx, p, ws, o)
+	}, nil
 }
 
 // deleteTarget finds the workspace a delete is about, including worktrees

@@ -8,7 +8,9 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -92,4 +94,38 @@ func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// Git runs git with args in dir ("" = the current folder) and returns its
+// output, trimmed; a failure fails the test with git's own words.
+func Git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, stderr.String())
+	}
+	return strings.TrimSpace(stdout.String())
+}
+
+// GitRepo makes a git repository named name in a new temp folder, on
+// branch main with one commit ("initial commit", adding README.md with
+// "hello\n"), and returns its path with symlinks resolved.
+func GitRepo(t testing.TB, name string) string {
+	t.Helper()
+	parent, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(parent, name)
+	Git(t, "", "init", "-q", "-b", "main", dir)
+	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	Git(t, dir, "add", "README.md")
+	Git(t, dir, "commit", "-q", "-m", "initial commit")
+	return dir
 }

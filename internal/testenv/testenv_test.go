@@ -68,3 +68,19 @@ func TestSyncBufferKeepsEveryConcurrentWrite(t *testing.T) {
 		t.Fatalf("got %d bytes, want 800", n)
 	}
 }
+
+func TestGitRepoHasOneCommitOnMain(t *testing.T) {
+	dir := GitRepo(t, "project")
+	if filepath.Base(dir) != "project" {
+		t.Errorf("repo folder = %s, want one named project", dir)
+	}
+	if got := Git(t, dir, "rev-parse", "--abbrev-ref", "HEAD"); got != "main" {
+		t.Errorf("branch = %q, want main", got)
+	}
+	if got := Git(t, dir, "rev-list", "--count", "HEAD"); got != "1" {
+		t.Errorf("commits = %s, want 1", got)
+	}
+	if got := Git(t, dir, "status", "--porcelain"); got != "" {
+		t.Errorf("a new repo is dirty: %q", got)
+	}
+}
