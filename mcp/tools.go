@@ -83,14 +83,17 @@ type (
 		Started bool `json:"started" jsonschema:"true: the deletion runs in the background"`
 	}
 
-	projectEntry struct {
+	// ProjectEntry is one project of project_list's answer.
+	ProjectEntry struct {
 		Name       string                `json:"name"`
 		Path       string                `json:"path"`
 		Workspaces []workspace.Workspace `json:"workspaces"`
 	}
 
-	projectListOutput struct {
-		Projects []projectEntry `json:"projects" jsonschema:"projects, sorted by path, each with its workspaces"`
+	// ProjectList is project_list's answer; command-line clients decode
+	// it too.
+	ProjectList struct {
+		Projects []ProjectEntry `json:"projects" jsonschema:"projects, sorted by path, each with its workspaces"`
 	}
 
 	removeOutput struct {
@@ -348,21 +351,21 @@ func (s *Server) doneDeleting(path string) {
 	s.mu.Unlock()
 }
 
-func (s *Server) projectList(ctx context.Context, _ *sdk.CallToolRequest, _ noInput) (*sdk.CallToolResult, projectListOutput, error) {
+func (s *Server) projectList(ctx context.Context, _ *sdk.CallToolRequest, _ noInput) (*sdk.CallToolResult, ProjectList, error) {
 	projects := s.opts.Workspaces.Projects()
-	out := projectListOutput{Projects: make([]projectEntry, 0, len(projects))}
+	out := ProjectList{Projects: make([]ProjectEntry, 0, len(projects))}
 	for _, p := range projects {
 		wss, err := s.opts.Workspaces.Workspaces(p.Path)
 		if workspace.CodeOf(err) == workspace.CodeProjectNotFound {
 			continue // removed since Projects()
 		}
 		if err != nil {
-			return nil, projectListOutput{}, fail(err)
+			return nil, ProjectList{}, fail(err)
 		}
 		if wss == nil {
 			wss = []workspace.Workspace{}
 		}
-		out.Projects = append(out.Projects, projectEntry{Name: p.Name, Path: p.Path, Workspaces: wss})
+		out.Projects = append(out.Projects, ProjectEntry{Name: p.Name, Path: p.Path, Workspaces: wss})
 	}
 	return nil, out, nil
 }
