@@ -17,8 +17,23 @@ const (
 	ClientClaudeDesktop = "claude-desktop"
 )
 
-// Clients lists the MCP clients RenderClientConfig knows.
+// Clients lists the MCP clients RenderClientConfig knows, in the order
+// menus show them.
 func Clients() []string { return []string{ClientOpencode, ClientClaudeCode, ClientClaudeDesktop} }
+
+// ClientTitle is the name a person knows client by ("Claude Code" for
+// claude-code); an unknown client is returned as it is.
+func ClientTitle(client string) string {
+	switch client {
+	case ClientOpencode:
+		return "OpenCode"
+	case ClientClaudeCode:
+		return "Claude Code"
+	case ClientClaudeDesktop:
+		return "Claude Desktop"
+	}
+	return client
+}
 
 // ClientConfig is what an MCP client needs to reach the running server.
 type ClientConfig struct {
