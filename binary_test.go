@@ -1,10 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -14,20 +16,53 @@ import (
 	"codehydra/internal/testenv"
 )
 
+// appBuild is the codehydra binary, built once for the tests that run it
+// as a separate process; TestMain removes it.
+var appBuild struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// builtApp returns the path of the codehydra binary, building it on the
+// first call.
+func builtApp(t *testing.T) string {
+	t.Helper()
+	appBuild.once.Do(func() {
+		dir, err := os.MkdirTemp("", "codehydra-bin-")
+		if err != nil {
+			appBuild.err = err
+			return
+		}
+		appBuild.dir, appBuild.path = dir, filepath.Join(dir, "codehydra")
+		appBuild.err = goBuild(appBuild.path, ".")
+	})
+	if appBuild.err != nil {
+		t.Fatal(appBuild.err)
+	}
+	return appBuild.path
+}
+
+// goBuild builds the package pkg into the executable out.
+func goBuild(out, pkg string) error {
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Env = machineEnv
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %w\n%s", pkg, err, msg)
+	}
+	return nil
+}
+
 // TestBuiltBinaryServesAndStopsCleanlyOnSIGTERM runs the real program as a
 // separate process, as a user or a service manager would.
 func TestBuiltBinaryServesAndStopsCleanlyOnSIGTERM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "codehydra")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-
+	bin := builtApp(t)
 	isolate(t)
-	repo := gitRepo(t)
+	repo := testenv.GitRepo(t, "repo")
 	cmd := exec.Command(bin, "serve", "--project", repo)
 	cmd.Env = os.Environ() // isolate's XDG_*, HOME and git settings
 	var stdout, stderr testenv.SyncBuffer
@@ -42,24 +77,18 @@ func TestBuiltBinaryServesAndStopsCleanlyOnSIGTERM(t *testing.T) {
 		<-exited
 	})
 
-	deadline := time.Now().Add(30 * time.Second)
 	var info instance.Info
-	for {
-		var err error
-		if info, err = instance.Read(paths.InstanceFile()); err == nil {
-			break
-		}
+	testenv.WaitFor(t, "the instance file", 30*time.Second, func() bool {
 		select {
 		case err := <-exited:
 			exited <- err
 			t.Fatalf("codehydra exited early: %v\nstdout:\n%s\nstderr:\n%s", err, &stdout, &stderr)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no instance file after 30 s\nstderr:\n%s", &stderr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		var err error
+		info, err = instance.Read(paths.InstanceFile())
+		return err == nil
+	})
 	if info.PID != cmd.Process.Pid {
 		t.Fatalf("instance file pid %d, want %d", info.PID, cmd.Process.Pid)
 	}

@@ -32,7 +32,7 @@ type remoteInstance struct {
 func startRemoteInstance(t *testing.T) *remoteInstance {
 	t.Helper()
 	isolate(t)
-	project := gitRepo(t)
+	project := testenv.GitRepo(t, "project")
 	mgr := workspace.NewManager(workspace.Options{Projects: []string{project}, WorktreeRoot: t.TempDir()})
 	if err := mgr.Load(t.Context()); err != nil {
 		t.Fatal(err)
@@ -65,21 +65,10 @@ func startRemoteInstance(t *testing.T) *remoteInstance {
 	return &remoteInstance{mgr: mgr, srv: srv, project: project, token: token.Value()}
 }
 
+// runRemote runs one remote command in-process, as the command line does.
 func runRemote(t *testing.T, cmd string, args ...string) (int, string, string) {
 	t.Helper()
-	var out, errOut testenv.SyncBuffer
-	var code int
-	switch cmd {
-	case "project":
-		code = runProject(t.Context(), args, &out, &errOut)
-	case "workspace":
-		code = runWorkspace(t.Context(), args, &out, &errOut)
-	case "mcp-config":
-		code = runMCPConfig(args, &out, &errOut)
-	default:
-		t.Fatalf("unknown command %s", cmd)
-	}
-	return code, out.String(), errOut.String()
+	return runCmd(t, append([]string{cmd}, args...)...)
 }
 
 func deadPID(t *testing.T) int {
@@ -113,7 +102,7 @@ func TestRemoteCommandsSayWhenCodeHydraIsNotRunning(t *testing.T) {
 
 func TestProjectCommandsActOnTheRunningInstance(t *testing.T) {
 	ri := startRemoteInstance(t)
-	second := gitRepo(t)
+	second := testenv.GitRepo(t, "second")
 
 	code, out, errOut := runRemote(t, "project", "add", second)
 	if code != 0 || !strings.Contains(out, "added project") || !strings.Contains(out, second) {

@@ -33,14 +33,11 @@ func buildApp(t *testing.T) (app, fake string) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	dir := t.TempDir()
-	app, fake = filepath.Join(dir, "codehydra"), filepath.Join(dir, "bin", "opencode")
-	for _, args := range [][]string{{"build", "-o", app, "."}, {"build", "-o", fake, "./opencode/internal/fakeopencode"}} {
-		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
-			t.Fatalf("go %v: %v\n%s", args, err, out)
-		}
+	fake = filepath.Join(t.TempDir(), "bin", "opencode")
+	if err := goBuild(fake, "./opencode/internal/fakeopencode"); err != nil {
+		t.Fatal(err)
 	}
-	return app, fake
+	return builtApp(t), fake
 }
 
 // appRun is one launch of the binary.
@@ -198,7 +195,7 @@ func TestAnAppKilledHardLeavesNoOrphanedAgentAndLosesNothing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			base := isolate(t)
-			repo := gitRepo(t)
+			repo := testenv.GitRepo(t, "repo")
 			wsDir := filepath.Join(t.TempDir(), "worktrees")
 			one, two := filepath.Join(wsDir, "one"), filepath.Join(wsDir, "two")
 			for _, args := range [][]string{
@@ -280,13 +277,9 @@ func TestAnAppKilledHardLeavesNoOrphanedAgentAndLosesNothing(t *testing.T) {
 				}
 			}
 			app.stop(t)
-			deadline := time.Now().Add(10 * time.Second)
-			for len(processesOf(t, fake)) > 0 {
-				if time.Now().After(deadline) {
-					t.Fatalf("agent processes left after a clean stop: %v", processesOf(t, fake))
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			testenv.WaitFor(t, "no agent process left after a clean stop", 10*time.Second, func() bool {
+				return len(processesOf(t, fake)) == 0
+			})
 			slices.Sort(recoveries)
 			t.Logf("FIGURE app-killed (%s): kills=%d failures=%d kill-to-all-agents-ready p50=%s max=%s",
 				tt.name, kills, btoi(t.Failed()), recoveries[len(recoveries)/2].Round(time.Millisecond), recoveries[len(recoveries)-1].Round(time.Millisecond))

@@ -16,7 +16,20 @@ import (
 // done (SIGINT/SIGTERM) or the user quits, then return so that serve shuts
 // everything down. It runs on the main goroutine, as Fyne requires. Without
 // a display it says so and runs headless.
-func runApp(ctx context.Context, s *server) error {
+func (s *server) runApp(ctx context.Context) error {
+	err := app.Run(ctx, s.appDeps())
+	if errors.Is(err, app.ErrNoDisplay) {
+		fmt.Fprintln(s.cli.stdout, "No display found (neither DISPLAY nor WAYLAND_DISPLAY is set, or DISPLAY's X server is not running): running headless. Stop it with Ctrl+C.")
+		s.log.Info("no display; running headless")
+		<-ctx.Done()
+		return nil
+	}
+	return err
+}
+
+// appDeps is what the tray app gets of the running server: the parts
+// startup built and the actions that change them.
+func (s *server) appDeps() app.Deps {
 	deps := app.Deps{
 		Workspaces:  s.manager,
 		Settings:    s.settings,
@@ -30,20 +43,15 @@ func runApp(ctx context.Context, s *server) error {
 		Getenv:              s.cli.getenv,
 		DefaultWorktreeRoot: paths.ProjectsDir(),
 	}
+	// Assigned only when set: a nil pointer in an interface field would
+	// not read as "none" to the app.
 	if s.sup != nil {
 		deps.Agents = s.sup
 	}
 	if s.mcp != nil {
 		deps.MCP = s.mcp
 	}
-	err := app.Run(ctx, deps)
-	if errors.Is(err, app.ErrNoDisplay) {
-		fmt.Fprintln(s.cli.stdout, "No display found (neither DISPLAY nor WAYLAND_DISPLAY is set, or DISPLAY's X server is not running): running headless. Stop it with Ctrl+C.")
-		s.log.Info("no display; running headless")
-		<-ctx.Done()
-		return nil
-	}
-	return err
+	return deps
 }
 
 // reexec replaces this process with a new run of the same command line,

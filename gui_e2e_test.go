@@ -161,12 +161,9 @@ func guiSetup(t *testing.T) (bin, repo string) {
 		t.Skip(msg)
 	}
 
-	bin = filepath.Join(t.TempDir(), "codehydra")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin = builtApp(t)
 	isolate(t)
-	repo = gitRepo(t)
+	repo = testenv.GitRepo(t, "repo")
 	guiGit(t, repo, "worktree", "add", "-q", "-b", "feature-x", filepath.Join(t.TempDir(), "feature-x"))
 	// No agents: the test is about the UI, and opencode is slow to start.
 	writeSettings(t, `{"opencodeBin": "/nonexistent/opencode"}`)

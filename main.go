@@ -39,20 +39,14 @@ type command struct {
 }
 
 // commands lists the subcommands in the order usage shows them. project,
-// workspace and mcp-config live in cmd_remote.go.
+// workspace and mcp-config talk to the running instance (cmd_remote.go).
 func commands() []command {
 	return []command{
 		{"serve", "run headless: MCP server and agents, no GUI", runServe},
 		{"status", "show the running instance", runStatus},
-		{"project", "add, remove or list projects of the running instance", func(ctx context.Context, c *cli, args []string) int {
-			return runProject(ctx, args, c.stdout, c.stderr)
-		}},
-		{"workspace", "create, list or delete workspaces of the running instance", func(ctx context.Context, c *cli, args []string) int {
-			return runWorkspace(ctx, args, c.stdout, c.stderr)
-		}},
-		{"mcp-config", "print a ready MCP client config", func(_ context.Context, c *cli, args []string) int {
-			return runMCPConfig(args, c.stdout, c.stderr)
-		}},
+		{"project", "add, remove or list projects of the running instance", runProject},
+		{"workspace", "create, list or delete workspaces of the running instance", runWorkspace},
+		{"mcp-config", "print a ready MCP client config", runMCPConfig},
 		{"version", "print the version", runVersion},
 	}
 }

@@ -17,6 +17,23 @@ import (
 	"codehydra/internal/testenv"
 )
 
+// installedOpencode is where `make` installs the real opencode, taken
+// before TestMain moves XDG_DATA_HOME away from the machine.
+var installedOpencode = filepath.Join(paths.ToolsDir(), "node_modules", ".bin", "opencode")
+
+// machineEnv is the environment the tests started in, before TestMain
+// moved HOME and XDG_* away from the machine: the go tool builds with it,
+// so that it finds its build cache.
+var machineEnv = os.Environ()
+
+func TestMain(m *testing.M) {
+	code := testenv.Main(m, "codehydra-main-test-home-")
+	if appBuild.dir != "" {
+		os.RemoveAll(appBuild.dir)
+	}
+	os.Exit(code)
+}
+
 // isolate points every file of the app, git's global config and the display
 // at a fresh temp folder.
 func isolate(t *testing.T) string {
@@ -108,27 +125,6 @@ func waitRunning(t *testing.T, r *running) {
 	waitFor(t, "the app to announce itself", r, func() bool {
 		return strings.Contains(r.stdout.String(), "CodeHydra is running")
 	})
-}
-
-// gitRepo makes a git repository with one commit.
-func gitRepo(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	for _, args := range [][]string{
-		{"init", "-q", "-b", "main"},
-		{"-c", "user.name=Test", "-c", "user.email=test@example.com", "commit", "-q", "--allow-empty", "-m", "first"},
-	} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	real, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return real
 }
 
 func TestServeWritesInstanceFileThatStatusSeesAndRemovesItOnStop(t *testing.T) {
@@ -245,7 +241,7 @@ func TestServeGoesOnWithDefaultsWhenSettingsAreCorrupt(t *testing.T) {
 
 func TestServeAddsProjectsAndReportsThoseItCannotAdd(t *testing.T) {
 	isolate(t)
-	repo := gitRepo(t)
+	repo := testenv.GitRepo(t, "repo")
 	missing := filepath.Join(t.TempDir(), "nothing-here")
 	r := start(t, "serve", "--project", repo, "--project", missing)
 	waitRunning(t, r)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -33,12 +32,12 @@ func runStatus(_ context.Context, c *cli, args []string) int {
 	if code, ok := parseFlags(fs, c, args); !ok {
 		return code
 	}
-	info, err := instance.Read(paths.InstanceFile())
-	if err != nil && !errors.Is(err, instance.ErrNotRunning) {
-		fmt.Fprintf(c.stderr, "codehydra status: %v (remove the file if CodeHydra is not running)\n", err)
+	info, running, err := instance.Running(paths.InstanceFile())
+	if err != nil {
+		fmt.Fprintf(c.stderr, "codehydra status: %v\n", err)
 		return 1
 	}
-	if err != nil || !instance.Alive(info.PID) {
+	if !running {
 		out := c.stdout
 		if *asJSON {
 			out = c.stderr // stdout carries JSON or nothing

@@ -42,7 +42,7 @@ func TestServeWithAnUnwritableOpencodeConfigStopsWithAClearError(t *testing.T) {
 // running, and the settings file keeps its content.
 func TestServeWithUnwritableSettingsKeepsThemAndSaysSo(t *testing.T) {
 	isolate(t)
-	repo := gitRepo(t)
+	repo := testenv.GitRepo(t, "repo")
 	file := paths.SettingsFile()
 	if err := settings.Save(file, settings.Default()); err != nil {
 		t.Fatal(err)

@@ -61,6 +61,22 @@ func LoadOrCreateToken(path string) (*Token, error) {
 	return t, nil
 }
 
+// ReadToken reads the token kept at path without creating or changing
+// anything, for programs other than the app (the command line). A missing
+// file, or one that does not hold a well-formed token, is an error:
+// LoadOrCreateToken would replace such a token at the app's next launch.
+func ReadToken(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read token file: %w", err)
+	}
+	v := strings.TrimSpace(string(data))
+	if !validToken(v) {
+		return "", fmt.Errorf("token file %s holds no valid token", path)
+	}
+	return v, nil
+}
+
 // Value returns the current token.
 func (t *Token) Value() string {
 	t.mu.RLock()

@@ -69,3 +69,18 @@ func Remove(path string) error {
 	}
 	return nil
 }
+
+// Running reads the instance file at path and reports whether the instance
+// it names still runs. No file, or the file of a process that is gone (an
+// instance that crashed), gives running false and no error; a file that
+// cannot be read gives an error that tells the user what to do.
+func Running(path string) (info Info, running bool, err error) {
+	info, err = Read(path)
+	if errors.Is(err, ErrNotRunning) {
+		return Info{}, false, nil
+	}
+	if err != nil {
+		return Info{}, false, fmt.Errorf("%w (remove the file if CodeHydra is not running)", err)
+	}
+	return info, Alive(info.PID), nil
+}

@@ -235,16 +235,9 @@ func Load(path string) (Settings, error) {
 }
 
 func load(path string, now func() time.Time) (Settings, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return Default(), nil
-	}
-	if err != nil {
-		return Default(), fmt.Errorf("read settings: %w", err)
-	}
-	s, err := parse(data)
-	if err == nil {
-		return s, nil
+	s, invalid, err := read(path)
+	if !invalid {
+		return s, err
 	}
 	cerr := &CorruptError{Path: path, Err: err}
 	moved, mvErr := moveAside(path, now())
@@ -253,6 +246,33 @@ func load(path string, now func() time.Time) (Settings, error) {
 	}
 	cerr.MovedTo = moved
 	return Default(), cerr
+}
+
+// Read reads the settings file at path as Load does but changes nothing,
+// for commands that only look: a file that is not valid settings is left
+// where it is. Whatever the error, the settings returned are usable (the
+// defaults when the file was not).
+func Read(path string) (Settings, error) {
+	s, _, err := read(path)
+	return s, err
+}
+
+// read returns the settings in the file at path, or Default() with no
+// error when there is none. invalid reports a file that was read but does
+// not hold valid settings; the settings returned are then Default().
+func read(path string) (s Settings, invalid bool, err error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Default(), false, nil
+	}
+	if err != nil {
+		return Default(), false, fmt.Errorf("read settings: %w", err)
+	}
+	s, err = parse(data)
+	if err != nil {
+		return Default(), true, err
+	}
+	return s, false, nil
 }
 
 // parse reads data over the defaults and validates the result.

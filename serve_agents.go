@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"codehydra/internal/paths"
+	"codehydra/opencode"
+	"codehydra/workspace"
+)
+
+// Step 6 of a run: one opencode agent per workspace, started and stopped
+// as workspaces come and go.
+
+// startAgents is step 6: the supervisor, which follows the manager's
+// events so that every workspace that appears (loaded in the background by
+// loadProjects, created or found later) gets an agent (the supervisor
+// bounds how many start at once) and every one that goes loses it.
+func (s *server) startAgents(ctx context.Context) error {
+	set := s.settings.Get()
+	sup := opencode.NewSupervisor(opencode.SupervisorOptions{
+		Bin:        set.OpencodeBin,
+		BasePort:   set.OpencodeBasePort,
+		ConfigPath: paths.OpencodeConfigFile(),
+		MCPPort:    func() int { return s.mcpPort },
+		MCPToken:   func() string { return s.token.Value() },
+		OnChange: func(path string) {
+			s.manager.Publish(workspace.Event{Kind: workspace.EventAgentChanged, Workspace: workspace.Workspace{Path: path}})
+		},
+		AgentsDir: paths.AgentsDir(),
+		ToolsDir:  paths.ToolsDir(),
+		Logger:    s.log,
+	})
+	if bin, ok := sup.Binary(); ok {
+		s.log.Info("opencode found", "path", bin)
+	} else {
+		fmt.Fprintf(s.cli.stderr, "codehydra: %s\n", opencode.InstallHint)
+		s.log.Warn("opencode not found; workspaces run without agents")
+	}
+	s.sup = sup
+	s.manager.SetAgents(sup)
+	s.agentPorts.set(sup)
+
+	events, unsubscribe := s.manager.Subscribe()
+	followCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.followWorkspaces(followCtx, sup, events)
+	}()
+	s.onShutdown("stop agents", func(ctx context.Context) error {
+		cancel()
+		<-done
+		unsubscribe()
+		return sup.StopAll(ctx)
+	})
+	return nil
+}
+
+// reapOrphans stops agents that a crashed earlier run left behind (it may
+// wait for them to exit, so it runs in the background, before any agent
+// of this run starts).
+func (s *server) reapOrphans() {
+	if s.sup == nil {
+		return
+	}
+	if n, err := s.sup.ReapOrphans(); err != nil {
+		s.log.Warn("reaping orphaned agents", "err", err)
+	} else if n > 0 {
+		s.log.Info("reaped orphaned agents", "count", n)
+	}
+}
+
+// followWorkspaces starts the agent of every workspace that appears and
+// stops the agent of every workspace that goes, however it went (a delete
+// stops it first; a worktree removed outside the app does not).
+func (s *server) followWorkspaces(ctx context.Context, sup *opencode.Supervisor, events <-chan workspace.Event) {
+	workspace.Follow(ctx, events, func(batch []workspace.Event) {
+		for _, e := range batch {
+			switch e.Kind {
+			case workspace.EventWorkspaceAdded:
+				sup.Start(e.Workspace)
+			case workspace.EventWorkspaceRemoved:
+				if err := sup.StopAgent(ctx, e.Workspace.Path); err != nil {
+					s.log.Warn("stopping the agent of a removed workspace", "path", e.Workspace.Path, "err", err)
+				}
+			}
+		}
+	})
+}
+
+// agentPorts answers the MCP server's workspace_get_opencode_port. The MCP
+// server starts before the agent supervisor exists (DESIGN.md "Shape"), so
+// it asks through this, which forwards to the supervisor once set.
+type agentPorts struct {
+	mu  sync.RWMutex
+	src interface{ OpencodePort(path string) (int, bool) }
+}
+
+// set points the lookups at src (the supervisor).
+func (a *agentPorts) set(src interface{ OpencodePort(path string) (int, bool) }) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.src = src
+}
+
+// OpencodePort is the port of the workspace's opencode server; false while
+// none runs or no supervisor is set.
+func (a *agentPorts) OpencodePort(path string) (int, bool) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.src == nil {
+		return 0, false
+	}
+	return a.src.OpencodePort(path)
+}

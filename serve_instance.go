@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"codehydra/internal/instance"
+	"codehydra/internal/paths"
+)
+
+// Steps 1b and 4 of a run: the lock that keeps one instance per user, and
+// the instance file that tells other programs where that instance is.
+
+// takeLock is step 1b. From here on shutdown releases the lock and removes
+// the instance file (also one left behind by a crashed instance).
+func (s *server) takeLock() error {
+	l, err := instance.Acquire(paths.LockFile())
+	if err != nil {
+		return err
+	}
+	s.lock = l
+	s.onShutdown("release the lock", func(context.Context) error { return l.Release() })
+	s.onShutdown("remove the instance file", func(context.Context) error {
+		return instance.Remove(paths.InstanceFile())
+	})
+	return nil
+}
+
+// reportRunningInstance tells the user where the instance that holds the
+// lock is.
+func (s *server) reportRunningInstance() {
+	info, running, err := instance.Running(paths.InstanceFile())
+	if err != nil || !running {
+		fmt.Fprintln(s.cli.stdout, "CodeHydra is already running (it is still starting up; run `codehydra status` in a moment).")
+		return
+	}
+	fmt.Fprintf(s.cli.stdout, "CodeHydra is already running (%s).\n", where(info.PID, info.MCPURL))
+}
+
+// where says where an instance is: "pid N, MCP at URL" or "pid N, no MCP
+// server".
+func where(pid int, mcpURL string) string {
+	if mcpURL == "" {
+		return fmt.Sprintf("pid %d, no MCP server", pid)
+	}
+	return fmt.Sprintf("pid %d, MCP at %s", pid, mcpURL)
+}
+
+// writeInstanceFile is step 4.
+func (s *server) writeInstanceFile(ctx context.Context) error {
+	info := instance.Info{
+		PID:       s.pid,
+		MCPURL:    s.mcpURL,
+		MCPPort:   s.mcpPort,
+		Token:     s.mcpToken,
+		StartedAt: s.cli.now().UTC().Truncate(time.Second),
+	}
+	if err := instance.Write(paths.InstanceFile(), info); err != nil {
+		return err
+	}
+	s.log.Info("instance file written", "path", paths.InstanceFile(), "mcpUrl", s.mcpURL)
+	return nil
+}
