@@ -17,6 +17,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"codehydra/internal/testenv"
 	"codehydra/workspace"
 )
 
@@ -104,7 +105,7 @@ func TestManySessionsAtOnceEachGetTheirOwnID(t *testing.T) {
 
 func TestShutdownWithOpenSessionsLeavesNoGoroutines(t *testing.T) {
 	isolateGit(t)
-	project := newRepo(t, "proj")
+	project := testenv.GitRepo(t, "proj")
 	mgr := workspace.NewManager(workspace.Options{Projects: []string{project}, WorktreeRoot: t.TempDir()})
 	if err := mgr.Load(context.Background()); err != nil {
 		t.Fatal(err)
@@ -180,14 +181,15 @@ func TestShutdownWithOpenSessionsLeavesNoGoroutines(t *testing.T) {
 	for _, tr := range transports {
 		tr.CloseIdleConnections()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
+	settled := false
+	defer func() {
+		if !settled {
 			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines before, %d after shutdown:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+			t.Logf("%d goroutines before, %d after shutdown:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	}()
+	testenv.WaitFor(t, "the goroutines to end after shutdown", 10*time.Second, func() bool { return runtime.NumGoroutine() <= before })
+	settled = true
 }
 
 func TestServeStopsWhenItsContextEnds(t *testing.T) {
@@ -289,7 +291,7 @@ func (r *stopRecorder) snapshot() ([]string, []bool) {
 
 func TestWorkspaceDeleteAnswersFirstThenDeletesInTheBackground(t *testing.T) {
 	isolateGit(t)
-	project := newRepo(t, "proj")
+	project := testenv.GitRepo(t, "proj")
 	answered := &atomic.Bool{}
 	rec := &stopRecorder{answered: answered.Load, hold: make(chan struct{})}
 	mgr := workspace.NewManager(workspace.Options{Projects: []string{project}, WorktreeRoot: t.TempDir(), Agents: rec})
@@ -369,7 +371,7 @@ func TestWorkspaceDeleteAnswersFirstThenDeletesInTheBackground(t *testing.T) {
 	if steps[0] != workspace.StepStopAgent {
 		t.Fatalf("delete steps %v", steps)
 	}
-	if out := git(t, project, "branch", "--list", "doomed"); out != "" {
+	if out := testenv.Git(t, project, "branch", "--list", "doomed"); out != "" {
 		t.Fatalf("branch left: %q", out)
 	}
 }
@@ -387,7 +389,7 @@ func TestWorkspaceDeleteKeepsTheBranchWhenAsked(t *testing.T) {
 		defer h.srv.mu.Unlock()
 		return len(h.srv.deleting) == 0
 	})
-	if out := git(t, h.project, "branch", "--list", "keeper"); !strings.Contains(out, "keeper") {
+	if out := testenv.Git(t, h.project, "branch", "--list", "keeper"); !strings.Contains(out, "keeper") {
 		t.Fatal("branch deleted although keepBranch was true")
 	}
 }
