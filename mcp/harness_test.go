@@ -113,6 +113,19 @@ func (h *harness) create(name string) workspace.Workspace {
 	return ws
 }
 
+// waitBackground waits until the work the server runs after its answers
+// (a workspace_delete's delete) has returned.
+func (h *harness) waitBackground() {
+	h.t.Helper()
+	done := make(chan struct{})
+	go func() { h.srv.bg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		h.t.Fatal("the server's background work did not end within 15 s")
+	}
+}
+
 // session opens an MCP session whose requests carry the token and, when
 // wsPath is not "", X-Workspace-Path. It is closed at the end of the test.
 func (h *harness) session(wsPath string) *sdk.ClientSession {

@@ -145,11 +145,9 @@ func TestHeldGitLocksAreAConflictNamingTheFileAndARetrySucceeds(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(doomed.Path, "README.md")); err != nil {
 			t.Fatalf("the workspace lost files: %v", err)
 		}
-		waitFor(t, "the failed delete to end", func() bool {
-			h.srv.mu.Lock()
-			defer h.srv.mu.Unlock()
-			return !h.srv.deleting[doomed.Path]
-		})
+		// The domain keeps the workspace reserved until the failed delete
+		// has returned; the retry comes after that.
+		h.waitBackground()
 		release()
 		okJSON(t, call(t, dcs, ToolDelete, nil), &map[string]any{})
 		waitFor(t, "the retried delete", func() bool {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -384,13 +385,79 @@ func TestWorkspaceDeleteKeepsTheBranchWhenAsked(t *testing.T) {
 		_, err := h.mgr.Resolve(ws.Path)
 		return workspace.CodeOf(err) == workspace.CodeWorkspaceNotFound
 	})
-	waitFor(t, "the delete to finish", func() bool {
-		h.srv.mu.Lock()
-		defer h.srv.mu.Unlock()
-		return len(h.srv.deleting) == 0
-	})
+	h.waitBackground()
+	if logs := h.logs.String(); !strings.Contains(logs, `"msg":"workspace deleted"`) {
+		t.Fatalf("the background delete did not end in success:\n%s", logs)
+	}
 	if out := testenv.Git(t, h.project, "branch", "--list", "keeper"); !strings.Contains(out, "keeper") {
 		t.Fatal("branch deleted although keepBranch was true")
+	}
+}
+
+func TestWorkspaceDeleteWhileTheTrayDeletesTheSameWorkspaceIsAConflict(t *testing.T) {
+	isolateGit(t)
+	project := testenv.GitRepo(t, "proj")
+	rec := &stopRecorder{answered: func() bool { return false }, hold: make(chan struct{})}
+	mgr := workspace.NewManager(workspace.Options{Projects: []string{project}, WorktreeRoot: t.TempDir(), Agents: rec})
+	if err := mgr.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h := startHarness(t, mgr, project)
+	ws := h.create("contested")
+
+	// The tray deletes through the manager; its delete is held in the
+	// agent-stop step, so it is in progress when the agent's call comes.
+	trayDone := make(chan error, 1)
+	go func() { trayDone <- mgr.Delete(context.Background(), ws.Path, workspace.DeleteOptions{}) }()
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(rec.hold)
+		}
+	}
+	defer release()
+	waitFor(t, "the tray's delete to stop the agent", func() bool { s, _ := rec.snapshot(); return len(s) == 1 })
+
+	code, msg := errCode(t, call(t, h.session(ws.Path), ToolDelete, map[string]any{"keepBranch": true}))
+	if code != workspace.CodeConflict || !strings.Contains(msg, "already being deleted") {
+		t.Fatalf("workspace_delete during the tray's delete: %s %q, want a conflict saying a delete runs", code, msg)
+	}
+	// Nothing changed: the workspace, its files and its branch are whole,
+	// and no second stop of the agent was asked for.
+	if _, err := mgr.Resolve(ws.Path); err != nil {
+		t.Fatalf("the workspace no longer resolves: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(ws.Path, "README.md")); err != nil {
+		t.Fatalf("the workspace lost files: %v", err)
+	}
+	if out := testenv.Git(t, project, "branch", "--list", "contested"); out == "" {
+		t.Fatal("the branch is gone")
+	}
+	if stops, _ := rec.snapshot(); len(stops) != 1 {
+		t.Fatalf("agent stops %v, want the tray's one", stops)
+	}
+
+	release()
+	select {
+	case err := <-trayDone:
+		if err != nil {
+			t.Fatalf("the tray's delete: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the tray's delete did not finish")
+	}
+	// The refused call left no delete behind to run later, and its
+	// keepBranch did not reach the tray's delete.
+	h.waitBackground()
+	if logs := h.logs.String(); strings.Contains(logs, "background workspace delete") {
+		t.Fatalf("a background delete ran:\n%s", logs)
+	}
+	if stops, _ := rec.snapshot(); len(stops) != 1 {
+		t.Fatalf("agent stops %v, want the tray's one", stops)
+	}
+	if out := testenv.Git(t, project, "branch", "--list", "contested"); out != "" {
+		t.Fatalf("the tray's delete kept the branch: %q", out)
 	}
 }
 

@@ -362,9 +362,9 @@ func (c *countingWorkspaces) SetMetadata(ctx context.Context, p, k string, v *st
 	return c.domain.SetMetadata(ctx, p, k, v)
 }
 
-func (c *countingWorkspaces) Delete(ctx context.Context, p string, o workspace.DeleteOptions) error {
+func (c *countingWorkspaces) StartDelete(ctx context.Context, p string, o workspace.DeleteOptions) (func(context.Context) error, error) {
 	c.actions.Add(1)
-	return c.domain.Delete(ctx, p, o)
+	return c.domain.StartDelete(ctx, p, o)
 }
 
 func TestUnresolvedWorkspaceNeverReachesAnAction(t *testing.T) {
