@@ -15,10 +15,7 @@ import (
 )
 
 func TestTrayRebuildsTheMenuFromManagerEvents(t *testing.T) {
-	f := newFake()
-	ws := f.addWorkspace("proj", "feat")
-	agents := newFakeAgents()
-	agents.set(ws.Path, agentIdle)
+	f, ws, agents := oneWorkspace(agentIdle)
 	h := newHarness(t, Deps{Workspaces: f, Agents: agents, MCPConfig: func(string) (string, error) { return "{}", nil }})
 	h.startTray()
 
@@ -92,15 +89,22 @@ func TestTrayIconFollowsTheOverallState(t *testing.T) {
 	}
 }
 
+// oneWorkspace is a fake manager with one workspace, proj/feat, whose
+// agent is in st.
+func oneWorkspace(st workspace.AgentStatus) (*fakeWorkspaces, workspace.Workspace, *fakeAgents) {
+	f := newFake()
+	ws := f.addWorkspace("proj", "feat")
+	agents := newFakeAgents()
+	agents.set(ws.Path, st)
+	return f, ws, agents
+}
+
 // handDrivenTray is a tray over one idle workspace, loaded and shown once
 // without its event loop, so that a test hands it events itself and
 // counts rebuilds exactly.
 func handDrivenTray(t *testing.T) (*harness, workspace.Workspace, *fakeAgents) {
 	t.Helper()
-	f := newFake()
-	ws := f.addWorkspace("proj", "feat")
-	agents := newFakeAgents()
-	agents.set(ws.Path, agentIdle)
+	f, ws, agents := oneWorkspace(agentIdle)
 	h := newHarness(t, Deps{Workspaces: f, Agents: agents})
 	tr := h.u.tray
 	tr.view = h.view
@@ -162,10 +166,7 @@ func TestTrayRebuildsOnceForABatchOfEvents(t *testing.T) {
 func TestTrayNotifiesOnFinishAndInputUnlessSwitchedOff(t *testing.T) {
 	for _, on := range []bool{true, false} {
 		t.Run(map[bool]string{true: "on", false: "off"}[on], func(t *testing.T) {
-			f := newFake()
-			ws := f.addWorkspace("proj", "feat")
-			agents := newFakeAgents()
-			agents.set(ws.Path, agentIdle)
+			f, ws, agents := oneWorkspace(agentIdle)
 			store := settings.NewStore(t.TempDir() + "/settings.json")
 			if err := store.Update(func(s *settings.Settings) { s.Notifications = on }); err != nil {
 				t.Fatal(err)
@@ -196,10 +197,7 @@ func TestTrayNotifiesOnFinishAndInputUnlessSwitchedOff(t *testing.T) {
 }
 
 func TestTrayActionsOpenCopyAndRestart(t *testing.T) {
-	f := newFake()
-	ws := f.addWorkspace("proj", "feat")
-	agents := newFakeAgents()
-	agents.set(ws.Path, agentIdle)
+	f, ws, agents := oneWorkspace(agentIdle)
 	h := newHarness(t, Deps{Workspaces: f, Agents: agents, MCPConfig: func(c string) (string, error) { return "config for " + c, nil }})
 	h.startTray()
 	h.waitFor("the menu", func() bool { return h.view.menu() != nil })
@@ -237,10 +235,7 @@ func TestTrayActionsOpenCopyAndRestart(t *testing.T) {
 }
 
 func TestMainWindowShowsTheMenuAsWidgets(t *testing.T) {
-	f := newFake()
-	ws := f.addWorkspace("proj", "feat")
-	agents := newFakeAgents()
-	agents.set(ws.Path, agentBusy)
+	f, _, agents := oneWorkspace(agentBusy)
 	h := newHarness(t, Deps{Workspaces: f, Agents: agents})
 	h.u.tray.window = h.u.newMainWindow()
 	h.u.tray.start()
