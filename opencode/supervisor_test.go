@@ -553,8 +553,8 @@ func TestMissingBinaryReportsNotFoundUntilInstalled(t *testing.T) {
 	o := f.options()
 	o.Bin = ""
 	s := f.start(o)
-	if p, found := s.Binary(); found || p != filepath.Join(o.ToolsDir, "node_modules", ".bin", "opencode") {
-		t.Errorf("Binary() = %q, %v", p, found)
+	if p, found := s.FindBinary(); found || p != filepath.Join(o.ToolsDir, "node_modules", ".bin", "opencode") {
+		t.Errorf("FindBinary() = %q, %v", p, found)
 	}
 	ws := f.workspace("a")
 	s.Start(ws)
@@ -587,8 +587,8 @@ func TestMissingBinaryReportsNotFoundUntilInstalled(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second)
-	if p, found := s.Binary(); !found || p != bin {
-		t.Errorf("Binary() = %q, %v; want %q", p, found, bin)
+	if p, found := s.FindBinary(); !found || p != bin {
+		t.Errorf("FindBinary() = %q, %v; want %q", p, found, bin)
 	}
 }
 
@@ -643,9 +643,9 @@ func TestBinaryLookupOrder(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := NewSupervisor(SupervisorOptions{Bin: tt.bin, LookPath: tt.lookPath, ToolsDir: tt.tools, AgentsDir: dir, ConfigPath: "x"})
 			defer s.StopAll(context.Background())
-			got, found := s.Binary()
+			got, found := s.FindBinary()
 			if got != tt.want || found != tt.found {
-				t.Errorf("Binary() = %q, %v; want %q, %v", got, found, tt.want, tt.found)
+				t.Errorf("FindBinary() = %q, %v; want %q, %v", got, found, tt.want, tt.found)
 			}
 		})
 	}
