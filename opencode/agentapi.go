@@ -29,44 +29,39 @@ const maxAnswer = 16 << 20
 
 // getJSON decodes the answer to GET path into v, within timeout.
 func (c agentAPI) getJSON(ctx context.Context, path string, timeout time.Duration, v any) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
-	if err != nil {
-		return fmt.Errorf("get %s: %w", path, err)
-	}
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return fmt.Errorf("get %s: %w", path, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("get %s: %s", path, resp.Status)
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswer)).Decode(v); err != nil {
-		return fmt.Errorf("get %s: %w", path, err)
-	}
-	return nil
+	return c.do(ctx, http.MethodGet, path, timeout, func(body io.Reader) error {
+		return json.NewDecoder(body).Decode(v)
+	})
 }
 
-// post sends POST path without a body and fails unless the agent answers
-// 2xx.
+// post sends POST path without a body.
 func (c agentAPI) post(ctx context.Context, path string, timeout time.Duration) error {
+	return c.do(ctx, http.MethodPost, path, timeout, func(body io.Reader) error {
+		// Drained so that the connection can be reused.
+		_, err := io.Copy(io.Discard, body)
+		return err
+	})
+}
+
+// do sends a request without a body, within timeout, and hands the
+// answer's body to read; an answer other than 2xx is an error.
+func (c agentAPI) do(ctx context.Context, method, path string, timeout time.Duration, read func(io.Reader) error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, nil)
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
 	if err != nil {
-		return fmt.Errorf("post %s: %w", path, err)
+		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("post %s: %w", path, err)
+		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
-	// Drained so that the connection can be reused.
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswer))
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("post %s: %s", path, resp.Status)
+		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
+	}
+	if err := read(io.LimitReader(resp.Body, maxAnswer)); err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	return nil
 }
