@@ -30,7 +30,8 @@ type Supervisor struct {
 
 // NewSupervisor returns a supervisor. It looks for the opencode binary
 // once (FindBinary), so that AgentStatus can report a missing one before
-// any agent starts; it starts no agent.
+// any agent starts, and starts the thread that agents will be forked from
+// (see spawner); it starts no agent.
 func NewSupervisor(o SupervisorOptions) *Supervisor {
 	o.setDefaults()
 	s := &Supervisor{
