@@ -66,8 +66,9 @@ type Agents interface {
 	Restart(path string) error
 	// RestartAll restarts every agent, e.g. so that each gets a new token.
 	RestartAll()
-	// Binary is the opencode executable in use, ok=false when none was found.
-	Binary() (path string, ok bool)
+	// FindBinary looks for the opencode executable again and returns it,
+	// ok=false when none was found.
+	FindBinary() (path string, ok bool)
 }
 
 // SettingsStore holds the settings; *settings.Store implements it.

@@ -469,7 +469,7 @@ func (a *fakeAgents) RestartAll() {
 	a.restarts = append(a.restarts, "all")
 }
 
-func (a *fakeAgents) Binary() (string, bool) { return a.binary, a.binary != "" }
+func (a *fakeAgents) FindBinary() (string, bool) { return a.binary, a.binary != "" }
 
 func (a *fakeAgents) restarted() []string {
 	a.mu.Lock()

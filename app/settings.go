@@ -192,7 +192,7 @@ func (w *settingsWindow) fill(s settings.Settings) {
 	case agents == nil:
 		w.ocFound.SetText("Agents are not run in this session.")
 	default:
-		if path, ok := agents.Binary(); ok {
+		if path, ok := agents.FindBinary(); ok {
 			w.ocFound.SetText("Found: " + path)
 		} else {
 			w.ocFound.SetText("Not found: install OpenCode (npm install -g opencode-ai) or enter the path of its binary.")
