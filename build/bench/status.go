@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"codehydra/workspace"
+	"codehydra/workspace/statuscache"
 )
 
 // statusResult is workspace status on one repository size.
@@ -50,21 +52,22 @@ func newManager(projects []string, root string) *workspace.Manager {
 	})
 }
 
-// runManager runs m.Run until the returned stop is called; it returns once
-// Status answers from the cache.
+// runManager runs m.Run and a status cache over m, as serve does, until
+// the returned stop is called; it returns once Status answers from the
+// cache.
 func runManager(m *workspace.Manager) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		m.Run(ctx)
-	}()
-	for !m.StatusCached() {
+	cache := statuscache.New(m, statuscache.Options{})
+	m.SetStatusCache(cache)
+	var wg sync.WaitGroup
+	wg.Go(func() { m.Run(ctx) })
+	wg.Go(func() { cache.Run(ctx) })
+	for !cache.Running() {
 		runtime.Gosched()
 	}
 	return func() {
 		cancel()
-		<-done
+		wg.Wait()
 	}
 }
 
