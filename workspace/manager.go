@@ -241,14 +241,23 @@ func resolveMaybeMissing(p string) string {
 	}
 }
 
+// sortWorkspaces puts ws in the order of AllWorkspaces: by project path,
+// then by name case-folded, then by path.
 func sortWorkspaces(ws []Workspace) {
 	slices.SortFunc(ws, func(a, b Workspace) int {
 		if c := strings.Compare(a.ProjectPath, b.ProjectPath); c != 0 {
 			return c
 		}
-		if c := strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Path, b.Path)
+		return compareNamePath(a.Name, a.Path, b.Name, b.Path)
 	})
+}
+
+// compareNamePath is the domain's one order of projects and of the
+// workspaces of a project: by name case-folded, then by path (which tells
+// apart names equal but for case).
+func compareNamePath(aName, aPath, bName, bPath string) int {
+	if c := strings.Compare(strings.ToLower(aName), strings.ToLower(bName)); c != 0 {
+		return c
+	}
+	return strings.Compare(aPath, bPath)
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"codehydra/internal/testenv"
 )
 
 func TestAddProjectRefusesWhatIsNotARepositoryWithCommits(t *testing.T) {
@@ -198,24 +200,54 @@ func TestLoadSkipsProjectsThatAreGoneButKeepsThemStored(t *testing.T) {
 	}
 }
 
-func TestProjectsAreSortedByName(t *testing.T) {
+func TestProjectsAreSortedByNameCaseFoldedThenPath(t *testing.T) {
 	t.Parallel()
 	m, _ := newManager(t, Options{})
 	ctx := context.Background()
-	for _, name := range []string{"zeta", "Alpha", "mid"} {
-		dir := filepath.Join(realDir(t), name)
-		gitT(t, "", "init", "-q", "-b", "main", dir)
-		commitFile(t, dir, "f", "x", "init")
+	paths := map[string][]string{}
+	for _, name := range []string{"zeta", "mid", "Alpha", "mid"} {
+		dir := testenv.GitRepo(t, name)
+		paths[name] = append(paths[name], dir)
 		if _, err := m.AddProject(ctx, dir); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// Two projects named mid: their paths decide.
+	slices.Sort(paths["mid"])
+	want := []string{paths["Alpha"][0], paths["mid"][0], paths["mid"][1], paths["zeta"][0]}
 	var got []string
 	for _, p := range m.Projects() {
-		got = append(got, p.Name)
+		got = append(got, p.Path)
 	}
-	if !slices.Equal(got, []string{"Alpha", "mid", "zeta"}) {
-		t.Fatalf("got %v", got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+func TestWorkspacesAreSortedByNameCaseFoldedThenPath(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	for _, name := range []string{"Zed", "mid", "alpha", "Mid", "Beta"} {
+		create(t, m, p, name)
+	}
+	ws, err := m.Workspaces(p.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range ws {
+		got = append(got, w.Name)
+	}
+	// "Mid" and "mid" fold alike; their paths (.../Mid, .../mid) decide.
+	if want := []string{"alpha", "Beta", "Mid", "mid", "Zed"}; !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	var all []string
+	for _, w := range m.AllWorkspaces() {
+		all = append(all, w.Name)
+	}
+	if !slices.Equal(all, got) {
+		t.Fatalf("AllWorkspaces = %v, want the order of Workspaces %v", all, got)
 	}
 }
 

@@ -33,13 +33,7 @@ func (m *Manager) Run(ctx context.Context) {
 
 // poll refreshes every project whose worktrees changed.
 func (m *Manager) poll(ctx context.Context) {
-	m.mu.Lock()
-	ps := make([]*project, 0, len(m.projects))
-	for _, p := range m.projects {
-		ps = append(ps, p)
-	}
-	m.mu.Unlock()
-	for _, p := range ps {
+	for _, p := range m.projectList() {
 		if ctx.Err() != nil {
 			return
 		}
