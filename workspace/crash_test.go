@@ -128,7 +128,7 @@ type crashFixture struct {
 
 func newCrashFixture(t *testing.T) *crashFixture {
 	t.Helper()
-	f := &crashFixture{repo: newRepo(t), root: filepath.Join(realDir(t), "worktrees")}
+	f := &crashFixture{repo: testenv.GitRepo(t, "project"), root: filepath.Join(realDir(t), "worktrees")}
 	m := NewManager(Options{Projects: []string{f.repo}, WorktreeRoot: f.root})
 	ctx := context.Background()
 	if err := m.Load(ctx); err != nil {
@@ -153,7 +153,7 @@ func newCrashFixture(t *testing.T) *crashFixture {
 		}
 	}
 	writeFile(t, filepath.Join(f.sibling.Path, "sibling-work.txt"), "uncommitted in the sibling")
-	f.branches = branchesBut(gitT(t, f.repo, "branch", "--format=%(refname:short)"), "target")
+	f.branches = branchesBut(testenv.Git(t, f.repo, "branch", "--format=%(refname:short)"), "target")
 	return f
 }
 
@@ -267,7 +267,7 @@ func (f *crashFixture) leftovers(t *testing.T, keepBranch bool) []string {
 	if exists(f.target.Path) {
 		left = append(left, "the target's folder is still there")
 	}
-	if list := gitT(t, f.repo, "worktree", "list", "--porcelain"); strings.Contains(list, f.target.Path+"\n") {
+	if list := testenv.Git(t, f.repo, "worktree", "list", "--porcelain"); strings.Contains(list, f.target.Path+"\n") {
 		left = append(left, "git still lists the target:\n"+list)
 	}
 	if got := branchOK(t, f.repo, "target"); got != keepBranch {
@@ -294,16 +294,16 @@ func (f *crashFixture) checkUntouched(t *testing.T, m *Manager, keptTarget bool)
 			t.Errorf("%s = %q, %v; want %q", path, b, err, want)
 		}
 	}
-	if got := gitT(t, f.repo, "status", "--porcelain"); got != "" {
+	if got := testenv.Git(t, f.repo, "status", "--porcelain"); got != "" {
 		t.Errorf("the main checkout changed: %q", got)
 	}
-	if got := gitT(t, f.sibling.Path, "status", "--porcelain"); got != "?? sibling-work.txt" {
+	if got := testenv.Git(t, f.sibling.Path, "status", "--porcelain"); got != "?? sibling-work.txt" {
 		t.Errorf("the sibling's status changed: %q", got)
 	}
-	if got := gitT(t, f.repo, "config", "--get", "branch.target-sibling.codehydra.note"); got != "note of target-sibling" {
+	if got := testenv.Git(t, f.repo, "config", "--get", "branch.target-sibling.codehydra.note"); got != "note of target-sibling" {
 		t.Errorf("the sibling's metadata = %q", got)
 	}
-	branches := gitT(t, f.repo, "branch", "--format=%(refname:short)")
+	branches := testenv.Git(t, f.repo, "branch", "--format=%(refname:short)")
 	if keptTarget {
 		branches = branchesBut(branches, "target")
 	}
@@ -409,7 +409,7 @@ func TestALaunchLeavesAWorkspaceAloneWhoseBranchIsInUseAgain(t *testing.T) {
 	// Before the next launch the user checks the branch out again
 	// elsewhere, outside the app.
 	again := filepath.Join(realDir(t), "again")
-	gitT(t, f.repo, "worktree", "add", again, "target")
+	testenv.Git(t, f.repo, "worktree", "add", again, "target")
 	m, _ := f.relaunch(t)
 	if !branchOK(t, f.repo, "target") || !exists(filepath.Join(again, "work.txt")) {
 		t.Fatal("the launch deleted a branch that is checked out again")

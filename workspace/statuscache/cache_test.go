@@ -59,35 +59,41 @@ func (c *cache) peek(path string) (st workspace.Status, treeFresh, refsFresh, ok
 func waitCachedFresh(t *testing.T, m *fixture, path string, since time.Time, within time.Duration, what string, dirtyOnly bool, ok func(workspace.Status) bool) time.Duration {
 	t.Helper()
 	c := cacheOf(t, m)
-	for {
-		st, treeFresh, refsFresh, found := c.peek(path)
-		if found && treeFresh && (dirtyOnly || refsFresh) && ok(st) {
-			return time.Since(since)
+	var st workspace.Status
+	var treeFresh, refsFresh, shown bool
+	defer func() {
+		if !shown {
+			t.Logf("the cached status: %+v (fresh: dirty flag %v, base comparison %v)", st, treeFresh, refsFresh)
 		}
-		if time.Since(since) > within {
-			t.Fatalf("the cached status did not show %s within %s of the change: %+v (fresh: dirty flag %v, base comparison %v)", what, within, st, treeFresh, refsFresh)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	}()
+	testenv.WaitFor(t, fmt.Sprintf("the cached status to show %s within %s of the change", what, within), within-time.Since(since), func() bool {
+		var found bool
+		st, treeFresh, refsFresh, found = c.peek(path)
+		shown = found && treeFresh && (dirtyOnly || refsFresh) && ok(st)
+		return shown
+	})
+	return time.Since(since)
 }
 
 // waitStatus polls Status until it satisfies ok, failing after within,
 // counted from since.
 func waitStatus(t *testing.T, m *fixture, path string, since time.Time, within time.Duration, what string, ok func(workspace.Status) bool) {
 	t.Helper()
-	for {
-		st, err := m.Status(context.Background(), path)
-		if err != nil {
+	var st workspace.Status
+	shown := false
+	defer func() {
+		if !shown {
+			t.Logf("Status: %+v", st)
+		}
+	}()
+	testenv.WaitFor(t, fmt.Sprintf("Status to show %s within %s of the change", what, within), within-time.Since(since), func() bool {
+		var err error
+		if st, err = m.Status(context.Background(), path); err != nil {
 			t.Fatal(err)
 		}
-		if ok(st) {
-			return
-		}
-		if time.Since(since) > within {
-			t.Fatalf("Status did not show %s within %s of the change: %+v", what, within, st)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		shown = ok(st)
+		return shown
+	})
 }
 
 func isDirty(st workspace.Status) bool { return st.IsDirty }
@@ -318,14 +324,11 @@ func TestIgnoredPathsTriggerNoGitStatus(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(ws.Path, "cache", "a", "b.bin"), "x")
 	c := cacheOf(t, m)
-	deadline := time.Now().Add(showsWithin)
-	for !c.learnedIgnored(ws.Path, filepath.Join(ws.Path, "build.log"), filepath.Join(ws.Path, "cache")) {
-		if time.Now().After(deadline) {
-			t.Fatal("the cache did not learn that build.log and cache/ are ignored")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Logf("ignored paths learned after %s", time.Since(deadline.Add(-showsWithin)).Round(time.Millisecond))
+	learning := time.Now()
+	testenv.WaitFor(t, "the cache to learn that build.log and cache/ are ignored", showsWithin, func() bool {
+		return c.learnedIgnored(ws.Path, filepath.Join(ws.Path, "build.log"), filepath.Join(ws.Path, "cache"))
+	})
+	t.Logf("ignored paths learned after %s", time.Since(learning).Round(time.Millisecond))
 	for range 20 {
 		writeFile(t, filepath.Join(ws.Path, "build.log"), time.Now().String())
 	}
@@ -487,18 +490,10 @@ func TestStatusCacheForgetsADeletedWorkspace(t *testing.T) {
 	if err := m.Delete(context.Background(), ws.Path, workspace.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(soon)
-	for {
+	testenv.WaitFor(t, "the cache to drop the deleted workspace and its watches", soon, func() bool {
 		_, _, _, cached := c.peek(ws.Path)
-		dirs := c.watchedUnder(ws.Path)
-		if !cached && len(dirs) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the delete: cached %v, watched %v", cached, dirs)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return !cached && len(c.watchedUnder(ws.Path)) == 0
+	})
 }
 
 func TestWorkspacesAreWarmedUpInTheBackground(t *testing.T) {
@@ -544,19 +539,18 @@ func TestStatusCacheStopsWithRun(t *testing.T) {
 	if st, err := m.Status(context.Background(), ws.Path); err != nil || !st.IsDirty {
 		t.Fatalf("status without Run = %+v, %v; want dirty, from git", st, err)
 	}
-	deadline := time.Now().Add(soon)
-	for {
-		g, n := runtime.NumGoroutine(), inotifyInstances(t)
-		if g <= goroutines && n <= inotify {
-			break
-		}
-		if time.Now().After(deadline) {
+	ended := false
+	defer func() {
+		if !ended {
 			buf := make([]byte, 1<<16)
-			t.Fatalf("after Run: %d goroutines (before %d), %d inotify instances (before %d)\n%s",
-				g, goroutines, n, inotify, buf[:runtime.Stack(buf, true)])
+			t.Logf("after Run: %d goroutines (before %d), %d inotify instances (before %d)\n%s",
+				runtime.NumGoroutine(), goroutines, inotifyInstances(t), inotify, buf[:runtime.Stack(buf, true)])
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	}()
+	testenv.WaitFor(t, "the cache's goroutines and inotify instance to end with Run", soon, func() bool {
+		return runtime.NumGoroutine() <= goroutines && inotifyInstances(t) <= inotify
+	})
+	ended = true
 }
 
 // inotifyInstances counts the process's open inotify instances; 0 where
