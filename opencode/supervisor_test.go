@@ -752,7 +752,7 @@ func TestAgentStatusResyncsAfterTheStreamBreaks(t *testing.T) {
 }
 
 func TestCrashResetsTheStatusAndNotifies(t *testing.T) {
-	f := newFixture(t, "FAKEOC_MODE=crash-after=1s")
+	f := newFixture(t, "FAKEOC_MODE=crash-after=3s") // time to see it busy first, even on a loaded machine
 	o := f.options()
 	o.BackoffMin = 2 * time.Second // long enough to look at the restarting agent
 	s := f.start(o)
