@@ -23,6 +23,7 @@ import (
 	"codehydra/app"
 	"codehydra/internal/paths"
 	"codehydra/internal/testenv"
+	"codehydra/mcp"
 )
 
 // requireGUIEnv, set to 1 (make test does), turns the skip for missing
@@ -298,9 +299,9 @@ func checkTrayMenu(t *testing.T, menu trayItem, projectName string) {
 			clients = append(clients, it.label)
 		}
 	}
-	for _, want := range app.MCPClients() {
-		if !guiContains(clients, want.Label) {
-			t.Errorf("Copy MCP config offers %q, missing %q", clients, want.Label)
+	for _, id := range mcp.Clients() {
+		if want := mcp.ClientTitle(id); !guiContains(clients, want) {
+			t.Errorf("Copy MCP config offers %q, missing %q", clients, want)
 		}
 	}
 }

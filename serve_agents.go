@@ -32,7 +32,7 @@ func (s *server) startAgents(ctx context.Context) error {
 		ToolsDir:  paths.ToolsDir(),
 		Logger:    s.log,
 	})
-	if bin, ok := sup.Binary(); ok {
+	if bin, ok := sup.FindBinary(); ok {
 		s.log.Info("opencode found", "path", bin)
 	} else {
 		fmt.Fprintf(s.cli.stderr, "codehydra: %s\n", opencode.InstallHint)

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"codehydra/workspace"
+	"codehydra/workspace/statuscache"
 )
 
 // Step 5 of a run: the workspace manager, its projects loaded in the
@@ -71,17 +73,18 @@ func (s *server) loadAndAddProjects(ctx context.Context) error {
 }
 
 // watchProjects runs the manager's watch for worktrees added or removed
-// outside the app until shutdown, which stops it first.
+// outside the app, and the status cache, until shutdown, which stops them
+// first.
 func (s *server) watchProjects(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.manager.Run(ctx)
-	}()
+	cache := statuscache.New(s.manager, statuscache.Options{Logger: s.log})
+	s.manager.SetStatusCache(cache)
+	var wg sync.WaitGroup
+	wg.Go(func() { s.manager.Run(ctx) })
+	wg.Go(func() { cache.Run(ctx) })
 	s.onShutdown("stop watching projects", func(context.Context) error {
 		cancel()
-		<-done
+		wg.Wait()
 		return nil
 	})
 	return nil

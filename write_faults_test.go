@@ -13,6 +13,10 @@ import (
 	"codehydra/internal/testenv"
 )
 
+// These run the whole command, so they need a real read-only folder rather
+// than atomicfile's injected refusals; where none can be had (root without
+// chattr) they skip, and fail under make test (testenv.RequireFaultsEnv).
+
 // TestServeWithAnUnwritableOpencodeConfigStopsWithAClearError: the config
 // must be written before any agent starts (DESIGN.md "Shape"), so serve
 // stops, says which file it could not write and why, and leaves the

@@ -66,8 +66,9 @@ type Agents interface {
 	Restart(path string) error
 	// RestartAll restarts every agent, e.g. so that each gets a new token.
 	RestartAll()
-	// Binary is the opencode executable in use, ok=false when none was found.
-	Binary() (path string, ok bool)
+	// FindBinary looks for the opencode executable again and returns it,
+	// ok=false when none was found.
+	FindBinary() (path string, ok bool)
 }
 
 // SettingsStore holds the settings; *settings.Store implements it.
@@ -80,23 +81,6 @@ type SettingsStore interface {
 type MCPServer interface {
 	Port() int
 	URL() string
-}
-
-// MCPClient is an MCP client that "Copy MCP config" offers.
-type MCPClient struct {
-	// ID is what Deps.MCPConfig and `codehydra mcp-config --client` take.
-	ID string
-	// Label is the menu label.
-	Label string
-}
-
-// MCPClients lists the clients of "Copy MCP config", in menu order.
-func MCPClients() []MCPClient {
-	return []MCPClient{
-		{"opencode", "OpenCode"},
-		{"claude-code", "Claude Code"},
-		{"claude-desktop", "Claude Desktop"},
-	}
 }
 
 // Deps is what the UI needs from the rest of the app.
@@ -113,7 +97,7 @@ type Deps struct {
 	// calls Agents.RestartAll itself. Nil disables "Rotate token".
 	RotateToken func() error
 	// MCPConfig returns a ready MCP client config for a client of
-	// MCPClients. Nil disables "Copy MCP config".
+	// mcp.Clients. Nil disables "Copy MCP config".
 	MCPConfig func(client string) (string, error)
 	// Restart asks for the app to start again once it has shut down
 	// (settings such as the MCP port only take effect then). The settings
@@ -245,6 +229,21 @@ func (u *ui) background(fn func(ctx context.Context)) {
 		defer u.wg.Done()
 		fn(u.ctx)
 	}()
+}
+
+// follow subscribes to the manager's events, then runs load (if not nil),
+// then hands the events in batches to handle on a background goroutine
+// until ctx ends. Subscribing first means no change falls between what
+// load reads and the first batch.
+func (u *ui) follow(ctx context.Context, load func(), handle func(batch []workspace.Event)) {
+	events, unsubscribe := u.deps.Workspaces.Subscribe()
+	if load != nil {
+		load()
+	}
+	u.background(func(context.Context) {
+		defer unsubscribe()
+		workspace.Follow(ctx, events, handle)
+	})
 }
 
 // wait waits for the background work and the tray's event loop.

@@ -96,13 +96,9 @@ func (u *ui) newDeleteDialog(ws workspace.Workspace) *deleteDialog {
 
 	// Watch before anything can start a delete, so that no step is missed,
 	// including those of a delete an agent started.
-	events, unsubscribe := u.deps.Workspaces.Subscribe()
 	ctx, stop := context.WithCancel(u.ctx)
 	d.stop = stop
-	u.background(func(context.Context) {
-		defer unsubscribe()
-		d.watch(ctx, events)
-	})
+	u.follow(ctx, nil, d.onEvents)
 	u.background(func(context.Context) {
 		st, err := u.deps.Workspaces.Status(ctx, ws.Path)
 		u.do(func() { d.showStatus(st, err) })
@@ -110,24 +106,17 @@ func (u *ui) newDeleteDialog(ws workspace.Workspace) *deleteDialog {
 	return d
 }
 
-func (d *deleteDialog) watch(ctx context.Context, events <-chan workspace.Event) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case e, ok := <-events:
-			if !ok {
-				return
-			}
-			if e.Workspace.Path != d.ws.Path {
-				continue
-			}
-			switch e.Kind {
-			case workspace.EventDeleteProgress:
-				d.u.do(func() { d.showStep(e.Step) })
-			case workspace.EventDeleteFailed:
-				d.u.do(func() { d.showFailure(e.Step, e.Err) })
-			}
+// onEvents shows the steps and failures of this workspace's delete.
+func (d *deleteDialog) onEvents(batch []workspace.Event) {
+	for _, e := range batch {
+		if e.Workspace.Path != d.ws.Path {
+			continue
+		}
+		switch e.Kind {
+		case workspace.EventDeleteProgress:
+			d.u.do(func() { d.showStep(e.Step) })
+		case workspace.EventDeleteFailed:
+			d.u.do(func() { d.showFailure(e.Step, e.Err) })
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"fyne.io/fyne/v2/test"
 
+	"codehydra/internal/testenv"
 	"codehydra/workspace"
 )
 
@@ -100,8 +101,8 @@ func TestCreateDialogWithoutProjectsSaysToAddOne(t *testing.T) {
 }
 
 func TestCreateDialogMakesAWorkspaceThatTheMenuShowsStarting(t *testing.T) {
-	repo := gitRepo(t)
-	gitT(t, repo, "branch", "develop")
+	repo := testenv.GitRepo(t, "repo")
+	testenv.Git(t, repo, "branch", "develop")
 	m := realManager(t, repo)
 	agents := newFakeAgents()
 	agents.def = agentStarting
@@ -129,7 +130,7 @@ func TestCreateDialogMakesAWorkspaceThatTheMenuShowsStarting(t *testing.T) {
 }
 
 func TestDeleteDialogWarnsAboutUncommittedAndUnmergedWork(t *testing.T) {
-	repo := gitRepo(t)
+	repo := testenv.GitRepo(t, "repo")
 	m := realManager(t, repo)
 	ctx := context.Background()
 	clean, err := m.Create(ctx, workspace.CreateOptions{ProjectPath: repo, Name: "clean"})
@@ -143,9 +144,9 @@ func TestDeleteDialogWarnsAboutUncommittedAndUnmergedWork(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dirty.Path, "new.txt"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gitT(t, dirty.Path, "add", "new.txt")
-	gitT(t, dirty.Path, "commit", "-q", "-m", "one")
-	if err := os.WriteFile(filepath.Join(dirty.Path, "README"), []byte("changed\n"), 0o644); err != nil {
+	testenv.Git(t, dirty.Path, "add", "new.txt")
+	testenv.Git(t, dirty.Path, "commit", "-q", "-m", "one")
+	if err := os.WriteFile(filepath.Join(dirty.Path, "README.md"), []byte("changed\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	h := newHarness(t, Deps{Workspaces: m})
@@ -169,7 +170,7 @@ func TestDeleteDialogWarnsAboutUncommittedAndUnmergedWork(t *testing.T) {
 func TestDeleteDialogFollowsTheStepsAndClosesWhenDone(t *testing.T) {
 	for _, keep := range []bool{false, true} {
 		t.Run(map[bool]string{false: "delete branch", true: "keep branch"}[keep], func(t *testing.T) {
-			repo := gitRepo(t)
+			repo := testenv.GitRepo(t, "repo")
 			m := realManager(t, repo)
 			ws, err := m.Create(context.Background(), workspace.CreateOptions{ProjectPath: repo, Name: "feat"})
 			if err != nil {
@@ -191,7 +192,7 @@ func TestDeleteDialogFollowsTheStepsAndClosesWhenDone(t *testing.T) {
 			if _, err := os.Stat(ws.Path); !os.IsNotExist(err) {
 				t.Errorf("worktree still there: %v", err)
 			}
-			branches := gitT(t, repo, "branch", "--list", "feat")
+			branches := testenv.Git(t, repo, "branch", "--list", "feat")
 			if keep != (branches != "") {
 				t.Errorf("branch list %q with keepBranch %v", branches, keep)
 			}
@@ -251,7 +252,7 @@ func TestDeleteDialogOffersRetryAfterAFailedStep(t *testing.T) {
 }
 
 func TestAddProjectDialogReportsWhatIsWrongWithThePath(t *testing.T) {
-	repo := gitRepo(t)
+	repo := testenv.GitRepo(t, "repo")
 	notRepo := t.TempDir()
 	m := realManager(t)
 	h := newHarness(t, Deps{Workspaces: m})

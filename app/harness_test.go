@@ -1,12 +1,10 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"maps"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -100,23 +98,21 @@ func (h *harness) drain() {
 	}
 }
 
+// menusBuilt drains the queue and counts the menus the tray was given.
+func (h *harness) menusBuilt() int {
+	h.drain()
+	h.view.mu.Lock()
+	defer h.view.mu.Unlock()
+	return len(h.view.menus)
+}
+
 // waitFor drains the queue until cond holds, failing after a deadline.
 func (h *harness) waitFor(what string, cond func() bool) {
 	h.t.Helper()
-	deadline := time.After(10 * time.Second)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	testenv.WaitFor(h.t, what, 10*time.Second, func() bool {
 		h.drain()
-		if cond() {
-			return
-		}
-		select {
-		case <-deadline:
-			h.t.Fatalf("timed out waiting for %s", what)
-		case <-tick.C:
-		}
-	}
+		return cond()
+	})
 }
 
 // windowOpen reports whether a window titled title is open.
@@ -473,46 +469,12 @@ func (a *fakeAgents) RestartAll() {
 	a.restarts = append(a.restarts, "all")
 }
 
-func (a *fakeAgents) Binary() (string, bool) { return a.binary, a.binary != "" }
+func (a *fakeAgents) FindBinary() (string, bool) { return a.binary, a.binary != "" }
 
 func (a *fakeAgents) restarted() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return slices.Clone(a.restarts)
-}
-
-// gitRepo makes a git repository with one commit on main and returns its
-// path, symlinks resolved.
-func gitRepo(t *testing.T) string {
-	t.Helper()
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo := filepath.Join(dir, "repo")
-	if err := os.Mkdir(repo, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	gitT(t, repo, "init", "-q", "-b", "main")
-	if err := os.WriteFile(filepath.Join(repo, "README"), []byte("hello\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	gitT(t, repo, "add", "README")
-	gitT(t, repo, "commit", "-q", "-m", "first")
-	return repo
-}
-
-func gitT(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "LC_ALL=C")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("git %s in %s: %v: %s", strings.Join(args, " "), dir, err, stderr.String())
-	}
-	return strings.TrimSpace(stdout.String())
 }
 
 // realManager is a loaded workspace.Manager over the given projects, with

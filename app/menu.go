@@ -7,6 +7,7 @@ import (
 
 	"fyne.io/fyne/v2"
 
+	"codehydra/mcp"
 	"codehydra/workspace"
 )
 
@@ -198,13 +199,13 @@ func BuildMenu(s State, a Actions) *fyne.Menu {
 
 	canCopy := s.CanCopyMCPConfig && a.CopyMCPConfig != nil
 	var clients []*fyne.MenuItem
-	for _, c := range MCPClients() {
-		clients = append(clients, actionItem(c.Label, when(canCopy, func() { a.CopyMCPConfig(c.ID) })))
+	for _, c := range mcp.Clients() {
+		clients = append(clients, actionItem(mcp.ClientTitle(c), when(canCopy, func() { a.CopyMCPConfig(c) })))
 	}
-	mcp := fyne.NewMenuItem(LabelCopyMCPConfig, nil)
-	mcp.ChildMenu = fyne.NewMenu(LabelCopyMCPConfig, clients...)
-	mcp.Disabled = !canCopy
-	add(mcp, fyne.NewMenuItemSeparator())
+	copyConfig := fyne.NewMenuItem(LabelCopyMCPConfig, nil)
+	copyConfig.ChildMenu = fyne.NewMenu(LabelCopyMCPConfig, clients...)
+	copyConfig.Disabled = !canCopy
+	add(copyConfig, fyne.NewMenuItemSeparator())
 
 	quit := actionItem(LabelQuit, a.Quit)
 	// Fyne appends its own Quit unless the last item is marked as one.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"maps"
 	"slices"
-	"strings"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -78,43 +77,42 @@ func (u *ui) newMetadataEditor() *metadataEditor {
 		container.NewVScroll(e.rows),
 	)
 
-	events, unsubscribe := u.deps.Workspaces.Subscribe()
 	ctx, stop := context.WithCancel(u.ctx)
 	e.stop = stop
-	u.background(func(context.Context) {
-		defer unsubscribe()
-		e.watch(ctx, events)
-	})
-	e.loadChoices()
+	u.follow(ctx, e.loadChoices, e.onEvents)
 	e.refresh()
 	return e
 }
 
-func (e *metadataEditor) watch(ctx context.Context, events <-chan workspace.Event) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-events:
-			if !ok {
-				return
-			}
-			switch ev.Kind {
-			case workspace.EventMetadataChanged:
-				e.u.do(func() {
-					if ev.Workspace.Path == e.path {
-						e.reload()
-					}
-				})
-			case workspace.EventWorkspaceAdded, workspace.EventWorkspaceRemoved,
-				workspace.EventProjectAdded, workspace.EventProjectRemoved:
-				e.u.do(e.loadChoices)
-			}
+// onEvents follows the manager: a burst of changes costs one reload of the
+// list and one of the shown metadata.
+func (e *metadataEditor) onEvents(batch []workspace.Event) {
+	var relist bool
+	var changed []string
+	for _, ev := range batch {
+		switch ev.Kind {
+		case workspace.EventMetadataChanged:
+			changed = append(changed, ev.Workspace.Path)
+		case workspace.EventWorkspaceAdded, workspace.EventWorkspaceRemoved,
+			workspace.EventProjectAdded, workspace.EventProjectRemoved:
+			relist = true
 		}
 	}
+	if !relist && len(changed) == 0 {
+		return
+	}
+	e.u.do(func() {
+		if relist {
+			e.loadChoices()
+		}
+		if slices.Contains(changed, e.path) {
+			e.reload()
+		}
+	})
 }
 
-// loadChoices lists every workspace in the select, keeping the selection.
+// loadChoices lists every workspace in the select, in the manager's
+// order, keeping the selection.
 func (e *metadataEditor) loadChoices() {
 	wss := e.u.deps.Workspaces
 	var choices []workspace.Workspace
@@ -123,7 +121,6 @@ func (e *metadataEditor) loadChoices() {
 		if err != nil {
 			continue
 		}
-		slices.SortFunc(list, func(a, b workspace.Workspace) int { return strings.Compare(a.Name, b.Name) })
 		choices = append(choices, list...)
 	}
 	e.choices = choices

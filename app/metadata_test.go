@@ -8,6 +8,7 @@ import (
 
 	"fyne.io/fyne/v2/test"
 
+	"codehydra/internal/testenv"
 	"codehydra/workspace"
 )
 
@@ -27,7 +28,7 @@ func gitConfig(t *testing.T, repo, name string) (value string, ok bool) {
 }
 
 func TestMetadataEditorRoundTripsToGitConfig(t *testing.T) {
-	repo := gitRepo(t)
+	repo := testenv.GitRepo(t, "repo")
 	m := realManager(t, repo)
 	ctx := context.Background()
 	ws, err := m.Create(ctx, workspace.CreateOptions{ProjectPath: repo, Name: "feat"})

@@ -180,19 +180,19 @@ func (w *settingsWindow) fill(s settings.Settings) {
 	w.ratePerSecond.SetText(strconv.FormatFloat(s.RateLimit.PerSecond, 'f', -1, 64))
 	w.rateBurst.SetText(strconv.Itoa(s.RateLimit.Burst))
 
-	switch mcp := w.u.deps.MCP; {
-	case mcp == nil:
+	switch server := w.u.deps.MCP; {
+	case server == nil:
 		w.mcpInUse.SetText("The MCP server is not running.")
-	case s.MCPPort != 0 && mcp.Port() != s.MCPPort:
-		w.mcpInUse.SetText(fmt.Sprintf("In use now: %d (port %d was taken)", mcp.Port(), s.MCPPort))
+	case s.MCPPort != 0 && server.Port() != s.MCPPort:
+		w.mcpInUse.SetText(fmt.Sprintf("In use now: %d (port %d was taken)", server.Port(), s.MCPPort))
 	default:
-		w.mcpInUse.SetText(fmt.Sprintf("In use now: %d", mcp.Port()))
+		w.mcpInUse.SetText(fmt.Sprintf("In use now: %d", server.Port()))
 	}
 	switch agents := w.u.deps.Agents; {
 	case agents == nil:
 		w.ocFound.SetText("Agents are not run in this session.")
 	default:
-		if path, ok := agents.Binary(); ok {
+		if path, ok := agents.FindBinary(); ok {
 			w.ocFound.SetText("Found: " + path)
 		} else {
 			w.ocFound.SetText("Not found: install OpenCode (npm install -g opencode-ai) or enter the path of its binary.")

@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"reflect"
 	"slices"
-	"strings"
 	"sync"
 
 	"fyne.io/fyne/v2"
@@ -56,49 +55,27 @@ func newTray(u *ui) *Tray {
 	return &Tray{u: u, setTooltip: systray.SetTooltip, icons: map[string]fyne.Resource{}}
 }
 
-// start loads the state, shows it, and runs the event loop in the
-// background until the UI stops.
+// start loads the state, shows it, and follows the manager's events in
+// the background until the UI stops.
 func (t *Tray) start() {
-	// Subscribe before loading, so that no change falls between the two.
-	events, cancel := t.u.deps.Workspaces.Subscribe()
-	t.mu.Lock()
-	t.reload(t.u.ctx)
-	t.mu.Unlock()
-	t.publish()
-	t.u.background(func(ctx context.Context) {
-		defer cancel()
-		t.loop(ctx, events)
-	})
+	t.u.follow(t.u.ctx, func() {
+		t.mu.Lock()
+		t.reload(t.u.ctx)
+		t.mu.Unlock()
+		t.publish()
+	}, t.onEvents)
 }
 
-func (t *Tray) loop(ctx context.Context, events <-chan workspace.Event) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case e, ok := <-events:
-			if !ok {
-				return
-			}
-			notes := t.handle(ctx, e)
-			// A burst (every agent reporting at startup, a delete's steps)
-			// becomes one rebuild: D-Bus menus flicker on each one.
-		drain:
-			for {
-				select {
-				case e, ok := <-events:
-					if !ok {
-						break drain
-					}
-					notes = append(notes, t.handle(ctx, e)...)
-				default:
-					break drain
-				}
-			}
-			t.publish()
-			t.notify(notes)
-		}
+// onEvents turns a batch of events into one rebuild: D-Bus menus flicker on
+// each, and a burst (every agent reporting at startup, a delete's steps)
+// would otherwise cost one each.
+func (t *Tray) onEvents(batch []workspace.Event) {
+	var notes []Notice
+	for _, e := range batch {
+		notes = append(notes, t.handle(t.u.ctx, e)...)
 	}
+	t.publish()
+	t.notify(notes)
 }
 
 // handle applies one event to the state and returns the notifications it
@@ -133,8 +110,8 @@ func (t *Tray) handle(ctx context.Context, e workspace.Event) []Notice {
 	return nil
 }
 
-// reload re-reads projects and workspaces; what only events tell (delete
-// progress) carries over by path. t.mu is held.
+// reload re-reads projects and workspaces, in the manager's order; what
+// only events tell (delete progress) carries over by path. t.mu is held.
 func (t *Tray) reload(ctx context.Context) {
 	d := t.u.deps
 	prev := map[string]WorkspaceState{}
@@ -154,7 +131,6 @@ func (t *Tray) reload(ctx context.Context) {
 			t.u.log.WarnContext(ctx, "list workspaces", slog.String("project", p.Path), slog.Any("err", err))
 			ps.Err = userMessage(err)
 		}
-		slices.SortFunc(list, func(a, b workspace.Workspace) int { return strings.Compare(a.Name, b.Name) })
 		for _, w := range list {
 			ws := WorkspaceState{Workspace: w, Agent: t.agentStatus(w.Path)}
 			if old, ok := prev[w.Path]; ok {

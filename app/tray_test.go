@@ -10,14 +10,12 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"codehydra/internal/settings"
+	"codehydra/internal/testenv"
 	"codehydra/workspace"
 )
 
 func TestTrayRebuildsTheMenuFromManagerEvents(t *testing.T) {
-	f := newFake()
-	ws := f.addWorkspace("proj", "feat")
-	agents := newFakeAgents()
-	agents.set(ws.Path, agentIdle)
+	f, ws, agents := oneWorkspace(agentIdle)
 	h := newHarness(t, Deps{Workspaces: f, Agents: agents, MCPConfig: func(string) (string, error) { return "{}", nil }})
 	h.startTray()
 
@@ -91,26 +89,35 @@ func TestTrayIconFollowsTheOverallState(t *testing.T) {
 	}
 }
 
-func TestTrayDoesNotRebuildWhenNothingChanged(t *testing.T) {
+// oneWorkspace is a fake manager with one workspace, proj/feat, whose
+// agent is in st.
+func oneWorkspace(st workspace.AgentStatus) (*fakeWorkspaces, workspace.Workspace, *fakeAgents) {
 	f := newFake()
 	ws := f.addWorkspace("proj", "feat")
 	agents := newFakeAgents()
-	agents.set(ws.Path, agentIdle)
+	agents.set(ws.Path, st)
+	return f, ws, agents
+}
+
+// handDrivenTray is a tray over one idle workspace, loaded and shown once
+// without its event loop, so that a test hands it events itself and
+// counts rebuilds exactly.
+func handDrivenTray(t *testing.T) (*harness, workspace.Workspace, *fakeAgents) {
+	t.Helper()
+	f, ws, agents := oneWorkspace(agentIdle)
 	h := newHarness(t, Deps{Workspaces: f, Agents: agents})
-	// Driven by hand, without the event loop, to count rebuilds exactly.
 	tr := h.u.tray
 	tr.view = h.view
-	ctx := context.Background()
 	tr.mu.Lock()
-	tr.reload(ctx)
+	tr.reload(h.u.ctx)
 	tr.mu.Unlock()
 	tr.publish()
-	built := func() int {
-		h.drain()
-		h.view.mu.Lock()
-		defer h.view.mu.Unlock()
-		return len(h.view.menus)
-	}
+	return h, ws, agents
+}
+
+func TestTrayDoesNotRebuildWhenNothingChanged(t *testing.T) {
+	h, ws, agents := handDrivenTray(t)
+	built := h.menusBuilt
 	if n := built(); n != 1 {
 		t.Fatalf("first show built %d menus", n)
 	}
@@ -120,15 +127,13 @@ func TestTrayDoesNotRebuildWhenNothingChanged(t *testing.T) {
 		{Kind: workspace.EventMetadataChanged, Workspace: ws},
 		{Kind: workspace.EventWorkspaceAdded, Workspace: ws},
 	} {
-		tr.handle(ctx, e)
-		tr.publish()
+		h.u.tray.onEvents([]workspace.Event{e})
 		if n := built(); n != 1 {
 			t.Errorf("%s without a change rebuilt the menu (%d builds)", e.Kind, n)
 		}
 	}
 	agents.set(ws.Path, agentBusy)
-	tr.handle(ctx, workspace.Event{Kind: workspace.EventAgentChanged, Workspace: ws})
-	tr.publish()
+	h.u.tray.onEvents([]workspace.Event{{Kind: workspace.EventAgentChanged, Workspace: ws}})
 	if n := built(); n != 2 {
 		t.Errorf("a change built %d menus in all, want 2", n)
 	}
@@ -137,13 +142,31 @@ func TestTrayDoesNotRebuildWhenNothingChanged(t *testing.T) {
 	}
 }
 
+// A burst (a delete's steps, every agent reporting at startup) comes as
+// one batch and costs one rebuild, not one per event.
+func TestTrayRebuildsOnceForABatchOfEvents(t *testing.T) {
+	h, ws, agents := handDrivenTray(t)
+	if n := h.menusBuilt(); n != 1 {
+		t.Fatalf("first show built %d menus", n)
+	}
+	agents.set(ws.Path, agentBusy)
+	h.u.tray.onEvents([]workspace.Event{
+		{Kind: workspace.EventAgentChanged, Workspace: ws},
+		{Kind: workspace.EventDeleteProgress, Workspace: ws, Step: workspace.StepStopAgent},
+		{Kind: workspace.EventDeleteProgress, Workspace: ws, Step: workspace.StepRemoveWorktree},
+	})
+	if n := h.menusBuilt(); n != 2 {
+		t.Errorf("a batch of three changes built %d menus in all, want 2", n)
+	}
+	if w := h.u.tray.State().Projects[0].Workspaces[0]; !w.Deleting || w.DeleteStep != workspace.StepRemoveWorktree || w.Agent.State != agentBusy.State {
+		t.Errorf("after the batch the workspace is %+v, want busy and deleting at %s", w, workspace.StepRemoveWorktree)
+	}
+}
+
 func TestTrayNotifiesOnFinishAndInputUnlessSwitchedOff(t *testing.T) {
 	for _, on := range []bool{true, false} {
 		t.Run(map[bool]string{true: "on", false: "off"}[on], func(t *testing.T) {
-			f := newFake()
-			ws := f.addWorkspace("proj", "feat")
-			agents := newFakeAgents()
-			agents.set(ws.Path, agentIdle)
+			f, ws, agents := oneWorkspace(agentIdle)
 			store := settings.NewStore(t.TempDir() + "/settings.json")
 			if err := store.Update(func(s *settings.Settings) { s.Notifications = on }); err != nil {
 				t.Fatal(err)
@@ -174,10 +197,7 @@ func TestTrayNotifiesOnFinishAndInputUnlessSwitchedOff(t *testing.T) {
 }
 
 func TestTrayActionsOpenCopyAndRestart(t *testing.T) {
-	f := newFake()
-	ws := f.addWorkspace("proj", "feat")
-	agents := newFakeAgents()
-	agents.set(ws.Path, agentIdle)
+	f, ws, agents := oneWorkspace(agentIdle)
 	h := newHarness(t, Deps{Workspaces: f, Agents: agents, MCPConfig: func(c string) (string, error) { return "config for " + c, nil }})
 	h.startTray()
 	h.waitFor("the menu", func() bool { return h.view.menu() != nil })
@@ -215,10 +235,7 @@ func TestTrayActionsOpenCopyAndRestart(t *testing.T) {
 }
 
 func TestMainWindowShowsTheMenuAsWidgets(t *testing.T) {
-	f := newFake()
-	ws := f.addWorkspace("proj", "feat")
-	agents := newFakeAgents()
-	agents.set(ws.Path, agentBusy)
+	f, _, agents := oneWorkspace(agentBusy)
 	h := newHarness(t, Deps{Workspaces: f, Agents: agents})
 	h.u.tray.window = h.u.newMainWindow()
 	h.u.tray.start()
@@ -264,29 +281,50 @@ func TestMainWindowShowsTheMenuAsWidgets(t *testing.T) {
 // item is ready on the bus; a rebuild made before then must not be undone,
 // so the tray hands Fyne one menu object that always holds the latest items.
 func TestTrayGivesFyneOneMenuThatHoldsTheLatestItems(t *testing.T) {
-	f := newFake()
-	ws := f.addWorkspace("proj", "feat")
-	agents := newFakeAgents()
-	agents.set(ws.Path, agentIdle)
-	h := newHarness(t, Deps{Workspaces: f, Agents: agents})
-	tr := h.u.tray
-	tr.view = h.view
-	ctx := context.Background()
-	tr.mu.Lock()
-	tr.reload(ctx)
-	tr.mu.Unlock()
-	tr.publish()
+	h, ws, agents := handDrivenTray(t)
 	h.drain()
 	first := h.view.menu()
 
 	agents.set(ws.Path, agentBusy)
-	tr.handle(ctx, workspace.Event{Kind: workspace.EventAgentChanged, Workspace: ws})
-	tr.publish()
+	h.u.tray.onEvents([]workspace.Event{{Kind: workspace.EventAgentChanged, Workspace: ws}})
 	h.drain()
 	if h.view.menu() != first {
 		t.Fatal("a rebuild gave Fyne a new menu object; Fyne's late refresh would show the first one")
 	}
 	if find(first, "● feat (busy)") == nil {
 		t.Errorf("the first menu given does not show the rebuild:\n%s", strings.Join(labels(first), "\n"))
+	}
+}
+
+// The manager's order (by name, case-folded, then path) is the only one:
+// the tray and the metadata editor show projects and workspaces as the
+// manager lists them. "Gamma" after "beta" is what a byte-wise sort gets
+// wrong.
+func TestTrayAndMetadataEditorShowTheManagersOrder(t *testing.T) {
+	zoo, apps := testenv.GitRepo(t, "zoo"), testenv.GitRepo(t, "Apps")
+	m := realManager(t, zoo, apps)
+	for _, name := range []string{"beta", "Gamma", "Alpha", "alpha2"} {
+		if _, err := m.Create(context.Background(), workspace.CreateOptions{ProjectPath: zoo, Name: name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := newHarness(t, Deps{Workspaces: m})
+	h.startTray()
+
+	var got []string
+	for _, it := range h.view.menu().Items {
+		if p := it.Label; p != "" && !it.IsSeparator && !strings.HasPrefix(p, "CodeHydra:") {
+			got = append(got, p)
+		}
+	}
+	want := []string{"Apps", "    " + LabelNoWorkspaces, "zoo", "– Alpha (no agent)", "– alpha2 (no agent)", "– beta (no agent)", "– Gamma (no agent)"}
+	if len(got) < len(want) || !slices.Equal(got[:len(want)], want) {
+		t.Errorf("menu lists\n%s\nwant it to begin with\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	e := h.u.openSettings().meta
+	want = []string{"zoo / Alpha", "zoo / alpha2", "zoo / beta", "zoo / Gamma"}
+	if got := e.workspace.Options; !slices.Equal(got, want) {
+		t.Errorf("metadata editor offers %q, want %q", got, want)
 	}
 }

@@ -21,28 +21,14 @@ source "$root/build/desktop.sh"
 
 runs=${1:-5}
 idle_secs=${CODEHYDRA_BENCH_IDLE:-10}
-bin=$(realpath "${CODEHYDRA_BIN:-$root/codehydra}" 2>/dev/null || true)
-if [[ ! -x "$bin" ]]; then
-	desktop_say "no ${CODEHYDRA_BIN:-./codehydra}: run make build first"
-	exit 1
-fi
+bin=$(desktop_app_bin)
 opencode=$(opencode_bin)
 doc="$root/docs/BENCHMARKS.md"
 
-tmp=$(mktemp -d)
-cleanup() {
-	desktop_stop
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-desktop_start "$tmp"
+desktop_session
 
 project="$tmp/projects/bench"
-git_project "$project"
-for branch in one two three; do
-	git -C "$project" worktree add -q -b "$branch" "$tmp/projects/bench-$branch"
-done
-mkdir -p "$XDG_CONFIG_HOME/codehydra"
+desktop_project "$project" one two three
 export OPENCODE_DISABLE_MODELS_FETCH=1
 
 # tray_ready succeeds when the menu shows the three workspaces and Quit;

@@ -203,6 +203,44 @@ tray_click() {
 # window_id NAME is the visible window titled exactly NAME.
 window_id() { xdotool search --onlyvisible --name "^$1\$" | head -n1; }
 
+# desktop_app_bin prints the app binary a script runs: $CODEHYDRA_BIN, else
+# ./codehydra from `make build`; it fails, saying so, when there is none.
+desktop_app_bin() {
+	local bin
+	bin=$(realpath "${CODEHYDRA_BIN:-$root/codehydra}" 2>/dev/null || true)
+	if [[ ! -x "$bin" ]]; then
+		desktop_say "no ${CODEHYDRA_BIN:-./codehydra}: run make build first"
+		return 1
+	fi
+	echo "$bin"
+}
+
+# desktop_session makes a temp folder ($tmp), starts the desktop in it and
+# stops both when the script exits.
+desktop_session() {
+	tmp=$(mktemp -d)
+	trap desktop_session_end EXIT
+	desktop_start "$tmp"
+}
+
+desktop_session_end() {
+	desktop_stop
+	rm -rf "$tmp"
+}
+
+# desktop_project DIR BRANCH... makes a project at DIR (git_project) with a
+# worktree for each BRANCH beside it (DIR-<branch, "/" as "-">), and the
+# app's config folder.
+desktop_project() {
+	local dir=$1 branch
+	shift
+	git_project "$dir"
+	for branch in "$@"; do
+		git -C "$dir" worktree add -q -b "$branch" "$dir-${branch//\//-}"
+	done
+	mkdir -p "$XDG_CONFIG_HOME/codehydra"
+}
+
 # git_project DIR makes a small repository with a few commits in DIR.
 git_project() {
 	local dir=$1

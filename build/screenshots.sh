@@ -14,29 +14,15 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=build/desktop.sh
 source "$root/build/desktop.sh"
 
-bin=$(realpath "${CODEHYDRA_BIN:-$root/codehydra}" 2>/dev/null || true)
-if [[ ! -x "$bin" ]]; then
-	desktop_say "no ${CODEHYDRA_BIN:-./codehydra}: run make build first"
-	exit 1
-fi
+bin=$(desktop_app_bin)
 out="$root/docs/screenshots"
 mkdir -p "$out"
 opencode=$(opencode_bin)
 
-tmp=$(mktemp -d)
-cleanup() {
-	desktop_stop
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-desktop_start "$tmp"
+desktop_session
 
 project="$tmp/projects/webshop"
-git_project "$project"
-for branch in feature/login fix-cart-total docs-api; do
-	git -C "$project" worktree add -q -b "$branch" "$tmp/projects/webshop-${branch//\//-}"
-done
-mkdir -p "$XDG_CONFIG_HOME/codehydra"
+desktop_project "$project" feature/login fix-cart-total docs-api
 if [[ -n "$opencode" ]]; then
 	export OPENCODE_DISABLE_MODELS_FETCH=1
 	printf '{"opencodeBin": "%s"}\n' "$opencode" >"$XDG_CONFIG_HOME/codehydra/settings.json"

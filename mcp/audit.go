@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 )
@@ -96,4 +97,26 @@ func (a *auditLog) close() error {
 	err := a.f.Close()
 	a.f = nil
 	return err
+}
+
+// argNames lists the argument names of a call, for the audit log: names
+// only, never values. Bounded, since a client chooses them.
+func argNames(raw json.RawMessage) []string {
+	const maxNames, maxLen = 16, 64
+	var m map[string]json.RawMessage
+	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	names := make([]string, 0, len(m))
+	for k := range m {
+		if len(k) > maxLen {
+			k = k[:maxLen]
+		}
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	if len(names) > maxNames {
+		names = names[:maxNames]
+	}
+	return names
 }

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,38 +36,6 @@ func isolateGit(t testing.TB) {
 	}
 }
 
-func git(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v in %s: %v\n%s", args, dir, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// newRepo makes a git repository with one commit on main and returns its
-// resolved path.
-func newRepo(t testing.TB, name string) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	real, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	git(t, real, "init", "-q", "-b", "main")
-	if err := os.WriteFile(filepath.Join(real, "README"), []byte("hello\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	git(t, real, "add", "README")
-	git(t, real, "commit", "-q", "-m", "initial")
-	return real
-}
-
 // harness is a real server over real HTTP in front of a real
 // workspace.Manager on a real temp repository.
 type harness struct {
@@ -86,7 +53,7 @@ type harnessOption func(*Options)
 func newHarness(t testing.TB, opts ...harnessOption) *harness {
 	t.Helper()
 	isolateGit(t)
-	project := newRepo(t, "proj")
+	project := testenv.GitRepo(t, "proj")
 	mgr := workspace.NewManager(workspace.Options{Projects: []string{project}, WorktreeRoot: t.TempDir()})
 	if err := mgr.Load(context.Background()); err != nil {
 		t.Fatalf("load manager: %v", err)
@@ -144,6 +111,19 @@ func (h *harness) create(name string) workspace.Workspace {
 		h.t.Fatalf("create workspace %s: %v", name, err)
 	}
 	return ws
+}
+
+// waitBackground waits until the work the server runs after its answers
+// (a workspace_delete's delete) has returned.
+func (h *harness) waitBackground() {
+	h.t.Helper()
+	done := make(chan struct{})
+	go func() { h.srv.bg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		h.t.Fatal("the server's background work did not end within 15 s")
+	}
 }
 
 // session opens an MCP session whose requests carry the token and, when

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"codehydra/internal/testenv"
 	"codehydra/workspace"
 )
 
@@ -184,8 +185,8 @@ func TestHostileRequestsGetACleanRefusalAndTheServerKeepsServing(t *testing.T) {
 	// covers the limiter).
 	h := newHarness(t, func(o *Options) { o.RateLimit, o.Burst = 1e6, 1e6 })
 	ws, other := h.create("target"), h.create("other")
-	git(t, h.project, "config", "branch.target.codehydra.note", "original")
-	git(t, h.project, "config", "branch.other.codehydra.note", "untouched")
+	testenv.Git(t, h.project, "config", "branch.target.codehydra.note", "original")
+	testenv.Git(t, h.project, "config", "branch.other.codehydra.note", "untouched")
 
 	outside := t.TempDir()
 	sibling := ws.Path + "-evil"
@@ -378,7 +379,7 @@ func TestHostileRequestsGetACleanRefusalAndTheServerKeepsServing(t *testing.T) {
 			{"create: relative project", ToolCreate, `{"projectPath":"proj","name":"ok-name"}`, refusedInvalid},
 			{"create: unknown project", ToolCreate, `{"projectPath":"` + outside + `","name":"ok-name"}`, refusedProject},
 			{"add: project path of 500,000 parts", ToolProjectAdd, `{"path":"` + deepPath + `"}`, refusedInvalid},
-			{"add: a file as project", ToolProjectAdd, `{"path":"` + filepath.Join(h.project, "README") + `"}`, refusedInvalid},
+			{"add: a file as project", ToolProjectAdd, `{"path":"` + filepath.Join(h.project, "README.md") + `"}`, refusedInvalid},
 			{"add: a workspace as project", ToolProjectAdd, `{"path":"` + ws.Path + `"}`, refusedInvalid},
 			{"remove: project path of 500,000 parts", ToolProjectRemove, `{"path":"` + deepPath + `"}`, refusedInvalid},
 			{"remove: path with NUL", ToolProjectRemove, `{"path":"/tmp\u0000x"}`, refusedInvalid},
@@ -408,7 +409,7 @@ func TestHostileRequestsGetACleanRefusalAndTheServerKeepsServing(t *testing.T) {
 			{"symlink out", []string{linkOut}, refusedNotFound},
 			{"main checkout", []string{h.project}, refusedNotFound},
 			{"the file system root", []string{"/"}, refusedNotFound},
-			{"a file in the workspace", []string{filepath.Join(ws.Path, "README")}, refusedNotFound},
+			{"a file in the workspace", []string{filepath.Join(ws.Path, "README.md")}, refusedNotFound},
 			{"upper-cased (case-sensitive file system)", []string{strings.ToUpper(ws.Path)}, refusedNotFound},
 			{"very long", []string{"/" + strings.Repeat("a", 10<<10)}, refusedInvalid},
 			{"very long, many parts", []string{strings.Repeat("/a", 20<<10)}, refusedInvalid},
@@ -438,15 +439,15 @@ func TestHostileRequestsGetACleanRefusalAndTheServerKeepsServing(t *testing.T) {
 		if _, err := os.Stat(w.Path); err != nil {
 			t.Errorf("workspace %s: %v", w.Name, err)
 		}
-		git(t, h.project, "rev-parse", "--verify", "refs/heads/"+w.Branch)
+		testenv.Git(t, h.project, "rev-parse", "--verify", "refs/heads/"+w.Branch)
 	}
-	if got := git(t, h.project, "config", "--get", "branch.target.codehydra.note"); got != "original" {
+	if got := testenv.Git(t, h.project, "config", "--get", "branch.target.codehydra.note"); got != "original" {
 		t.Errorf("target's note = %q after the battery", got)
 	}
-	if got := git(t, h.project, "config", "--get", "branch.other.codehydra.note"); got != "untouched" {
+	if got := testenv.Git(t, h.project, "config", "--get", "branch.other.codehydra.note"); got != "untouched" {
 		t.Errorf("other's note = %q after the battery", got)
 	}
-	if out := git(t, h.project, "branch", "--format=%(refname:short)"); out != "main\nother\ntarget" {
+	if out := testenv.Git(t, h.project, "branch", "--format=%(refname:short)"); out != "main\nother\ntarget" {
 		t.Errorf("branches after the battery: %q", out)
 	}
 	if _, err := os.Stat("/tmp/pwned"); err == nil {

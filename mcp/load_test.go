@@ -16,6 +16,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"codehydra/internal/testenv"
 	"codehydra/workspace"
 )
 
@@ -36,19 +37,21 @@ func openFDs(t testing.TB) int {
 // their baseline and returns what it saw last.
 func settle(t testing.TB, goroutines, fds int) (int, int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		g, f := runtime.NumGoroutine(), openFDs(t)
-		if g <= goroutines && f <= fds {
-			return g, f
-		}
-		if time.Now().After(deadline) {
+	var g, f int
+	settled := false
+	defer func() {
+		if !settled {
 			buf := make([]byte, 1<<20)
-			t.Fatalf("after the load: %d goroutines (baseline %d), %d open files (baseline %d)\n%s",
+			t.Logf("after the load: %d goroutines (baseline %d), %d open files (baseline %d)\n%s",
 				g, goroutines, f, fds, buf[:runtime.Stack(buf, true)])
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	}()
+	testenv.WaitFor(t, "goroutines and open files back at their baseline", 20*time.Second, func() bool {
+		g, f = runtime.NumGoroutine(), openFDs(t)
+		return g <= goroutines && f <= fds
+	})
+	settled = true
+	return g, f
 }
 
 // The load: concurrent MCP sessions, each acting as the agent of one of a

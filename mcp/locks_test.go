@@ -10,6 +10,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"codehydra/internal/testenv"
 	"codehydra/workspace"
 )
 
@@ -82,10 +83,10 @@ func TestHeldGitLocksAreAConflictNamingTheFileAndARetrySucceeds(t *testing.T) {
 		release := holdLock(t, configLock)
 		args := map[string]any{"projectPath": h.project, "name": "made-while-locked"}
 		conflict(t, "create", call(t, h.session(""), ToolCreate, args), configLock)
-		if out := git(t, h.project, "branch", "--list", "made-while-locked"); out != "" {
+		if out := testenv.Git(t, h.project, "branch", "--list", "made-while-locked"); out != "" {
 			t.Fatalf("a failed create left its branch: %q", out)
 		}
-		if list := git(t, h.project, "worktree", "list"); strings.Contains(list, "made-while-locked") {
+		if list := testenv.Git(t, h.project, "worktree", "list"); strings.Contains(list, "made-while-locked") {
 			t.Fatalf("a failed create left its worktree:\n%s", list)
 		}
 		release()
@@ -109,7 +110,7 @@ func TestHeldGitLocksAreAConflictNamingTheFileAndARetrySucceeds(t *testing.T) {
 	t.Run("index.lock: nothing of CodeHydra needs it", func(t *testing.T) {
 		cases++
 		// The main checkout's index and the workspace's own.
-		admin := strings.TrimSpace(git(t, ws.Path, "rev-parse", "--absolute-git-dir"))
+		admin := strings.TrimSpace(testenv.Git(t, ws.Path, "rev-parse", "--absolute-git-dir"))
 		holdLock(t, filepath.Join(gitDir, "index.lock"))
 		holdLock(t, filepath.Join(admin, "index.lock"))
 		if err := os.WriteFile(filepath.Join(ws.Path, "new.txt"), []byte("x"), 0o644); err != nil {
@@ -141,19 +142,17 @@ func TestHeldGitLocksAreAConflictNamingTheFileAndARetrySucceeds(t *testing.T) {
 			t.Fatalf("delete-failed = %+v", failed)
 		}
 		// Nothing was removed: the workspace is whole and still answers.
-		if _, err := os.Stat(filepath.Join(doomed.Path, "README")); err != nil {
+		if _, err := os.Stat(filepath.Join(doomed.Path, "README.md")); err != nil {
 			t.Fatalf("the workspace lost files: %v", err)
 		}
-		waitFor(t, "the failed delete to end", func() bool {
-			h.srv.mu.Lock()
-			defer h.srv.mu.Unlock()
-			return !h.srv.deleting[doomed.Path]
-		})
+		// The domain keeps the workspace reserved until the failed delete
+		// has returned; the retry comes after that.
+		h.waitBackground()
 		release()
 		okJSON(t, call(t, dcs, ToolDelete, nil), &map[string]any{})
 		waitFor(t, "the retried delete", func() bool {
 			_, err := os.Stat(doomed.Path)
-			return os.IsNotExist(err) && git(t, h.project, "branch", "--list", "doomed-locked") == ""
+			return os.IsNotExist(err) && testenv.Git(t, h.project, "branch", "--list", "doomed-locked") == ""
 		})
 	})
 
@@ -178,7 +177,7 @@ func TestHeldGitLocksAreAConflictNamingTheFileAndARetrySucceeds(t *testing.T) {
 		if err := next.Load(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if out := git(t, h.project, "branch", "--list", "branch-locked"); out != "" {
+		if out := testenv.Git(t, h.project, "branch", "--list", "branch-locked"); out != "" {
 			t.Fatalf("the next launch did not delete the branch: %q", out)
 		}
 		if _, err := os.Stat(ws.Path); err != nil {

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -19,84 +22,105 @@ import (
 // TestCallsInFlightDuringADeleteGetTheirResultOrWorkspaceNotFound deletes a
 // workspace while 20 clients call its tools as fast as they can. Each call
 // must end in its normal result or in a clean workspace-not-found — never
-// an internal error, a conflict, a timeout or a protocol failure — and
-// once the delete is done no call may succeed any more.
+// an internal error, a conflict, a timeout or a protocol failure. The
+// clients go on calling after the delete has returned, each at least
+// afterCalls times over at least afterWindow, cycling through every
+// workspace tool (workspace_delete too): every one of those calls must be
+// workspace-not-found.
 func TestCallsInFlightDuringADeleteGetTheirResultOrWorkspaceNotFound(t *testing.T) {
+	const (
+		clientCount = 20
+		afterCalls  = 5
+		afterWindow = 200 * time.Millisecond
+	)
 	trials := 3
 	if soak() {
 		trials = 30
 	}
 	h := newHarness(t, func(o *Options) { o.RateLimit, o.Burst = 1e9, 1e9 })
-	tools := []struct {
+	type toolCall struct {
 		name string
 		args map[string]any
-	}{
+	}
+	tools := []toolCall{
 		{ToolGetStatus, nil}, {ToolGetMetadata, nil}, {ToolSetMetadata, map[string]any{"key": "note", "value": "racing"}},
 		{ToolGetOpencodePort, nil}, {ToolSetMetadata, map[string]any{"key": "note", "value": nil}},
 	}
+	// Before the delete has returned a workspace_delete call would start a
+	// second delete; after it, it must be refused like every other tool.
+	afterTools := append(slices.Clone(tools), toolCall{ToolDelete, nil})
 	outcomes := map[string]int{}
+	after, afterBad := 0, 0
 	failures := 0
 	for trial := range trials {
 		ok := t.Run(fmt.Sprintf("trial %d", trial), func(t *testing.T) {
 			ws := h.create(fmt.Sprintf("doomed-%d", trial))
 			var clients []*sdk.ClientSession
-			for range 20 {
+			for range clientCount {
 				clients = append(clients, h.session(ws.Path))
 			}
 			var (
-				mu      sync.Mutex
-				bad     []string
-				counts  = map[string]int{}
-				wg      sync.WaitGroup
-				started sync.WaitGroup
-				done    = make(chan struct{})
+				mu          sync.Mutex
+				bad         []string
+				badAfter    []string
+				counts      = map[string]int{}
+				afterCount  int
+				wg          sync.WaitGroup
+				started     sync.WaitGroup
+				deleted     atomic.Bool
+				windowEnded atomic.Bool
 			)
 			started.Add(len(clients))
 			for i, cs := range clients {
 				wg.Go(func() {
-					first := true
-					for n := 0; ; n++ {
+					calledAfter := 0
+					for n := 0; calledAfter < afterCalls || !windowEnded.Load(); n++ {
+						// A call counts as after the delete only if it
+						// began after Delete returned.
+						isAfter := deleted.Load()
 						tool := tools[(i+n)%len(tools)]
+						if isAfter {
+							tool = afterTools[(i+n)%len(afterTools)]
+						}
 						args := tool.args
 						if args == nil {
 							args = map[string]any{}
 						}
 						res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: tool.name, Arguments: args})
-						if first {
+						if n == 0 {
 							started.Done()
-							first = false
 						}
 						outcome := raceOutcome(res, err)
 						mu.Lock()
-						counts[outcome]++
-						if outcome != "ok" && outcome != string(workspace.CodeWorkspaceNotFound) {
-							bad = append(bad, fmt.Sprintf("%s: %s", tool.name, outcome))
+						switch {
+						case isAfter:
+							calledAfter++
+							afterCount++
+							if outcome != string(workspace.CodeWorkspaceNotFound) {
+								badAfter = append(badAfter, fmt.Sprintf("%s: %s", tool.name, outcome))
+							}
+						default:
+							counts[outcome]++
+							if outcome != "ok" && outcome != string(workspace.CodeWorkspaceNotFound) {
+								bad = append(bad, fmt.Sprintf("%s: %s", tool.name, outcome))
+							}
 						}
 						mu.Unlock()
-						if outcome == string(workspace.CodeWorkspaceNotFound) {
-							return // from now on every call must be refused; checked below
-						}
-						select {
-						case <-done:
-							return
-						default:
-						}
 					}
 				})
 			}
 			started.Wait()
 			// The delete comes from the manager (the GUI's path); the
-			// workspace's own clients keep calling meanwhile.
+			// workspace's own clients keep calling meanwhile and after.
 			if err := h.mgr.Delete(context.Background(), ws.Path, workspace.DeleteOptions{}); err != nil {
-				t.Fatalf("delete: %v", err)
+				t.Errorf("delete: %v", err)
 			}
-			close(done)
+			deleted.Store(true)
+			time.Sleep(afterWindow)
+			windowEnded.Store(true)
 			wg.Wait()
-			for _, cs := range clients {
-				code, _ := errCode(t, call(t, cs, ToolGetStatus, nil))
-				if code != workspace.CodeWorkspaceNotFound {
-					t.Fatalf("a call after the delete: %s", code)
-				}
+			if t.Failed() {
+				return
 			}
 			if _, err := os.Stat(ws.Path); !os.IsNotExist(err) {
 				t.Fatalf("the workspace folder is still there: %v", err)
@@ -111,6 +135,14 @@ func TestCallsInFlightDuringADeleteGetTheirResultOrWorkspaceNotFound(t *testing.
 			for k, v := range counts {
 				outcomes[k] += v
 			}
+			after += afterCount
+			afterBad += len(badAfter)
+			if afterCount < clientCount*afterCalls {
+				t.Errorf("%d calls after the delete, want at least %d", afterCount, clientCount*afterCalls)
+			}
+			if len(badAfter) > 0 {
+				t.Errorf("%d of %d calls after the delete were not workspace-not-found, e.g. %s", len(badAfter), afterCount, strings.Join(badAfter[:min(len(badAfter), 5)], "; "))
+			}
 			if len(bad) > 0 {
 				t.Errorf("%d calls ended neither in their result nor in workspace-not-found, e.g. %s", len(bad), strings.Join(bad[:min(len(bad), 5)], "; "))
 			}
@@ -124,7 +156,8 @@ func TestCallsInFlightDuringADeleteGetTheirResultOrWorkspaceNotFound(t *testing.
 		parts = append(parts, fmt.Sprintf("%s=%d", k, v))
 	}
 	sort.Strings(parts)
-	t.Logf("FIGURE delete-during-calls: trials=%d failures=%d clients=20 outcomes: %s", trials, failures, strings.Join(parts, " "))
+	t.Logf("FIGURE delete-during-calls: trials=%d failures=%d clients=%d during: %s; after the delete: calls=%d not-workspace-not-found=%d",
+		trials, failures, clientCount, strings.Join(parts, " "), after, afterBad)
 }
 
 // gitConfigRegexp lists the project's config entries matching re ("" for

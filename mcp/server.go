@@ -37,7 +37,9 @@ type Workspaces interface {
 	Status(ctx context.Context, wsPath string) (workspace.Status, error)
 	Metadata(ctx context.Context, wsPath string) (map[string]string, error)
 	SetMetadata(ctx context.Context, wsPath, key string, value *string) error
-	Delete(ctx context.Context, wsPath string, o workspace.DeleteOptions) error
+	// StartDelete reserves the delete of a workspace and returns the work
+	// that deletes it; a delete already running is a conflict at once.
+	StartDelete(ctx context.Context, wsPath string, o workspace.DeleteOptions) (run func(context.Context) error, err error)
 	Create(ctx context.Context, o workspace.CreateOptions) (workspace.Workspace, error)
 	Projects() []workspace.Project
 	Workspaces(projectPath string) ([]workspace.Workspace, error)
@@ -92,14 +94,13 @@ type Server struct {
 	http    *http.Server
 	limiter *rateLimiter
 	audit   *auditLog
-	tools   map[string]toolSpec
+	tools   map[string]toolDef
 
 	port atomic.Int32
 
-	mu       sync.Mutex
-	ln       net.Listener
-	closing  bool
-	deleting map[string]bool // workspace paths with a delete started here
+	mu      sync.Mutex
+	ln      net.Listener
+	closing bool
 
 	// Hooks that run once the HTTP response of a tools/call is flushed,
 	// keyed by the call ID that trackCalls puts in an internal header.
@@ -116,61 +117,28 @@ type Server struct {
 
 // New builds a server; it does not bind a port yet (see Listen).
 func New(opts Options) (*Server, error) {
-	if opts.Token == nil {
-		return nil, errors.New("mcp server: a token is required")
-	}
-	if opts.Workspaces == nil {
-		return nil, errors.New("mcp server: a workspace manager is required")
-	}
-	if opts.Addr == "" {
-		opts.Addr = "127.0.0.1:0"
-	}
-	host, _, err := net.SplitHostPort(opts.Addr)
+	opts, err := opts.withDefaults()
 	if err != nil {
-		return nil, fmt.Errorf("mcp server address %q: %w", opts.Addr, err)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return nil, fmt.Errorf("mcp server address %q: only loopback addresses are allowed", opts.Addr)
-	}
-	if opts.RateLimit <= 0 {
-		opts.RateLimit = DefaultRateLimit
-	}
-	if opts.Burst <= 0 {
-		opts.Burst = DefaultBurst
-	}
-	if opts.CallTimeout <= 0 {
-		opts.CallTimeout = DefaultCallTimeout
-	}
-	if opts.MaxBody <= 0 {
-		opts.MaxBody = DefaultMaxBody
-	}
-	if opts.Version == "" {
-		opts.Version = "dev"
-	}
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		return nil, err
 	}
 	audit, err := openAuditLog(opts.AuditPath)
 	if err != nil {
 		return nil, err
 	}
-
 	s := &Server{
-		opts:     opts,
-		log:      logger,
-		now:      time.Now,
-		listen:   net.Listen,
-		audit:    audit,
-		deleting: make(map[string]bool),
-		hooks:    make(map[string][]func()),
+		opts:   opts,
+		log:    opts.Logger,
+		now:    time.Now,
+		listen: net.Listen,
+		audit:  audit,
+		hooks:  make(map[string][]func()),
 	}
 	s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
 	s.limiter = newRateLimiter(opts.RateLimit, opts.Burst, func() time.Time { return s.now() })
 
 	// The SDK logs every session's start at Info; one CLI command makes a
 	// session, so only its warnings and errors are worth the log file.
-	sdkLogger := slog.New(minLevel{Handler: logger.Handler(), min: slog.LevelWarn})
+	sdkLogger := slog.New(minLevel{Handler: opts.Logger.Handler(), min: slog.LevelWarn})
 	s.mcp = sdk.NewServer(&sdk.Implementation{Name: "codehydra", Title: "CodeHydra", Version: opts.Version}, &sdk.ServerOptions{
 		Instructions: instructions,
 		Logger:       sdkLogger,
@@ -179,23 +147,69 @@ func New(opts Options) (*Server, error) {
 	})
 	s.tools = s.registerTools()
 	s.mcp.AddReceivingMiddleware(s.toolCallMiddleware)
+	s.http = s.newHTTPServer(sdkLogger)
+	return s, nil
+}
 
+// withDefaults checks the required options and the address, and fills in
+// the defaults of those left zero.
+func (o Options) withDefaults() (Options, error) {
+	if o.Token == nil {
+		return o, errors.New("mcp server: a token is required")
+	}
+	if o.Workspaces == nil {
+		return o, errors.New("mcp server: a workspace manager is required")
+	}
+	if o.Addr == "" {
+		o.Addr = "127.0.0.1:0"
+	}
+	host, _, err := net.SplitHostPort(o.Addr)
+	if err != nil {
+		return o, fmt.Errorf("mcp server address %q: %w", o.Addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return o, fmt.Errorf("mcp server address %q: only loopback addresses are allowed", o.Addr)
+	}
+	if o.RateLimit <= 0 {
+		o.RateLimit = DefaultRateLimit
+	}
+	if o.Burst <= 0 {
+		o.Burst = DefaultBurst
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.MaxBody <= 0 {
+		o.MaxBody = DefaultMaxBody
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return o, nil
+}
+
+// newHTTPServer wraps the SDK's Streamable HTTP handler in the access
+// checks, outermost first: refuse while closing, Host, Origin, then on the
+// endpoint the token, the body limit and the after-response hooks.
+func (s *Server) newHTTPServer(sdkLogger *slog.Logger) *http.Server {
 	streamable := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.mcp }, &sdk.StreamableHTTPOptions{
 		Logger:              sdkLogger,
-		MaxRequestBodyBytes: opts.MaxBody,
+		MaxRequestBodyBytes: s.opts.MaxBody,
 		// DisableLocalhostProtection stays false: the SDK's DNS-rebinding
 		// check runs behind checkHost as a second line.
 	})
 	mux := http.NewServeMux()
-	mux.Handle(Path, checkToken(opts.Token, limitBody(opts.MaxBody, s.trackCalls(streamable))))
-	s.http = &http.Server{
+	mux.Handle(Path, checkToken(s.opts.Token, limitBody(s.opts.MaxBody, s.trackCalls(streamable))))
+	return &http.Server{
 		Handler:           s.refuseWhenClosing(checkHost(&s.port, checkOrigin(mux))),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
-	return s, nil
 }
 
 const instructions = `CodeHydra runs one coding agent per git worktree ("workspace") of a project.
@@ -353,83 +367,6 @@ func (s *Server) refuseWhenClosing(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// callIDHeader is an internal header: trackCalls sets it on every POST (a
-// client's own value is dropped) so that a tool handler, which sees the
-// request's headers, can schedule work for after the response is sent.
-const callIDHeader = "X-Codehydra-Internal-Call"
-
-// trackCalls runs the hooks that tool handlers registered with
-// afterResponse once the SDK has written the response, flushing it first.
-func (s *Server) trackCalls(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.Header.Del(callIDHeader)
-		if r.Method != http.MethodPost {
-			next.ServeHTTP(w, r)
-			return
-		}
-		id := strconv.FormatUint(s.callSeq.Add(1), 10)
-		r.Header.Set(callIDHeader, id)
-		s.hooksMu.Lock()
-		s.hooks[id] = nil
-		s.hooksMu.Unlock()
-
-		// Deferred so that the hooks run (and release what they hold)
-		// even if the handler panics.
-		defer func() {
-			s.hooksMu.Lock()
-			fns := s.hooks[id]
-			delete(s.hooks, id)
-			s.hooksMu.Unlock()
-			if len(fns) == 0 {
-				return
-			}
-			_ = http.NewResponseController(w).Flush()
-			for _, fn := range fns {
-				fn()
-			}
-		}()
-		next.ServeHTTP(w, r)
-	})
-}
-
-// afterResponse runs fn once the HTTP response carrying the current call's
-// result has been flushed, or at once when there is no such response (the
-// request is gone already).
-func (s *Server) afterResponse(h http.Header, fn func()) {
-	id := h.Get(callIDHeader)
-	s.hooksMu.Lock()
-	if fns, ok := s.hooks[id]; ok && id != "" {
-		s.hooks[id] = append(fns, fn)
-		s.hooksMu.Unlock()
-		return
-	}
-	s.hooksMu.Unlock()
-	fn()
-}
-
-// reserveBackground claims a slot for work that will outlive the request,
-// so that Shutdown waits for it even if the work has not started yet. It
-// reports false when the server is shutting down. Each reserved slot must
-// be used by exactly one runBackground.
-func (s *Server) reserveBackground() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closing {
-		return false
-	}
-	s.bg.Add(1)
-	return true
-}
-
-// runBackground runs fn in a slot taken with reserveBackground, with a
-// context that lives as long as the server.
-func (s *Server) runBackground(fn func(ctx context.Context)) {
-	go func() {
-		defer s.bg.Done()
-		fn(s.bgCtx)
-	}()
 }
 
 // minLevel drops records below min.

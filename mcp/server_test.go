@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"codehydra/internal/testenv"
 	"codehydra/workspace"
 )
 
@@ -104,7 +106,7 @@ func TestManySessionsAtOnceEachGetTheirOwnID(t *testing.T) {
 
 func TestShutdownWithOpenSessionsLeavesNoGoroutines(t *testing.T) {
 	isolateGit(t)
-	project := newRepo(t, "proj")
+	project := testenv.GitRepo(t, "proj")
 	mgr := workspace.NewManager(workspace.Options{Projects: []string{project}, WorktreeRoot: t.TempDir()})
 	if err := mgr.Load(context.Background()); err != nil {
 		t.Fatal(err)
@@ -180,14 +182,15 @@ func TestShutdownWithOpenSessionsLeavesNoGoroutines(t *testing.T) {
 	for _, tr := range transports {
 		tr.CloseIdleConnections()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
+	settled := false
+	defer func() {
+		if !settled {
 			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines before, %d after shutdown:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+			t.Logf("%d goroutines before, %d after shutdown:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	}()
+	testenv.WaitFor(t, "the goroutines to end after shutdown", 10*time.Second, func() bool { return runtime.NumGoroutine() <= before })
+	settled = true
 }
 
 func TestServeStopsWhenItsContextEnds(t *testing.T) {
@@ -289,7 +292,7 @@ func (r *stopRecorder) snapshot() ([]string, []bool) {
 
 func TestWorkspaceDeleteAnswersFirstThenDeletesInTheBackground(t *testing.T) {
 	isolateGit(t)
-	project := newRepo(t, "proj")
+	project := testenv.GitRepo(t, "proj")
 	answered := &atomic.Bool{}
 	rec := &stopRecorder{answered: answered.Load, hold: make(chan struct{})}
 	mgr := workspace.NewManager(workspace.Options{Projects: []string{project}, WorktreeRoot: t.TempDir(), Agents: rec})
@@ -369,7 +372,7 @@ func TestWorkspaceDeleteAnswersFirstThenDeletesInTheBackground(t *testing.T) {
 	if steps[0] != workspace.StepStopAgent {
 		t.Fatalf("delete steps %v", steps)
 	}
-	if out := git(t, project, "branch", "--list", "doomed"); out != "" {
+	if out := testenv.Git(t, project, "branch", "--list", "doomed"); out != "" {
 		t.Fatalf("branch left: %q", out)
 	}
 }
@@ -382,13 +385,79 @@ func TestWorkspaceDeleteKeepsTheBranchWhenAsked(t *testing.T) {
 		_, err := h.mgr.Resolve(ws.Path)
 		return workspace.CodeOf(err) == workspace.CodeWorkspaceNotFound
 	})
-	waitFor(t, "the delete to finish", func() bool {
-		h.srv.mu.Lock()
-		defer h.srv.mu.Unlock()
-		return len(h.srv.deleting) == 0
-	})
-	if out := git(t, h.project, "branch", "--list", "keeper"); !strings.Contains(out, "keeper") {
+	h.waitBackground()
+	if logs := h.logs.String(); !strings.Contains(logs, `"msg":"workspace deleted"`) {
+		t.Fatalf("the background delete did not end in success:\n%s", logs)
+	}
+	if out := testenv.Git(t, h.project, "branch", "--list", "keeper"); !strings.Contains(out, "keeper") {
 		t.Fatal("branch deleted although keepBranch was true")
+	}
+}
+
+func TestWorkspaceDeleteWhileTheTrayDeletesTheSameWorkspaceIsAConflict(t *testing.T) {
+	isolateGit(t)
+	project := testenv.GitRepo(t, "proj")
+	rec := &stopRecorder{answered: func() bool { return false }, hold: make(chan struct{})}
+	mgr := workspace.NewManager(workspace.Options{Projects: []string{project}, WorktreeRoot: t.TempDir(), Agents: rec})
+	if err := mgr.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h := startHarness(t, mgr, project)
+	ws := h.create("contested")
+
+	// The tray deletes through the manager; its delete is held in the
+	// agent-stop step, so it is in progress when the agent's call comes.
+	trayDone := make(chan error, 1)
+	go func() { trayDone <- mgr.Delete(context.Background(), ws.Path, workspace.DeleteOptions{}) }()
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(rec.hold)
+		}
+	}
+	defer release()
+	waitFor(t, "the tray's delete to stop the agent", func() bool { s, _ := rec.snapshot(); return len(s) == 1 })
+
+	code, msg := errCode(t, call(t, h.session(ws.Path), ToolDelete, map[string]any{"keepBranch": true}))
+	if code != workspace.CodeConflict || !strings.Contains(msg, "already being deleted") {
+		t.Fatalf("workspace_delete during the tray's delete: %s %q, want a conflict saying a delete runs", code, msg)
+	}
+	// Nothing changed: the workspace, its files and its branch are whole,
+	// and no second stop of the agent was asked for.
+	if _, err := mgr.Resolve(ws.Path); err != nil {
+		t.Fatalf("the workspace no longer resolves: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(ws.Path, "README.md")); err != nil {
+		t.Fatalf("the workspace lost files: %v", err)
+	}
+	if out := testenv.Git(t, project, "branch", "--list", "contested"); out == "" {
+		t.Fatal("the branch is gone")
+	}
+	if stops, _ := rec.snapshot(); len(stops) != 1 {
+		t.Fatalf("agent stops %v, want the tray's one", stops)
+	}
+
+	release()
+	select {
+	case err := <-trayDone:
+		if err != nil {
+			t.Fatalf("the tray's delete: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the tray's delete did not finish")
+	}
+	// The refused call left no delete behind to run later, and its
+	// keepBranch did not reach the tray's delete.
+	h.waitBackground()
+	if logs := h.logs.String(); strings.Contains(logs, "background workspace delete") {
+		t.Fatalf("a background delete ran:\n%s", logs)
+	}
+	if stops, _ := rec.snapshot(); len(stops) != 1 {
+		t.Fatalf("agent stops %v, want the tray's one", stops)
+	}
+	if out := testenv.Git(t, project, "branch", "--list", "contested"); out != "" {
+		t.Fatalf("the tray's delete kept the branch: %q", out)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"codehydra/internal/testenv"
 	"codehydra/workspace"
 )
 
@@ -123,7 +124,7 @@ func TestWorkspaceToolsSucceedOnTheCallersWorkspace(t *testing.T) {
 		if md := getMetadata(); !mapsEqual(md, map[string]string{"base": "main", "ticket": "ABC-1"}) {
 			t.Fatalf("metadata after set %v", md)
 		}
-		if got := git(t, h.project, "config", "--get", "branch.feature/a.codehydra.ticket"); got != "ABC-1" {
+		if got := testenv.Git(t, h.project, "config", "--get", "branch.feature/a.codehydra.ticket"); got != "ABC-1" {
 			t.Fatalf("git config holds %q", got)
 		}
 		if got := text(t, call(t, cs, ToolSetMetadata, map[string]any{"key": "ticket", "value": nil})); got != "null" {
@@ -175,7 +176,7 @@ func TestWorkspaceToolsSucceedOnTheCallersWorkspace(t *testing.T) {
 		if created.Name != "from-mcp" || created.Branch != "from-mcp" || created.ProjectPath != h.project {
 			t.Fatalf("created %+v", created)
 		}
-		if _, err := os.Stat(filepath.Join(created.Path, "README")); err != nil {
+		if _, err := os.Stat(filepath.Join(created.Path, "README.md")); err != nil {
 			t.Fatalf("new worktree: %v", err)
 		}
 		var st map[string]any
@@ -186,7 +187,7 @@ func TestWorkspaceToolsSucceedOnTheCallersWorkspace(t *testing.T) {
 	})
 
 	t.Run("project add and remove", func(t *testing.T) {
-		repo := newRepo(t, "second")
+		repo := testenv.GitRepo(t, "second")
 		cs := h.session("")
 		var p workspace.Project
 		okJSON(t, call(t, cs, ToolProjectAdd, map[string]any{"path": repo}), &p)
@@ -204,7 +205,7 @@ func TestWorkspaceToolsSucceedOnTheCallersWorkspace(t *testing.T) {
 		if slices.ContainsFunc(h.mgr.Projects(), func(q workspace.Project) bool { return q.Path == repo }) {
 			t.Fatal("manager still lists the removed project")
 		}
-		if _, err := os.Stat(filepath.Join(repo, "README")); err != nil {
+		if _, err := os.Stat(filepath.Join(repo, "README.md")); err != nil {
 			t.Fatalf("remove touched the files: %v", err)
 		}
 	})
@@ -361,14 +362,14 @@ func (c *countingWorkspaces) SetMetadata(ctx context.Context, p, k string, v *st
 	return c.domain.SetMetadata(ctx, p, k, v)
 }
 
-func (c *countingWorkspaces) Delete(ctx context.Context, p string, o workspace.DeleteOptions) error {
+func (c *countingWorkspaces) StartDelete(ctx context.Context, p string, o workspace.DeleteOptions) (func(context.Context) error, error) {
 	c.actions.Add(1)
-	return c.domain.Delete(ctx, p, o)
+	return c.domain.StartDelete(ctx, p, o)
 }
 
 func TestUnresolvedWorkspaceNeverReachesAnAction(t *testing.T) {
 	isolateGit(t)
-	project := newRepo(t, "proj")
+	project := testenv.GitRepo(t, "proj")
 	mgr := workspace.NewManager(workspace.Options{Projects: []string{project}, WorktreeRoot: t.TempDir()})
 	if err := mgr.Load(context.Background()); err != nil {
 		t.Fatal(err)
@@ -443,7 +444,7 @@ func TestTwoClientsInterleavedSeeOnlyTheirOwnWorkspace(t *testing.T) {
 		}
 	}
 	for _, ws := range []workspace.Workspace{a, b} {
-		if got := git(t, h.project, "config", "--get", "branch."+ws.Branch+".codehydra.owner"); !strings.HasPrefix(got, ws.Name+"-") {
+		if got := testenv.Git(t, h.project, "config", "--get", "branch."+ws.Branch+".codehydra.owner"); !strings.HasPrefix(got, ws.Name+"-") {
 			t.Errorf("%s: owner %q", ws.Name, got)
 		}
 	}
@@ -537,7 +538,7 @@ func (slowWorkspaces) Metadata(context.Context, string) (map[string]string, erro
 
 func TestSlowCallTimesOutAndUnclassifiedFailureIsInternal(t *testing.T) {
 	isolateGit(t)
-	project := newRepo(t, "proj")
+	project := testenv.GitRepo(t, "proj")
 	mgr := workspace.NewManager(workspace.Options{Projects: []string{project}, WorktreeRoot: t.TempDir()})
 	if err := mgr.Load(context.Background()); err != nil {
 		t.Fatal(err)

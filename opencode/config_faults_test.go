@@ -29,7 +29,16 @@ func TestWriteConfigFailuresKeepThePreviousFile(t *testing.T) {
 		{"full disk", func(*testing.T, string) atomicfile.Writer {
 			return atomicfile.Writer{Wrap: func(f io.Writer) io.Writer { return &testenv.FullDisk{W: f, Room: 100} }}
 		}, syscall.ENOSPC},
-		{"read-only folder", func(t *testing.T, dir string) atomicfile.Writer {
+		// The refusals of a read-only folder are injected, so that they
+		// are tested for every user (modes do not stop root); the real
+		// read-only folder runs too where it can (see testenv.ReadOnlyDir).
+		{"temp file refused", func(*testing.T, string) atomicfile.Writer {
+			return atomicfile.Writer{CreateTemp: testenv.RefuseCreate}
+		}, os.ErrPermission},
+		{"rename refused", func(*testing.T, string) atomicfile.Writer {
+			return atomicfile.Writer{Rename: testenv.RefuseRename}
+		}, os.ErrPermission},
+		{"real read-only folder", func(t *testing.T, dir string) atomicfile.Writer {
 			testenv.ReadOnlyDir(t, dir)
 			return atomicfile.Writer{}
 		}, os.ErrPermission},

@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -48,23 +48,6 @@ func realOpencode(t *testing.T) string {
 		t.Skipf("real opencode not found at %s: run `make` (installs opencode-ai@1.18.33 there) or set CODEHYDRA_OPENCODE", bin)
 	}
 	return bin
-}
-
-func git(t *testing.T, dir string, args ...string) (string, error) {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	return strings.TrimSpace(string(out)), err
-}
-
-func mustGit(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	out, err := git(t, dir, args...)
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return out
 }
 
 // agentAPI talks to one opencode server.
@@ -125,6 +108,19 @@ func (a agentAPI) prompt(ctx context.Context, session, text string) error {
 	}, nil)
 }
 
+// endOf waits for the end of a turn whose request's result comes on turn.
+func endOf(t *testing.T, turn <-chan error, what string) {
+	t.Helper()
+	select {
+	case err := <-turn:
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s did not end", what)
+	}
+}
+
 // gate holds the fake model's answer to one tool call until released.
 type gate struct {
 	tool    string
@@ -164,11 +160,21 @@ type realStack struct {
 	project string
 	mgr     *workspace.Manager
 	sup     *opencode.Supervisor
+	token   *mcp.Token
+	logs    *testenv.SyncBuffer // the app's log, as text
+}
+
+// realStackOptions vary a realStack.
+type realStackOptions struct {
+	// config is added to the opencode config file (e.g. "permission").
+	config map[string]any
+	// tune adjusts the supervisor's options.
+	tune func(*opencode.SupervisorOptions)
 }
 
 // newRealStack builds a realStack that runs until ctx ends and the test
 // cleans up. No agent is started.
-func newRealStack(t *testing.T, ctx context.Context, bin string, model *fakemodel.Server) *realStack {
+func newRealStack(t *testing.T, ctx context.Context, bin string, model *fakemodel.Server, so realStackOptions) *realStack {
 	t.Helper()
 	tmp := t.TempDir()
 	gitEnv := map[string]string{
@@ -192,18 +198,9 @@ func newRealStack(t *testing.T, ctx context.Context, bin string, model *fakemode
 	paths.Reload()
 	t.Cleanup(paths.Reload)
 
-	project := filepath.Join(tmp, "project")
-	if err := os.MkdirAll(project, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	mustGit(t, project, "init", "-q", "-b", "main")
-	if err := os.WriteFile(filepath.Join(project, "README"), []byte("hello\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	mustGit(t, project, "add", "README")
-	mustGit(t, project, "commit", "-q", "-m", "initial")
-	project, _ = filepath.EvalSymlinks(project)
-	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	project := testenv.GitRepo(t, "project")
+	logs := &testenv.SyncBuffer{}
+	logger := slog.New(slog.NewTextHandler(io.MultiWriter(testWriter{t}, logs), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	mgr := workspace.NewManager(workspace.Options{Projects: []string{project}, WorktreeRoot: filepath.Join(tmp, "worktrees"), Logger: logger})
 	if err := mgr.Load(ctx); err != nil {
 		t.Fatal(err)
@@ -214,7 +211,7 @@ func newRealStack(t *testing.T, ctx context.Context, bin string, model *fakemode
 		t.Fatal(err)
 	}
 	var srv *mcp.Server
-	sup := opencode.NewSupervisor(opencode.SupervisorOptions{
+	supOpts := opencode.SupervisorOptions{
 		Bin:      bin,
 		MCPPort:  func() int { return srv.Port() },
 		MCPToken: token.Value,
@@ -225,7 +222,11 @@ func newRealStack(t *testing.T, ctx context.Context, bin string, model *fakemode
 		},
 		Logger: logger,
 		Env:    agentEnv,
-	})
+	}
+	if so.tune != nil {
+		so.tune(&supOpts)
+	}
+	sup := opencode.NewSupervisor(supOpts)
 	mgr.SetAgents(sup)
 	srv, err = mcp.New(mcp.Options{Token: token, Workspaces: mgr, Agents: sup, Logger: logger})
 	if err != nil {
@@ -260,6 +261,7 @@ func newRealStack(t *testing.T, ctx context.Context, bin string, model *fakemode
 	}}
 	conf["model"] = "fake/m"
 	conf["autoupdate"] = false
+	maps.Copy(conf, so.config)
 	b, err := json.MarshalIndent(conf, "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -270,7 +272,7 @@ func newRealStack(t *testing.T, ctx context.Context, bin string, model *fakemode
 	if err := os.WriteFile(cfg, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return &realStack{project: project, mgr: mgr, sup: sup}
+	return &realStack{project: project, mgr: mgr, sup: sup, token: token, logs: logs}
 }
 
 func TestRealOpencodeAgentsUseTheirOwnWorkspaces(t *testing.T) {
@@ -287,7 +289,7 @@ func TestRealOpencodeAgentsUseTheirOwnWorkspaces(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	st := newRealStack(t, ctx, bin, model)
+	st := newRealStack(t, ctx, bin, model, realStackOptions{})
 	project, mgr, sup := st.project, st.mgr, st.sup
 
 	// A project with two workspaces.
@@ -344,14 +346,7 @@ func TestRealOpencodeAgentsUseTheirOwnWorkspaces(t *testing.T) {
 		return st.Type == workspace.AgentBusy && st.Counts == workspace.AgentCounts{Busy: 1, Total: 1}
 	})
 	g.open()
-	select {
-	case err := <-turn:
-		if err != nil {
-			t.Fatalf("turn in A: %v", err)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("turn in A did not end")
-	}
+	endOf(t, turn, "turn in A")
 	testenv.WaitFor(t, "A idle", 30*time.Second, func() bool {
 		st := sup.AgentStatus(wsA.Path)
 		return st.Type == workspace.AgentIdle && st.Counts == workspace.AgentCounts{Idle: 1, Total: 1}
@@ -359,11 +354,11 @@ func TestRealOpencodeAgentsUseTheirOwnWorkspaces(t *testing.T) {
 	if !slices.ContainsFunc(model.Requests(), func(r fakemodel.Request) bool { return r.ToolCall == g.tool }) {
 		t.Fatalf("the model never called %s; requests: %+v", g.tool, model.Requests())
 	}
-	if got := mustGit(t, project, "config", "--get", "branch.a.codehydra.note"); got != "from-a" {
+	if got := testenv.Git(t, project, "config", "--get", "branch.a.codehydra.note"); got != "from-a" {
 		t.Errorf("A's metadata = %q, want from-a", got)
 	}
-	if got, err := git(t, project, "config", "--get", "branch.b.codehydra.note"); err == nil {
-		t.Errorf("B got A's metadata: %q", got)
+	if all := testenv.Git(t, project, "config", "--list"); strings.Contains(all, "branch.b.codehydra.note") {
+		t.Errorf("B got A's metadata:\n%s", all)
 	}
 
 	// B deletes its own workspace; its agent goes with it.
@@ -393,8 +388,7 @@ func TestRealOpencodeAgentsUseTheirOwnWorkspaces(t *testing.T) {
 	}
 	// The branch goes last, after the worktree.
 	testenv.WaitFor(t, "branch b deleted", 30*time.Second, func() bool {
-		_, err := git(t, project, "rev-parse", "--verify", "-q", "refs/heads/b")
-		return err != nil
+		return testenv.Git(t, project, "branch", "--list", "b") == ""
 	})
 
 	// A keeps working: another turn, now asking the MCP server about A.

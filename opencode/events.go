@@ -193,8 +193,7 @@ func appendUpTo(dst, src []byte, limit int) []byte {
 // that events missed while disconnected do not leave a session "busy"
 // forever.
 type eventWatcher struct {
-	base     string // http://127.0.0.1:<port>
-	client   *http.Client
+	api      agentAPI
 	log      *slog.Logger
 	retryMin time.Duration
 	retryMax time.Duration
@@ -207,20 +206,30 @@ type eventWatcher struct {
 	tracker *Tracker
 }
 
-// run follows the stream until ctx ends.
+// run follows the stream until ctx ends. A broken stream is logged as a
+// warning once, with each failed attempt to reopen it after that at debug
+// level, so that a server that stays unreachable does not flood the log;
+// the reconnect that ends the outage is logged too.
 func (w *eventWatcher) run(ctx context.Context) {
 	w.tracker = NewTracker()
 	delay := w.retryMin
+	broken := false
 	for ctx.Err() == nil {
-		connected, err := w.follow(ctx)
+		connected, err := w.follow(ctx, broken)
 		if ctx.Err() != nil {
 			return
 		}
 		if connected {
 			delay = w.retryMin
 		}
-		w.log.Debug("agent event stream ended; reconnecting", slog.String("server", w.base),
-			slog.Duration("in", delay), slog.Any("err", err))
+		if connected || !broken {
+			w.log.Warn("agent event stream broke; its status may lag until it is reopened",
+				slog.String("server", w.api.base), slog.Duration("retry in", delay), slog.Any("err", err))
+		} else {
+			w.log.Debug("agent event stream still cannot be reopened", slog.String("server", w.api.base),
+				slog.Duration("retry in", delay), slog.Any("err", err))
+		}
+		broken = true
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
@@ -233,13 +242,14 @@ func (w *eventWatcher) run(ctx context.Context) {
 }
 
 // follow makes one connection and reads it until it breaks. connected
-// reports whether the stream was opened.
-func (w *eventWatcher) follow(ctx context.Context) (connected bool, err error) {
+// reports whether the stream was opened; reopening says that an earlier
+// stream broke (its recovery is logged).
+func (w *eventWatcher) follow(ctx context.Context, reopening bool) (connected bool, err error) {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	req, err := http.NewRequestWithContext(cctx, http.MethodGet, w.base+"/event", nil)
+	req, err := http.NewRequestWithContext(cctx, http.MethodGet, w.api.base+"/event", nil)
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("open event stream: %w", err)
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	// A stream that does not answer or goes silent (a half-open
@@ -247,7 +257,7 @@ func (w *eventWatcher) follow(ctx context.Context) (connected bool, err error) {
 	// proves it alive.
 	watchdog := time.AfterFunc(w.idle, cancel)
 	defer watchdog.Stop()
-	resp, err := w.client.Do(req)
+	resp, err := w.api.client.Do(req)
 	if err != nil {
 		return false, fmt.Errorf("open event stream: %w", err)
 	}
@@ -261,25 +271,29 @@ func (w *eventWatcher) follow(ctx context.Context) (connected bool, err error) {
 	// cannot say its state does not count as connected, so that retries
 	// slow down.
 	if err := w.resync(cctx); err != nil {
-		return false, err
+		return false, fmt.Errorf("read the agent's state: %w", err)
 	}
-	er := NewEventReader(resp.Body)
+	if reopening {
+		w.log.Info("agent event stream reopened; status read afresh", slog.String("server", w.api.base))
+	}
+	return true, w.read(cctx, resp.Body)
+}
+
+// read applies the events of an open stream until it breaks.
+func (w *eventWatcher) read(ctx context.Context, body io.Reader) error {
+	er := NewEventReader(body)
 	for {
 		e, err := er.Next()
-		watchdog.Reset(w.idle)
 		if err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || cctx.Err() != nil {
-				return true, fmt.Errorf("read event stream: %w", err)
-			}
 			if errors.Is(err, ErrBadEvent) || errors.Is(err, ErrEventTooLarge) {
 				continue
 			}
-			return true, fmt.Errorf("read event stream: %w", err)
+			return fmt.Errorf("read event stream: %w", err)
 		}
 		changed, resync := w.tracker.Apply(e)
 		if resync {
-			if err := w.resync(cctx); err != nil {
-				return true, err
+			if err := w.resync(ctx); err != nil {
+				return fmt.Errorf("read the agent's state: %w", err)
 			}
 			continue
 		}
@@ -289,13 +303,16 @@ func (w *eventWatcher) follow(ctx context.Context) (connected bool, err error) {
 	}
 }
 
+// resyncTimeout bounds each read of a resync.
+const resyncTimeout = 10 * time.Second
+
 // resync reads the server's state and folds it into the tracker.
 func (w *eventWatcher) resync(ctx context.Context) error {
 	var snap Snapshot
 	var status map[string]struct {
 		Type string `json:"type"`
 	}
-	if err := w.getJSON(ctx, "/session/status", &status); err != nil {
+	if err := w.api.getJSON(ctx, "/session/status", resyncTimeout, &status); err != nil {
 		return err
 	}
 	snap.Status = make(map[string]string, len(status))
@@ -308,11 +325,13 @@ func (w *eventWatcher) resync(ctx context.Context) error {
 	}
 	// Pending requests are a refinement; a server without these lists
 	// still reports busy and idle.
-	if err := w.getJSON(ctx, "/permission", &perms); err != nil {
-		w.log.Debug("cannot list pending permissions", slog.String("server", w.base), slog.Any("err", err))
+	if err := w.api.getJSON(ctx, "/permission", resyncTimeout, &perms); err != nil && ctx.Err() == nil {
+		w.log.Warn("cannot list the agent's pending permissions; its needs-input count may be low",
+			slog.String("server", w.api.base), slog.Any("err", err))
 	}
-	if err := w.getJSON(ctx, "/question", &questions); err != nil {
-		w.log.Debug("cannot list pending questions", slog.String("server", w.base), slog.Any("err", err))
+	if err := w.api.getJSON(ctx, "/question", resyncTimeout, &questions); err != nil && ctx.Err() == nil {
+		w.log.Warn("cannot list the agent's pending questions; its needs-input count may be low",
+			slog.String("server", w.api.base), slog.Any("err", err))
 	}
 	snap.Pending = map[string]string{}
 	for _, r := range append(perms, questions...) {
@@ -329,33 +348,12 @@ func (w *eventWatcher) resync(ctx context.Context) error {
 		var s struct {
 			ParentID string `json:"parentID"`
 		}
-		if err := w.getJSON(ctx, "/session/"+url.PathEscape(id), &s); err == nil && s.ParentID != "" {
+		if err := w.api.getJSON(ctx, "/session/"+url.PathEscape(id), resyncTimeout, &s); err == nil && s.ParentID != "" {
 			snap.Children[id] = true
 		}
 	}
 	if w.tracker.Resync(snap) {
 		w.publish(w.tracker.Summary())
-	}
-	return nil
-}
-
-func (w *eventWatcher) getJSON(ctx context.Context, path string, v any) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.base+path, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := w.client.Do(req)
-	if err != nil {
-		return fmt.Errorf("get %s: %w", path, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("get %s: %s", path, resp.Status)
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(v); err != nil {
-		return fmt.Errorf("get %s: %w", path, err)
 	}
 	return nil
 }

@@ -14,6 +14,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -66,18 +68,39 @@ func (w tWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// changes records OnChange calls.
+// changes records OnChange calls and, once the fixture started a
+// supervisor, the status each call announces, read in the callback as the
+// tray reads it.
 type changes struct {
-	ch chan string
+	ch  chan string
+	sup atomic.Pointer[Supervisor]
+
+	mu   sync.Mutex
+	seen map[string][]workspace.AgentStatus
 }
 
-func newChanges() *changes { return &changes{ch: make(chan string, 1024)} }
+func newChanges() *changes {
+	return &changes{ch: make(chan string, 1024), seen: map[string][]workspace.AgentStatus{}}
+}
 
 func (c *changes) onChange(path string) {
+	if s := c.sup.Load(); s != nil {
+		st := s.AgentStatus(path)
+		c.mu.Lock()
+		c.seen[path] = append(c.seen[path], st)
+		c.mu.Unlock()
+	}
 	select {
 	case c.ch <- path:
 	default:
 	}
+}
+
+// published returns the statuses announced for path so far, oldest first.
+func (c *changes) published(path string) []workspace.AgentStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]workspace.AgentStatus(nil), c.seen[path]...)
 }
 
 // fixture is a supervisor over the fake opencode with its own folders.
@@ -88,6 +111,9 @@ type fixture struct {
 	config    string
 	env       []string
 	changes   *changes
+	// mcp is the MCP server the agents connect to; it takes the token
+	// "tok-1".
+	mcp *testMCP
 }
 
 func newFixture(t *testing.T, env ...string) *fixture {
@@ -99,6 +125,7 @@ func newFixture(t *testing.T, env ...string) *fixture {
 		agentsDir: filepath.Join(dir, "agents"),
 		config:    filepath.Join(dir, "codehydra-mcp.json"),
 		changes:   newChanges(),
+		mcp:       startTestMCP(t, "tok-1"),
 		env:       append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "FAKEOC_HEARTBEAT=1s"}, env...),
 	}
 	if err := WriteConfig(f.config); err != nil {
@@ -112,7 +139,7 @@ func (f *fixture) options() SupervisorOptions {
 	return SupervisorOptions{
 		Bin:           fakeBin,
 		ConfigPath:    f.config,
-		MCPPort:       func() int { return 40001 },
+		MCPPort:       func() int { return f.mcp.port },
 		MCPToken:      func() string { return "tok-1" },
 		OnChange:      f.changes.onChange,
 		Logger:        testLogger(f.t),
@@ -136,6 +163,7 @@ func (f *fixture) options() SupervisorOptions {
 func (f *fixture) start(o SupervisorOptions) *Supervisor {
 	f.t.Helper()
 	s := NewSupervisor(o)
+	f.changes.sup.Store(s)
 	f.t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
@@ -165,6 +193,22 @@ func waitState(t testing.TB, s *Supervisor, ws string, state workspace.AgentStat
 		return st.State == state
 	})
 	return st
+}
+
+// connectRequests is how many POST /mcp/codehydra/connect the fake
+// opencode on port got.
+func connectRequests(t testing.TB, port int) int {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/fake/connect-requests", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var n int
+	if err := json.NewDecoder(resp.Body).Decode(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // emit makes the fake opencode on port send an event.

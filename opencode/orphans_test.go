@@ -27,6 +27,8 @@ const crashingAppEnv = "CODEHYDRA_TEST_CRASHING_APP"
 type crashingAppSpec struct {
 	Bin, AgentsDir, Config, Workspace string
 	Env                               []string
+	MCPPort                           int
+	MCPToken                          string
 }
 
 func runCrashingApp() {
@@ -37,6 +39,7 @@ func runCrashingApp() {
 	}
 	s := NewSupervisor(SupervisorOptions{
 		Bin: spec.Bin, AgentsDir: spec.AgentsDir, ConfigPath: spec.Config, Env: spec.Env,
+		MCPPort: func() int { return spec.MCPPort }, MCPToken: func() string { return spec.MCPToken },
 		PollInterval: 10 * time.Millisecond, ReadyTimeout: 10 * time.Second,
 	})
 	s.Start(workspace.Workspace{Name: "w", Path: spec.Workspace})
@@ -56,7 +59,8 @@ func runCrashingApp() {
 // returns it once the agent is ready.
 func startCrashingApp(t *testing.T, f *fixture, ws workspace.Workspace) *exec.Cmd {
 	t.Helper()
-	spec, err := json.Marshal(crashingAppSpec{Bin: fakeBin, AgentsDir: f.agentsDir, Config: f.config, Workspace: ws.Path, Env: f.env})
+	spec, err := json.Marshal(crashingAppSpec{Bin: fakeBin, AgentsDir: f.agentsDir, Config: f.config, Workspace: ws.Path, Env: f.env,
+		MCPPort: f.mcp.port, MCPToken: "tok-1"})
 	if err != nil {
 		t.Fatal(err)
 	}

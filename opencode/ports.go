@@ -74,3 +74,27 @@ func bindFailure(output []string) bool {
 	}
 	return false
 }
+
+// reservePort picks the first port from BasePort on that no agent of ours
+// holds, that is not in skip, and that can be bound now.
+func (s *Supervisor) reservePort(skip map[int]bool) (int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for p := s.opts.BasePort; p <= 65535; p++ {
+		if s.reserved[p] || skip[p] || !portFree(p) {
+			continue
+		}
+		s.reserved[p] = true
+		return p, true
+	}
+	return 0, false
+}
+
+func (s *Supervisor) releasePort(p int) {
+	if p == 0 {
+		return
+	}
+	s.mu.Lock()
+	delete(s.reserved, p)
+	s.mu.Unlock()
+}

@@ -92,7 +92,7 @@ func TestAgentGetsDesignEnvironmentWorkdirAndFlags(t *testing.T) {
 	want := map[string]string{
 		"OPENCODE_CONFIG":          f.config,
 		"CODEHYDRA_WORKSPACE_PATH": filepath.ToSlash(ws.Path),
-		"CODEHYDRA_MCP_PORT":       "40001",
+		"CODEHYDRA_MCP_PORT":       strconv.Itoa(f.mcp.port),
 		"CODEHYDRA_MCP_TOKEN":      "tok-1",
 		"FOO":                      "bar",
 	}
@@ -121,6 +121,15 @@ func TestAgentGetsDesignEnvironmentWorkdirAndFlags(t *testing.T) {
 	if st.Type != workspace.AgentNone || st.Detail != "" {
 		t.Errorf("status = %+v", st)
 	}
+	// The agent reached the MCP server with the headers the config file
+	// makes of its environment, at the first try.
+	want1 := []mcpInit{{Workspace: filepath.ToSlash(ws.Path), Auth: "Bearer tok-1", Accepted: true}}
+	if got := f.mcp.initializes(); !slices.Equal(got, want1) {
+		t.Errorf("MCP initializes = %+v, want %+v", got, want1)
+	}
+	if n := connectRequests(t, port); n != 0 {
+		t.Errorf("an agent connected at once was asked to connect %d times", n)
+	}
 }
 
 func TestRestartPicksUpARotatedToken(t *testing.T) {
@@ -141,6 +150,7 @@ func TestRestartPicksUpARotatedToken(t *testing.T) {
 	first := agentRecords(t, f.agentsDir)[0].PID
 
 	token.Store("tok-2")
+	f.mcp.setToken("tok-2")
 	if err := os.Remove(dump); err != nil {
 		t.Fatal(err)
 	}
@@ -150,6 +160,11 @@ func TestRestartPicksUpARotatedToken(t *testing.T) {
 		return err == nil && strings.Contains(string(b), "CODEHYDRA_MCP_TOKEN=tok-2")
 	})
 	waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second)
+	// Ready means connected, which the server now allows only with tok-2.
+	inits := f.mcp.initializes()
+	if last := inits[len(inits)-1]; last.Auth != "Bearer tok-2" || !last.Accepted {
+		t.Errorf("last MCP initialize = %+v, want an accepted one with tok-2", last)
+	}
 	testenv.WaitFor(t, "old agent gone", 5*time.Second, func() bool { return processGone(first) })
 	if err := s.Restart(filepath.Join(f.dir, "unknown")); err == nil {
 		t.Error("Restart of an unknown workspace: no error")
@@ -213,20 +228,35 @@ func TestAgentThatIsNotReadyInTimeFailsWithItsOutput(t *testing.T) {
 	tests := []struct {
 		name   string
 		env    []string
+		setup  func(t *testing.T, f *fixture, o *SupervisorOptions)
 		detail []string
 		output string
 	}{
-		{"never listens", []string{"FAKEOC_MODE=hang"},
+		{"never listens", []string{"FAKEOC_MODE=hang"}, nil,
 			[]string{"did not become ready within 400ms", "never said it was listening", "hanging before listening"},
 			"fake opencode: hanging before listening"},
-		{"never healthy", []string{"FAKEOC_MODE=unhealthy"},
+		{"never healthy", []string{"FAKEOC_MODE=unhealthy"}, nil,
 			[]string{"did not become ready within 400ms", "/global/health never reported healthy"},
 			"opencode server listening on"},
-		{"MCP server unreachable", []string{"FAKEOC_MCP=failed"},
-			[]string{"not connected to CodeHydra's MCP server: failed: SSE error"},
+		{"MCP server unreachable", nil, func(t *testing.T, _ *fixture, o *SupervisorOptions) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			closed := ln.Addr().(*net.TCPAddr).Port
+			ln.Close()
+			o.MCPPort = func() int { return closed }
+		}, []string{"not connected to CodeHydra's MCP server: failed: ", "connection refused"},
 			"opencode server listening on"},
-		{"no codehydra MCP configured", []string{"FAKEOC_MCP=missing"},
-			[]string{"not connected to CodeHydra's MCP server: missing: opencode has no codehydra MCP server configured"},
+		{"MCP server refuses the token", nil, func(_ *testing.T, _ *fixture, o *SupervisorOptions) {
+			o.MCPToken = func() string { return "stale" }
+		}, []string{"not connected to CodeHydra's MCP server: failed: ", "Unauthorized"},
+			"opencode server listening on"},
+		{"no codehydra MCP configured", nil, func(t *testing.T, f *fixture, _ *SupervisorOptions) {
+			if err := os.WriteFile(f.config, []byte(`{"$schema": "https://opencode.ai/config.json"}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"not connected to CodeHydra's MCP server: missing: opencode has no codehydra MCP server configured"},
 			"opencode server listening on"},
 	}
 	for _, tt := range tests {
@@ -234,6 +264,10 @@ func TestAgentThatIsNotReadyInTimeFailsWithItsOutput(t *testing.T) {
 			f := newFixture(t, tt.env...)
 			o := f.options()
 			o.ReadyTimeout = 400 * time.Millisecond
+			if tt.setup != nil {
+				o.ReadyTimeout = time.Second // room for the connection attempts
+				tt.setup(t, f, &o)
+			}
 			s := f.start(o)
 			ws := f.workspace("a")
 			s.Start(ws)
@@ -258,11 +292,21 @@ func TestAgentThatIsNotReadyInTimeFailsWithItsOutput(t *testing.T) {
 }
 
 func TestAgentIsAskedToConnectToTheMCPServerOnce(t *testing.T) {
-	f := newFixture(t, "FAKEOC_MCP=failed-until-connect")
+	f := newFixture(t)
+	// The agent's own first attempt fails, as when the MCP server was not
+	// up yet; the supervisor's request makes it try again.
+	f.mcp.refuseInits(1)
 	s := f.start(f.options())
 	ws := f.workspace("a")
 	s.Start(ws)
-	waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second)
+	port := waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second).Port
+	if n := connectRequests(t, port); n != 1 {
+		t.Errorf("the agent was asked to connect %d times, want exactly once", n)
+	}
+	got := f.mcp.initializes()
+	if len(got) != 2 || got[0].Accepted || !got[1].Accepted {
+		t.Errorf("MCP initializes = %+v, want a refused one, then the accepted one asked for", got)
+	}
 }
 
 func TestOutputKeepsTheLastFiftyLines(t *testing.T) {
@@ -553,8 +597,8 @@ func TestMissingBinaryReportsNotFoundUntilInstalled(t *testing.T) {
 	o := f.options()
 	o.Bin = ""
 	s := f.start(o)
-	if p, found := s.Binary(); found || p != filepath.Join(o.ToolsDir, "node_modules", ".bin", "opencode") {
-		t.Errorf("Binary() = %q, %v", p, found)
+	if p, found := s.FindBinary(); found || p != filepath.Join(o.ToolsDir, "node_modules", ".bin", "opencode") {
+		t.Errorf("FindBinary() = %q, %v", p, found)
 	}
 	ws := f.workspace("a")
 	s.Start(ws)
@@ -587,8 +631,8 @@ func TestMissingBinaryReportsNotFoundUntilInstalled(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second)
-	if p, found := s.Binary(); !found || p != bin {
-		t.Errorf("Binary() = %q, %v; want %q", p, found, bin)
+	if p, found := s.FindBinary(); !found || p != bin {
+		t.Errorf("FindBinary() = %q, %v; want %q", p, found, bin)
 	}
 }
 
@@ -643,9 +687,9 @@ func TestBinaryLookupOrder(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := NewSupervisor(SupervisorOptions{Bin: tt.bin, LookPath: tt.lookPath, ToolsDir: tt.tools, AgentsDir: dir, ConfigPath: "x"})
 			defer s.StopAll(context.Background())
-			got, found := s.Binary()
+			got, found := s.FindBinary()
 			if got != tt.want || found != tt.found {
-				t.Errorf("Binary() = %q, %v; want %q, %v", got, found, tt.want, tt.found)
+				t.Errorf("FindBinary() = %q, %v; want %q, %v", got, found, tt.want, tt.found)
 			}
 		})
 	}
@@ -708,7 +752,7 @@ func TestAgentStatusResyncsAfterTheStreamBreaks(t *testing.T) {
 }
 
 func TestCrashResetsTheStatusAndNotifies(t *testing.T) {
-	f := newFixture(t, "FAKEOC_MODE=crash-after=1s")
+	f := newFixture(t, "FAKEOC_MODE=crash-after=3s") // time to see it busy first, even on a loaded machine
 	o := f.options()
 	o.BackoffMin = 2 * time.Second // long enough to look at the restarting agent
 	s := f.start(o)

@@ -41,6 +41,9 @@ type deleteSpec struct {
 	// Mark is a file the helper creates when it reached Point (or, without
 	// one, when the delete starts).
 	Mark string
+	// KillAfter, when set, makes the helper kill itself (SIGKILL, the
+	// process alone) that long after its delete started.
+	KillAfter time.Duration
 }
 
 // TestHelperDeleteProcess is not a test: it is the process that a
@@ -81,9 +84,21 @@ func TestHelperDeleteProcess(t *testing.T) {
 	if spec.Point == "" {
 		mark()
 	}
+	if spec.KillAfter > 0 {
+		// Timed from inside, so that no latency of noticing the start
+		// pushes the kill past the end of a delete of a few milliseconds.
+		time.AfterFunc(spec.KillAfter, func() { _ = syscall.Kill(os.Getpid(), syscall.SIGKILL) })
+	}
+	start := time.Now()
 	err := m.Delete(context.Background(), spec.Path, DeleteOptions{KeepBranch: spec.KeepBranch})
+	took := time.Since(start)
 	fmt.Println("delete returned:", err)
+	fmt.Printf("%s%d\n", deleteTookPrefix, took.Nanoseconds())
 }
+
+// deleteTookPrefix starts the helper's line that says how long its
+// delete took, in nanoseconds.
+const deleteTookPrefix = "delete took ns: "
 
 // blockingAgents stops no agent; at the stop-agent point it hangs.
 type blockingAgents struct {
@@ -113,7 +128,7 @@ type crashFixture struct {
 
 func newCrashFixture(t *testing.T) *crashFixture {
 	t.Helper()
-	f := &crashFixture{repo: newRepo(t), root: filepath.Join(realDir(t), "worktrees")}
+	f := &crashFixture{repo: testenv.GitRepo(t, "project"), root: filepath.Join(realDir(t), "worktrees")}
 	m := NewManager(Options{Projects: []string{f.repo}, WorktreeRoot: f.root})
 	ctx := context.Background()
 	if err := m.Load(ctx); err != nil {
@@ -138,14 +153,13 @@ func newCrashFixture(t *testing.T) *crashFixture {
 		}
 	}
 	writeFile(t, filepath.Join(f.sibling.Path, "sibling-work.txt"), "uncommitted in the sibling")
-	f.branches = branchesBut(gitT(t, f.repo, "branch", "--format=%(refname:short)"), "target")
+	f.branches = branchesBut(testenv.Git(t, f.repo, "branch", "--format=%(refname:short)"), "target")
 	return f
 }
 
-// killDuring runs the helper with spec, waits until it reached its point
-// (plus jitter when given), kills it with SIGKILL, and waits until every
-// process it started has ended, as after a real crash.
-func killDuring(t *testing.T, spec deleteSpec, jitter time.Duration) {
+// startHelper starts the helper process with spec (its mark in a new
+// temp folder) in a process group of its own.
+func startHelper(t *testing.T, spec *deleteSpec) (*exec.Cmd, *testenv.SyncBuffer) {
 	t.Helper()
 	spec.Mark = filepath.Join(t.TempDir(), "mark")
 	raw, err := json.Marshal(spec)
@@ -160,42 +174,59 @@ func killDuring(t *testing.T, spec deleteSpec, jitter time.Duration) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// Whatever the test's end, nothing of the helper outlives it.
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	return cmd, out
+}
+
+// killDuring runs the helper with spec, waits until it reached its point,
+// kills it with SIGKILL, and waits until every process it started has
+// ended, as after a real crash.
+func killDuring(t *testing.T, spec deleteSpec) {
+	t.Helper()
+	cmd, out := startHelper(t, &spec)
 	pgid := cmd.Process.Pid
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	deadline := time.Now().Add(20 * time.Second)
-	for !exists(spec.Mark) {
+	testenv.WaitFor(t, fmt.Sprintf("the helper to reach %q", spec.Point), 20*time.Second, func() bool {
 		select {
 		case err := <-exited:
 			t.Fatalf("helper ended before reaching %q: %v\n%s", spec.Point, err, out)
 		default:
 		}
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			t.Fatalf("helper did not reach %q\n%s", spec.Point, out)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if jitter > 0 {
-		// The kill lands at a random moment of the delete on purpose.
-		time.Sleep(jitter)
-	}
-	if spec.Point != "" {
-		// The helper's stand-in commands hang; the group goes with it.
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	} else {
-		// Only the app dies: a git command it started runs to its end,
-		// as it would after a real crash.
-		_ = cmd.Process.Kill()
-	}
+		return exists(spec.Mark)
+	})
+	// The helper's stand-in commands hang; the group goes with it.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	<-exited
-	deadline = time.Now().Add(20 * time.Second)
-	for syscall.Kill(-pgid, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("processes of the killed helper did not end")
-		}
-		time.Sleep(5 * time.Millisecond)
+	waitGroupGone(t, pgid)
+}
+
+// killAfter runs the helper's delete with spec and has the helper kill
+// itself after d: only the app dies, a git command it started runs to its
+// end, as after a real crash. It returns once every process it started has
+// ended, with what the helper printed.
+func killAfter(t *testing.T, spec deleteSpec, d time.Duration) (output string) {
+	t.Helper()
+	spec.KillAfter = d
+	cmd, out := startHelper(t, &spec)
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case <-exited:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the helper neither finished nor was killed\n%s", out)
 	}
+	waitGroupGone(t, cmd.Process.Pid)
+	return out.String()
+}
+
+// waitGroupGone waits until no process of the group pgid is left.
+func waitGroupGone(t *testing.T, pgid int) {
+	t.Helper()
+	testenv.WaitFor(t, "the processes of the killed helper to end", 20*time.Second, func() bool {
+		return syscall.Kill(-pgid, 0) != nil
+	})
 }
 
 // relaunch is the next launch of the app: a new manager that loads the
@@ -215,20 +246,8 @@ func (f *crashFixture) relaunch(t *testing.T) (*Manager, time.Duration) {
 // changed.
 func (f *crashFixture) checkDeleted(t *testing.T, m *Manager, keepBranch bool) {
 	t.Helper()
-	if exists(f.target.Path) {
-		t.Error("the target's folder is still there")
-	}
-	if list := gitT(t, f.repo, "worktree", "list", "--porcelain"); strings.Contains(list, f.target.Path+"\n") {
-		t.Errorf("git still lists the target:\n%s", list)
-	}
-	if got := branchOK(t, f.repo, "target"); got != keepBranch {
-		t.Errorf("branch target exists = %v, want %v", got, keepBranch)
-	}
-	if out, _ := gitErr(f.repo, "config", "--get-regexp", `^branch\.target\.codehydra\.`); out != "" {
-		t.Errorf("the target's metadata is left: %q", out)
-	}
-	if recs, err := readPending(filepath.Join(f.repo, ".git")); err != nil || len(recs) != 0 {
-		t.Errorf("delete records left: %+v, %v", recs, err)
+	for _, l := range f.leftovers(t, keepBranch) {
+		t.Error(l)
 	}
 	if _, err := m.Resolve(f.target.Path); CodeOf(err) != CodeWorkspaceNotFound {
 		t.Errorf("the target still resolves: %v", err)
@@ -237,6 +256,30 @@ func (f *crashFixture) checkDeleted(t *testing.T, m *Manager, keepBranch bool) {
 		t.Errorf("a delete after the end: %v, want workspace-not-found", err)
 	}
 	f.checkUntouched(t, m, keepBranch)
+}
+
+// leftovers lists what is left of the target: its folder, its
+// registration, its metadata, its branch (unless kept), its delete
+// record.
+func (f *crashFixture) leftovers(t *testing.T, keepBranch bool) []string {
+	t.Helper()
+	var left []string
+	if exists(f.target.Path) {
+		left = append(left, "the target's folder is still there")
+	}
+	if list := testenv.Git(t, f.repo, "worktree", "list", "--porcelain"); strings.Contains(list, f.target.Path+"\n") {
+		left = append(left, "git still lists the target:\n"+list)
+	}
+	if got := branchOK(t, f.repo, "target"); got != keepBranch {
+		left = append(left, fmt.Sprintf("branch target exists = %v, want %v", got, keepBranch))
+	}
+	if out, _ := gitErr(f.repo, "config", "--get-regexp", `^branch\.target\.codehydra\.`); out != "" {
+		left = append(left, fmt.Sprintf("the target's metadata is left: %q", out))
+	}
+	if recs, err := readPending(filepath.Join(f.repo, ".git")); err != nil || len(recs) != 0 {
+		left = append(left, fmt.Sprintf("delete records left: %+v, %v", recs, err))
+	}
+	return left
 }
 
 // checkUntouched checks everything outside the target's worktree.
@@ -251,16 +294,16 @@ func (f *crashFixture) checkUntouched(t *testing.T, m *Manager, keptTarget bool)
 			t.Errorf("%s = %q, %v; want %q", path, b, err, want)
 		}
 	}
-	if got := gitT(t, f.repo, "status", "--porcelain"); got != "" {
+	if got := testenv.Git(t, f.repo, "status", "--porcelain"); got != "" {
 		t.Errorf("the main checkout changed: %q", got)
 	}
-	if got := gitT(t, f.sibling.Path, "status", "--porcelain"); got != "?? sibling-work.txt" {
+	if got := testenv.Git(t, f.sibling.Path, "status", "--porcelain"); got != "?? sibling-work.txt" {
 		t.Errorf("the sibling's status changed: %q", got)
 	}
-	if got := gitT(t, f.repo, "config", "--get", "branch.target-sibling.codehydra.note"); got != "note of target-sibling" {
+	if got := testenv.Git(t, f.repo, "config", "--get", "branch.target-sibling.codehydra.note"); got != "note of target-sibling" {
 		t.Errorf("the sibling's metadata = %q", got)
 	}
-	branches := gitT(t, f.repo, "branch", "--format=%(refname:short)")
+	branches := testenv.Git(t, f.repo, "branch", "--format=%(refname:short)")
 	if keptTarget {
 		branches = branchesBut(branches, "target")
 	}
@@ -317,7 +360,7 @@ func TestADeleteKilledAtAnyStepIsFinishedByTheNextLaunchOrASecondDelete(t *testi
 				}
 			}()
 			f := newCrashFixture(t)
-			killDuring(t, deleteSpec{Repo: f.repo, Root: f.root, Path: f.target.Path, KeepBranch: tt.keepBranch, Point: tt.point}, 0)
+			killDuring(t, deleteSpec{Repo: f.repo, Root: f.root, Path: f.target.Path, KeepBranch: tt.keepBranch, Point: tt.point})
 			m, _ := f.relaunch(t)
 			if tt.worktreeGone {
 				f.checkDeleted(t, m, tt.keepBranch)
@@ -340,7 +383,7 @@ func TestADeleteKilledAtAnyStepIsFinishedByTheNextLaunchOrASecondDelete(t *testi
 func TestAHalfDoneDeleteThatTheLaunchCannotFinishIsFinishedByASecondDelete(t *testing.T) {
 	t.Parallel()
 	f := newCrashFixture(t)
-	killDuring(t, deleteSpec{Repo: f.repo, Root: f.root, Path: f.target.Path, Point: "after:worktree remove"}, 0)
+	killDuring(t, deleteSpec{Repo: f.repo, Root: f.root, Path: f.target.Path, Point: "after:worktree remove"})
 	lock := filepath.Join(f.repo, ".git", "refs", "heads", "target.lock")
 	writeFile(t, lock, "")
 	m, _ := f.relaunch(t)
@@ -362,11 +405,11 @@ func TestAHalfDoneDeleteThatTheLaunchCannotFinishIsFinishedByASecondDelete(t *te
 func TestALaunchLeavesAWorkspaceAloneWhoseBranchIsInUseAgain(t *testing.T) {
 	t.Parallel()
 	f := newCrashFixture(t)
-	killDuring(t, deleteSpec{Repo: f.repo, Root: f.root, Path: f.target.Path, Point: "after:worktree remove"}, 0)
+	killDuring(t, deleteSpec{Repo: f.repo, Root: f.root, Path: f.target.Path, Point: "after:worktree remove"})
 	// Before the next launch the user checks the branch out again
 	// elsewhere, outside the app.
 	again := filepath.Join(realDir(t), "again")
-	gitT(t, f.repo, "worktree", "add", again, "target")
+	testenv.Git(t, f.repo, "worktree", "add", again, "target")
 	m, _ := f.relaunch(t)
 	if !branchOK(t, f.repo, "target") || !exists(filepath.Join(again, "work.txt")) {
 		t.Fatal("the launch deleted a branch that is checked out again")
@@ -380,7 +423,15 @@ func TestALaunchLeavesAWorkspaceAloneWhoseBranchIsInUseAgain(t *testing.T) {
 }
 
 // TestDeletesKilledAtRandomMomentsLeaveNothingBehind kills the app at a
-// random moment of a delete, many times under CODEHYDRA_SOAK=1.
+// random moment of a delete, many times under CODEHYDRA_SOAK=1. The moment
+// is drawn from the first four fifths of a delete's length, measured
+// first (and lowered when a kill came after the end), and the helper
+// times the kill itself from its delete's start, so that most kills land
+// inside a delete. The trials that really interrupted one (something of
+// the target was left when the helper died) are counted, and so are those
+// that left it half done (its metadata, the first thing a delete removes,
+// already gone); at least half of the trials must have interrupted a
+// delete.
 func TestDeletesKilledAtRandomMomentsLeaveNothingBehind(t *testing.T) {
 	t.Parallel()
 	trials := 4
@@ -389,13 +440,29 @@ func TestDeletesKilledAtRandomMomentsLeaveNothingBehind(t *testing.T) {
 	} else if os.Getenv("CODEHYDRA_SOAK") != "" {
 		trials = 60
 	}
-	var failures int
+	deleteTakes := measureDelete(t)
+	var failures, interrupted, halfDone int
 	var recoveries []time.Duration
 	for i := range trials {
 		ok := t.Run(fmt.Sprintf("trial %d", i), func(t *testing.T) {
 			f := newCrashFixture(t)
-			jitter := time.Duration(rand.IntN(120)) * time.Millisecond
-			killDuring(t, deleteSpec{Repo: f.repo, Root: f.root, Path: f.target.Path}, jitter)
+			// Deletes vary from one to the next; drawing from the first
+			// four fifths keeps most kills inside the delete at hand.
+			jitter := 1 + rand.N(deleteTakes*4/5)
+			out := killAfter(t, deleteSpec{Repo: f.repo, Root: f.root, Path: f.target.Path}, jitter)
+			if took, ok := deleteTook(out); ok {
+				// The kill came after the end: deletes are quicker now
+				// than measured, so the next kills come earlier.
+				deleteTakes = min(deleteTakes, took)
+			}
+			if len(f.leftovers(t, false)) > 0 {
+				interrupted++
+				if !f.hasMetadata(t) {
+					// The delete's first change was made: the kill left a
+					// half-done state, not only an untouched workspace.
+					halfDone++
+				}
+			}
 			m, took := f.relaunch(t)
 			recoveries = append(recoveries, took)
 			if _, err := m.Resolve(f.target.Path); err == nil {
@@ -412,7 +479,53 @@ func TestDeletesKilledAtRandomMomentsLeaveNothingBehind(t *testing.T) {
 	}
 	slices.Sort(recoveries)
 	if len(recoveries) > 0 {
-		t.Logf("FIGURE delete-killed-at-random: trials=%d failures=%d relaunch-p50=%s relaunch-max=%s",
-			trials, failures, recoveries[len(recoveries)/2].Round(time.Millisecond), recoveries[len(recoveries)-1].Round(time.Millisecond))
+		t.Logf("FIGURE delete-killed-at-random: trials=%d interrupted=%d half-done=%d failures=%d delete=%s relaunch-p50=%s relaunch-max=%s",
+			trials, interrupted, halfDone, failures, deleteTakes.Round(time.Millisecond),
+			recoveries[len(recoveries)/2].Round(time.Millisecond), recoveries[len(recoveries)-1].Round(time.Millisecond))
 	}
+	if interrupted < (trials+1)/2 {
+		t.Errorf("only %d of %d kills interrupted a delete (a delete took %s); the others came after its end and test nothing", interrupted, trials, deleteTakes)
+	}
+}
+
+// measureDelete returns how long the delete of a crash fixture's target
+// takes in the helper process: the shortest of three, since what is
+// measured on a busy machine is mostly longer than a delete itself.
+func measureDelete(t *testing.T) time.Duration {
+	t.Helper()
+	var took []time.Duration
+	for range 3 {
+		f := newCrashFixture(t)
+		spec := deleteSpec{Repo: f.repo, Root: f.root, Path: f.target.Path}
+		cmd, out := startHelper(t, &spec)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("helper: %v\n%s", err, out)
+		}
+		n, ok := deleteTook(out.String())
+		if !ok || !strings.Contains(out.String(), "delete returned: <nil>") {
+			t.Fatalf("the helper did not delete and say how long it took:\n%s", out)
+		}
+		took = append(took, n)
+	}
+	return slices.Min(took)
+}
+
+// deleteTook reads how long the helper's delete took from its output;
+// false when it did not say (it was killed first).
+func deleteTook(out string) (time.Duration, bool) {
+	_, ns, ok := strings.Cut(out, deleteTookPrefix)
+	ns, _, _ = strings.Cut(ns, "\n")
+	n, err := strconv.ParseInt(ns, 10, 64)
+	if !ok || err != nil || n <= 0 {
+		return 0, false
+	}
+	return time.Duration(n), true
+}
+
+// hasMetadata reports whether the target's metadata (the first thing a
+// delete removes) is still there.
+func (f *crashFixture) hasMetadata(t *testing.T) bool {
+	t.Helper()
+	out, _ := gitErr(f.repo, "config", "--get-regexp", `^branch\.target\.codehydra\.`)
+	return out != ""
 }

@@ -62,23 +62,10 @@ func (m *Manager) worktreeRoot() (string, error) {
 // branch and the folder only if this call created them. It publishes
 // workspace-added.
 func (m *Manager) Create(ctx context.Context, o CreateOptions) (Workspace, error) {
-	if err := ValidateName(o.Name); err != nil {
-		return Workspace{}, err
-	}
-	p, err := m.lookupProject(o.ProjectPath)
+	p, target, err := m.checkCreate(o)
 	if err != nil {
 		return Workspace{}, err
 	}
-	if o.Base != "" {
-		if err := validateBase(o.Base); err != nil {
-			return Workspace{}, err
-		}
-	}
-	root, err := m.worktreeRoot()
-	if err != nil {
-		return Workspace{}, &Error{Code: CodeInternal, Message: "cannot find the worktree root; check the worktreeRoot setting", Err: err}
-	}
-	target := worktreePath(root, p.Path, o.Name)
 	targetKey := pathKey(resolveMaybeMissing(target))
 	release, err := m.reserve("create", branchKey(p.Path, o.Name), targetKey)
 	if err != nil {
@@ -86,46 +73,13 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (Workspace, error
 	}
 	defer release()
 
-	entries, err := m.listWorktrees(ctx, p)
+	if err := m.checkBranchFree(ctx, p, o.Name, target, targetKey); err != nil {
+		return Workspace{}, err
+	}
+	base, branchExisted, err := m.createBase(ctx, p, o)
 	if err != nil {
-		return Workspace{}, classify(err, CodeInternal, "cannot list the worktrees of %s", p.Path)
+		return Workspace{}, err
 	}
-	for i, e := range entries {
-		switch {
-		case e.Branch == o.Name && i == 0:
-			return Workspace{}, Errorf(CodeConflict, "branch %s is checked out in the project's main checkout %s; switch the main checkout to another branch or choose another name", o.Name, e.Path)
-		case e.Branch == o.Name:
-			return Workspace{}, Errorf(CodeConflict, "a workspace on branch %s already exists at %s; use it or choose another name", o.Name, e.Path)
-		case pathKey(resolveMaybeMissing(e.Path)) == targetKey:
-			return Workspace{}, Errorf(CodeConflict, "%s is already a worktree; delete it or choose another name", target)
-		}
-	}
-
-	branchExisted, err := m.refExists(ctx, p.Path, "refs/heads/"+o.Name)
-	if err != nil {
-		return Workspace{}, classify(err, CodeInternal, "cannot look up branch %s", o.Name)
-	}
-	base := o.Base
-	switch {
-	case base != "":
-		if _, err := m.git.run(ctx, p.Path, "rev-parse", "--verify", "-q", base+"^{commit}"); err != nil {
-			if ctx.Err() != nil {
-				return Workspace{}, err
-			}
-			return Workspace{}, Errorf(CodeInvalidInput, "base %q does not exist in %s; give an existing branch, tag or commit", base, p.Path)
-		}
-	case branchExisted:
-		// A reused branch keeps the base it was created from.
-		if b, _ := m.configGet(ctx, p, metadataVar(o.Name, "base")); validateBase(b) == nil {
-			base = b
-		}
-	}
-	if base == "" {
-		if base, err = m.defaultBase(ctx, p); err != nil {
-			return Workspace{}, err
-		}
-	}
-
 	folderExisted, err := checkTarget(target)
 	if err != nil {
 		return Workspace{}, err
@@ -133,40 +87,11 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (Workspace, error
 	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 		return Workspace{}, &Error{Code: CodeInternal, Message: fmt.Sprintf("cannot create folder %s; check the worktree root setting and its permissions", filepath.Dir(target)), Err: err}
 	}
-
-	args := []string{"worktree", "add", target, o.Name}
-	if !branchExisted {
-		args = []string{"worktree", "add", "--no-track", "-b", o.Name, target, base}
-	}
-	_, err = m.changeWorktrees(ctx, p, args...)
-	if err == nil {
-		err = m.configSet(ctx, p, metadataVar(o.Name, "base"), base)
-	}
-	var real, head string
-	if err == nil {
-		real, err = filepath.EvalSymlinks(target)
-	}
-	if err == nil {
-		var out string
-		out, err = m.git.run(ctx, real, "rev-parse", "HEAD")
-		head = strings.TrimSpace(out)
-	}
+	real, head, err := m.addWorktree(ctx, p, o.Name, target, base, branchExisted)
 	if err != nil {
-		stderr := stderrOf(err)
-		m.undoCreate(ctx, p, target, o.Name, folderExisted, branchExisted, stderr)
+		m.undoCreate(ctx, p, target, o.Name, folderExisted, branchExisted, stderrOf(err))
 		m.log.Warn("create workspace failed", "project", p.Path, "name", o.Name, "err", err)
-		_, lockErr := lockHeld(err)
-		switch {
-		case lockErr:
-			// classify below names the lock file.
-		case strings.Contains(stderr, "already checked out"), strings.Contains(stderr, "already used by worktree"):
-			return Workspace{}, &Error{Code: CodeConflict, Message: fmt.Sprintf("branch %s is already checked out in another worktree; choose another name", o.Name), Err: err}
-		case strings.Contains(stderr, "already exists"):
-			return Workspace{}, &Error{Code: CodeConflict, Message: fmt.Sprintf("cannot create workspace %s: a branch or folder of that name appeared meanwhile; choose another name", o.Name), Err: err}
-		case strings.Contains(stderr, "cannot lock ref") && strings.Contains(stderr, "exists"):
-			return Workspace{}, &Error{Code: CodeConflict, Message: fmt.Sprintf("cannot create branch %s: it clashes with an existing branch (a branch cannot be both a name and a folder of names); choose another name", o.Name), Err: err}
-		}
-		return Workspace{}, classify(err, CodeInternal, "cannot create workspace %s in %s", o.Name, p.Path)
+		return Workspace{}, createError(err, p, o.Name)
 	}
 
 	ws := Workspace{Name: o.Name, Branch: o.Name, Path: real, ProjectPath: p.Path, Head: head}
@@ -179,6 +104,121 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (Workspace, error
 	m.log.Info("workspace created", "path", real, "branch", o.Name, "base", base)
 	m.Publish(Event{Kind: EventWorkspaceAdded, ProjectPath: p.Path, Workspace: ws})
 	return ws, nil
+}
+
+// checkCreate checks what needs no git in o and returns its project and
+// the folder the worktree goes to.
+func (m *Manager) checkCreate(o CreateOptions) (p *project, target string, err error) {
+	if err := ValidateName(o.Name); err != nil {
+		return nil, "", err
+	}
+	p, err = m.lookupProject(o.ProjectPath)
+	if err != nil {
+		return nil, "", err
+	}
+	if o.Base != "" {
+		if err := validateBase(o.Base); err != nil {
+			return nil, "", err
+		}
+	}
+	root, err := m.worktreeRoot()
+	if err != nil {
+		return nil, "", &Error{Code: CodeInternal, Message: "cannot find the worktree root; check the worktreeRoot setting", Err: err}
+	}
+	return p, worktreePath(root, p.Path, o.Name), nil
+}
+
+// checkBranchFree refuses a branch name checked out in p (in the main
+// checkout or a worktree) and a target that is already a worktree.
+func (m *Manager) checkBranchFree(ctx context.Context, p *project, name, target, targetKey string) error {
+	entries, err := m.listWorktrees(ctx, p)
+	if err != nil {
+		return classify(err, CodeInternal, "cannot list the worktrees of %s", p.Path)
+	}
+	for i, e := range entries {
+		switch {
+		case e.Branch == name && i == 0:
+			return Errorf(CodeConflict, "branch %s is checked out in the project's main checkout %s; switch the main checkout to another branch or choose another name", name, e.Path)
+		case e.Branch == name:
+			return Errorf(CodeConflict, "a workspace on branch %s already exists at %s; use it or choose another name", name, e.Path)
+		case pathKey(resolveMaybeMissing(e.Path)) == targetKey:
+			return Errorf(CodeConflict, "%s is already a worktree; delete it or choose another name", target)
+		}
+	}
+	return nil
+}
+
+// createBase returns the base of the workspace o asks for: o.Base, which
+// must exist; else the base a reused branch was created from; else
+// DefaultBase. It reports whether branch o.Name exists already.
+func (m *Manager) createBase(ctx context.Context, p *project, o CreateOptions) (base string, branchExisted bool, err error) {
+	branchExisted, err = m.refExists(ctx, p.Path, "refs/heads/"+o.Name)
+	if err != nil {
+		return "", false, classify(err, CodeInternal, "cannot look up branch %s", o.Name)
+	}
+	base = o.Base
+	switch {
+	case base != "":
+		if _, err := m.git.run(ctx, p.Path, "rev-parse", "--verify", "-q", base+"^{commit}"); err != nil {
+			if ctx.Err() != nil {
+				return "", false, err
+			}
+			return "", false, Errorf(CodeInvalidInput, "base %q does not exist in %s; give an existing branch, tag or commit", base, p.Path)
+		}
+	case branchExisted:
+		// A reused branch keeps the base it was created from.
+		if b, _ := m.configGet(ctx, p, metadataVar(o.Name, "base")); validateBase(b) == nil {
+			base = b
+		}
+	}
+	if base == "" {
+		if base, err = m.defaultBase(ctx, p); err != nil {
+			return "", false, err
+		}
+	}
+	return base, branchExisted, nil
+}
+
+// addWorktree adds the worktree at target on branch name (made from base
+// unless branchExisted), records base as its metadata, and returns the
+// worktree's resolved path and HEAD commit.
+func (m *Manager) addWorktree(ctx context.Context, p *project, name, target, base string, branchExisted bool) (real, head string, err error) {
+	args := []string{"worktree", "add", target, name}
+	if !branchExisted {
+		args = []string{"worktree", "add", "--no-track", "-b", name, target, base}
+	}
+	if _, err := m.changeWorktrees(ctx, p, args...); err != nil {
+		return "", "", err
+	}
+	if err := m.configSet(ctx, p, metadataVar(name, "base"), base); err != nil {
+		return "", "", err
+	}
+	if real, err = filepath.EvalSymlinks(target); err != nil {
+		return "", "", err
+	}
+	out, err := m.git.run(ctx, real, "rev-parse", "HEAD")
+	if err != nil {
+		return "", "", err
+	}
+	return real, strings.TrimSpace(out), nil
+}
+
+// createError turns the failure of adding worktree name to p into what
+// the caller is told.
+func createError(err error, p *project, name string) error {
+	stderr := stderrOf(err)
+	_, lockErr := lockHeld(err)
+	switch {
+	case lockErr:
+		// classify below names the lock file.
+	case strings.Contains(stderr, "already checked out"), strings.Contains(stderr, "already used by worktree"):
+		return &Error{Code: CodeConflict, Message: fmt.Sprintf("branch %s is already checked out in another worktree; choose another name", name), Err: err}
+	case strings.Contains(stderr, "already exists"):
+		return &Error{Code: CodeConflict, Message: fmt.Sprintf("cannot create workspace %s: a branch or folder of that name appeared meanwhile; choose another name", name), Err: err}
+	case strings.Contains(stderr, "cannot lock ref") && strings.Contains(stderr, "exists"):
+		return &Error{Code: CodeConflict, Message: fmt.Sprintf("cannot create branch %s: it clashes with an existing branch (a branch cannot be both a name and a folder of names); choose another name", name), Err: err}
+	}
+	return classify(err, CodeInternal, "cannot create workspace %s in %s", name, p.Path)
 }
 
 // checkTarget checks the folder a new worktree goes to: missing, or an

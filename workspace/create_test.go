@@ -11,13 +11,14 @@ import (
 	"testing"
 
 	"codehydra/internal/paths"
+	"codehydra/internal/testenv"
 )
 
 func TestCreateMakesAWorktreeOnANewBranchUnderTheRoot(t *testing.T) {
 	t.Parallel()
 	m, p := setup(t)
 	ev := record(t, m)
-	head := gitT(t, p.Path, "rev-parse", "HEAD")
+	head := testenv.Git(t, p.Path, "rev-parse", "HEAD")
 
 	ws, err := m.Create(context.Background(), CreateOptions{ProjectPath: p.Path, Name: "feature/login"})
 	if err != nil {
@@ -31,10 +32,10 @@ func TestCreateMakesAWorktreeOnANewBranchUnderTheRoot(t *testing.T) {
 	if ws.Name != "feature/login" || ws.Branch != "feature/login" || ws.ProjectPath != p.Path || ws.Head != head || ws.Detached {
 		t.Fatalf("workspace = %+v", ws)
 	}
-	if got := gitT(t, ws.Path, "symbolic-ref", "--short", "HEAD"); got != "feature/login" {
+	if got := testenv.Git(t, ws.Path, "symbolic-ref", "--short", "HEAD"); got != "feature/login" {
 		t.Fatalf("worktree is on %q", got)
 	}
-	if got := gitT(t, p.Path, "config", "branch.feature/login.codehydra.base"); got != "main" {
+	if got := testenv.Git(t, p.Path, "config", "branch.feature/login.codehydra.base"); got != "main" {
 		t.Fatalf("base metadata = %q, want main", got)
 	}
 	if _, err := gitErr(p.Path, "config", "branch.feature/login.remote"); err == nil {
@@ -51,10 +52,10 @@ func TestCreateMakesAWorktreeOnANewBranchUnderTheRoot(t *testing.T) {
 
 func TestCreateDefaultsTheBaseToTheRemoteHeadBranch(t *testing.T) {
 	t.Parallel()
-	upstream := newRepo(t)
-	remoteHead := gitT(t, upstream, "rev-parse", "HEAD")
+	upstream := testenv.GitRepo(t, "project")
+	remoteHead := testenv.Git(t, upstream, "rev-parse", "HEAD")
 	clone := filepath.Join(realDir(t), "clone")
-	gitT(t, "", "clone", "-q", upstream, clone)
+	testenv.Git(t, "", "clone", "-q", upstream, clone)
 	commitFile(t, clone, "local.txt", "local only\n", "local commit on main")
 
 	m, _ := newManager(t, Options{})
@@ -75,9 +76,9 @@ func TestCreateDefaultsTheBaseToTheRemoteHeadBranch(t *testing.T) {
 func TestCreateStartsAtAnExplicitBase(t *testing.T) {
 	t.Parallel()
 	m, p := setup(t)
-	gitT(t, p.Path, "checkout", "-q", "-b", "develop")
+	testenv.Git(t, p.Path, "checkout", "-q", "-b", "develop")
 	dev := commitFile(t, p.Path, "dev.txt", "dev\n", "develop commit")
-	gitT(t, p.Path, "checkout", "-q", "main")
+	testenv.Git(t, p.Path, "checkout", "-q", "main")
 
 	ws, err := m.Create(context.Background(), CreateOptions{ProjectPath: p.Path, Name: "on-dev", Base: "develop"})
 	if err != nil {
@@ -86,7 +87,7 @@ func TestCreateStartsAtAnExplicitBase(t *testing.T) {
 	if ws.Head != dev {
 		t.Fatalf("head = %s, want %s", ws.Head, dev)
 	}
-	if got := gitT(t, p.Path, "config", "branch.on-dev.codehydra.base"); got != "develop" {
+	if got := testenv.Git(t, p.Path, "config", "branch.on-dev.codehydra.base"); got != "develop" {
 		t.Fatalf("base = %q", got)
 	}
 }
@@ -96,21 +97,21 @@ func TestCreateReusesAnExistingBranchWithoutResettingIt(t *testing.T) {
 	for _, base := range []string{"", "main"} {
 		t.Run("base="+base, func(t *testing.T) {
 			m, p := setup(t)
-			gitT(t, p.Path, "checkout", "-q", "-b", "existing")
+			testenv.Git(t, p.Path, "checkout", "-q", "-b", "existing")
 			tip := commitFile(t, p.Path, "work.txt", "work\n", "work on existing")
-			gitT(t, p.Path, "checkout", "-q", "main")
+			testenv.Git(t, p.Path, "checkout", "-q", "main")
 
 			ws, err := m.Create(context.Background(), CreateOptions{ProjectPath: p.Path, Name: "existing", Base: base})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ws.Head != tip || gitT(t, p.Path, "rev-parse", "existing") != tip {
+			if ws.Head != tip || testenv.Git(t, p.Path, "rev-parse", "existing") != tip {
 				t.Fatalf("branch moved: head %s, want %s", ws.Head, tip)
 			}
 			if !exists(filepath.Join(ws.Path, "work.txt")) {
 				t.Fatal("worktree does not show the branch's own commit")
 			}
-			if got := gitT(t, p.Path, "config", "branch.existing.codehydra.base"); got != "main" {
+			if got := testenv.Git(t, p.Path, "config", "branch.existing.codehydra.base"); got != "main" {
 				t.Fatalf("base = %q, want main", got)
 			}
 		})
@@ -132,11 +133,11 @@ func TestCreateConflicts(t *testing.T) {
 			return "taken"
 		}, "already exists"},
 		{"branch checked out in a worktree made outside", func(t *testing.T, m *Manager, p Project) string {
-			gitT(t, p.Path, "worktree", "add", "-q", "-b", "outside", filepath.Join(realDir(t), "o"))
+			testenv.Git(t, p.Path, "worktree", "add", "-q", "-b", "outside", filepath.Join(realDir(t), "o"))
 			return "outside"
 		}, "already exists"},
 		{"a branch that is a folder of the new name", func(t *testing.T, m *Manager, p Project) string {
-			gitT(t, p.Path, "branch", "feature")
+			testenv.Git(t, p.Path, "branch", "feature")
 			return "feature/x"
 		}, "clashes with an existing branch"},
 		{"non-empty folder at the target", func(t *testing.T, m *Manager, p Project) string {
@@ -216,7 +217,7 @@ func TestCreateRejectsInvalidInput(t *testing.T) {
 			t.Errorf("%s: got %v (%s), want %s", tt.name, err, CodeOf(err), tt.code)
 		}
 	}
-	if got := gitT(t, p.Path, "branch", "--list", "x"); got != "" {
+	if got := testenv.Git(t, p.Path, "branch", "--list", "x"); got != "" {
 		t.Fatalf("branch x created: %q", got)
 	}
 	if len(m.AllWorkspaces()) != 0 {
@@ -252,9 +253,9 @@ func TestCreateUndoesOnlyWhatItMade(t *testing.T) {
 			ev := record(t, m)
 			var tip string
 			if tt.existingBranch {
-				gitT(t, p.Path, "checkout", "-q", "-b", "undo")
+				testenv.Git(t, p.Path, "checkout", "-q", "-b", "undo")
 				tip = commitFile(t, p.Path, "b.txt", "b", "branch commit")
-				gitT(t, p.Path, "checkout", "-q", "main")
+				testenv.Git(t, p.Path, "checkout", "-q", "main")
 			}
 			root, _ := m.worktreeRoot()
 			dir := worktreePath(root, p.Path, "undo")
@@ -284,7 +285,7 @@ func TestCreateUndoesOnlyWhatItMade(t *testing.T) {
 			} else if exists(dir) {
 				t.Errorf("folder %s left behind", dir)
 			}
-			if list := gitT(t, p.Path, "worktree", "list", "--porcelain"); strings.Contains(list, "undo") {
+			if list := testenv.Git(t, p.Path, "worktree", "list", "--porcelain"); strings.Contains(list, "undo") {
 				t.Errorf("worktree still registered:\n%s", list)
 			}
 			if len(m.AllWorkspaces()) != 0 {
@@ -376,7 +377,7 @@ func TestCreateDefaultsTheRootToTheProjectsDir(t *testing.T) {
 	t.Setenv("XDG_DATA_HOME", data)
 	paths.Reload()
 	m := NewManager(Options{})
-	p, err := m.AddProject(context.Background(), newRepo(t))
+	p, err := m.AddProject(context.Background(), testenv.GitRepo(t, "project"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,13 +99,7 @@ func (m *Manager) deleteTarget(ctx context.Context, real, clean string) (Workspa
 		return ws, p, err
 	}
 	// Git may know a worktree that the watcher has not seen yet.
-	m.mu.Lock()
-	ps := make([]*project, 0, len(m.projects))
-	for _, p := range m.projects {
-		ps = append(ps, p)
-	}
-	m.mu.Unlock()
-	for _, p := range ps {
+	for _, p := range m.projectList() {
 		m.refresh(ctx, p, true)
 	}
 	ws, p, err = m.findForDelete(real, clean)
@@ -154,92 +148,130 @@ func (m *Manager) findForDelete(real, clean string) (Workspace, *project, error)
 	return Workspace{}, nil, nil
 }
 
+// deletion is one delete in progress: its workspace, the step it is at,
+// and whether its record (pending.go) is written.
+type deletion struct {
+	m        *Manager
+	p        *project
+	ws       Workspace
+	o        DeleteOptions
+	step     DeleteStep
+	recorded bool
+}
+
+// runDelete runs the steps of a reserved delete (see Delete).
 func (m *Manager) runDelete(ctx context.Context, p *project, ws Workspace, o DeleteOptions) error {
-	key := pathKey(ws.Path)
-	var step DeleteStep
-	recorded := false
-	progress := func(s DeleteStep) {
-		step = s
-		m.Publish(Event{Kind: EventDeleteProgress, ProjectPath: p.Path, Workspace: ws, Step: s})
-	}
-	fail := func(err error) error {
-		if _, lerr := os.Lstat(ws.Path); recorded && lerr == nil {
-			// The worktree is still there: nothing is half done, and a
-			// later launch must not finish a delete the user saw fail.
-			if rerr := removePending(p.commonDir, ws.Path); rerr != nil {
-				m.log.Warn("cannot drop a delete record", "path", ws.Path, "err", rerr)
-			}
-		}
-		m.log.Warn("delete workspace failed", "path", ws.Path, "step", string(step), "err", err)
-		m.Publish(Event{Kind: EventDeleteFailed, ProjectPath: p.Path, Workspace: ws, Step: step, Err: err.Error()})
-		return err
-	}
-
-	progress(StepStopAgent)
-	// What git says now wins over what discovery saw last: the branch of a
-	// worktree can change under the app.
-	entries, err := m.listWorktrees(ctx, p)
+	d := &deletion{m: m, p: p, ws: ws, o: o}
+	d.progress(StepStopAgent)
+	entry, registered, err := d.stopAgent(ctx)
 	if err != nil {
-		return fail(classify(err, CodeInternal, "cannot list the worktrees of %s", p.Path))
+		return d.fail(err)
 	}
-	entry, registered := findEntry(entries, ws.Path)
-	if registered {
-		ws.Branch, ws.Detached = entry.Branch, entry.Branch == ""
-	}
-	if a := m.currentAgents(); a != nil {
-		if err := a.StopAgent(ctx, ws.Path); err != nil {
-			return fail(&Error{Code: CodeInternal, Message: fmt.Sprintf("cannot stop the agent of %s; try the delete again", ws.Path), Err: err})
+
+	d.progress(StepRemoveMetadata)
+	if d.ws.Branch != "" {
+		if err := m.removeMetadata(ctx, p, d.ws.Branch); err != nil {
+			return d.fail(classify(err, CodeInternal, "cannot remove the metadata of branch %s", d.ws.Branch))
 		}
 	}
 
-	progress(StepRemoveMetadata)
-	if ws.Branch != "" {
-		if err := m.removeMetadata(ctx, p, ws.Branch); err != nil {
-			return fail(classify(err, CodeInternal, "cannot remove the metadata of branch %s", ws.Branch))
-		}
+	d.progress(StepRemoveWorktree)
+	if err := d.removeWorktree(ctx, entry, registered); err != nil {
+		return d.fail(err)
 	}
 
-	progress(StepRemoveWorktree)
-	// From here on the delete may leave a branch without a worktree,
-	// which no listing shows; the record lets the next launch finish it.
-	if err := writePending(p.commonDir, pendingDelete{Path: ws.Path, Branch: ws.Branch, KeepBranch: o.KeepBranch}); err != nil {
-		return fail(&Error{Code: CodeInternal, Message: fmt.Sprintf("cannot record the delete in the git folder %s; check that it is writable and delete again", p.commonDir), Err: err})
-	}
-	recorded = true
-	if registered {
-		if err := m.removeWorktree(ctx, p, ws, entry); err != nil {
-			return fail(err)
-		}
-	} else if _, err := os.Lstat(ws.Path); err == nil {
-		return fail(Errorf(CodeConflict, "%s is no longer a git worktree, so it is not deleted; remove the folder yourself if you no longer need it", ws.Path))
-	}
-	m.mu.Lock()
-	delete(p.workspaces, key)
-	delete(p.missing, key)
-	p.gen++
-	m.tombstones[key] = ws
-	m.mu.Unlock()
-
-	progress(StepDeleteBranch)
-	if !o.KeepBranch && ws.Branch != "" {
-		if err := m.deleteBranch(ctx, p, ws.Branch); err != nil {
+	d.progress(StepDeleteBranch)
+	if !o.KeepBranch && d.ws.Branch != "" {
+		if err := m.deleteBranch(ctx, p, d.ws.Branch); err != nil {
 			// The worktree is gone, so the workspace is; the tombstone lets
 			// a second Delete of the path delete the branch.
-			m.Publish(Event{Kind: EventWorkspaceRemoved, ProjectPath: p.Path, Workspace: ws})
-			return fail(err)
+			m.Publish(Event{Kind: EventWorkspaceRemoved, ProjectPath: p.Path, Workspace: d.ws})
+			return d.fail(err)
 		}
 	}
-
-	m.mu.Lock()
-	delete(m.tombstones, key)
-	m.mu.Unlock()
-	if err := removePending(p.commonDir, ws.Path); err != nil {
-		m.log.Warn("cannot drop a delete record; the next launch drops it", "path", ws.Path, "err", err)
-	}
-	m.log.Info("workspace deleted", "path", ws.Path, "branch", ws.Branch, "keepBranch", o.KeepBranch)
-	m.Publish(Event{Kind: EventWorkspaceRemoved, ProjectPath: p.Path, Workspace: ws})
-	progress(StepDone)
+	d.done()
 	return nil
+}
+
+// progress announces step s.
+func (d *deletion) progress(s DeleteStep) {
+	d.step = s
+	d.m.Publish(Event{Kind: EventDeleteProgress, ProjectPath: d.p.Path, Workspace: d.ws, Step: s})
+}
+
+// fail ends the delete with err at its current step.
+func (d *deletion) fail(err error) error {
+	if _, lerr := os.Lstat(d.ws.Path); d.recorded && lerr == nil {
+		// The worktree is still there: nothing is half done, and a
+		// later launch must not finish a delete the user saw fail.
+		if rerr := removePending(d.p.commonDir, d.ws.Path); rerr != nil {
+			d.m.log.Warn("cannot drop a delete record", "path", d.ws.Path, "err", rerr)
+		}
+	}
+	d.m.log.Warn("delete workspace failed", "path", d.ws.Path, "step", string(d.step), "err", err)
+	d.m.Publish(Event{Kind: EventDeleteFailed, ProjectPath: d.p.Path, Workspace: d.ws, Step: d.step, Err: err.Error()})
+	return err
+}
+
+// stopAgent is the first step: it takes the workspace's branch from what
+// git says now (it wins over what discovery saw last: the branch of a
+// worktree can change under the app), returning git's entry for the
+// worktree, if it lists one, and stops the agent.
+func (d *deletion) stopAgent(ctx context.Context) (entry worktreeEntry, registered bool, err error) {
+	entries, err := d.m.listWorktrees(ctx, d.p)
+	if err != nil {
+		return entry, false, classify(err, CodeInternal, "cannot list the worktrees of %s", d.p.Path)
+	}
+	entry, registered = findEntry(entries, d.ws.Path)
+	if registered {
+		d.ws.Branch, d.ws.Detached = entry.Branch, entry.Branch == ""
+	}
+	if a := d.m.currentAgents(); a != nil {
+		if err := a.StopAgent(ctx, d.ws.Path); err != nil {
+			return entry, registered, &Error{Code: CodeInternal, Message: fmt.Sprintf("cannot stop the agent of %s; try the delete again", d.ws.Path), Err: err}
+		}
+	}
+	return entry, registered, nil
+}
+
+// removeWorktree records the delete, removes the worktree (entry, when
+// git lists it) and forgets the workspace, keeping a tombstone until the
+// branch is gone.
+func (d *deletion) removeWorktree(ctx context.Context, entry worktreeEntry, registered bool) error {
+	// From here on the delete may leave a branch without a worktree,
+	// which no listing shows; the record lets the next launch finish it.
+	if err := writePending(d.p.commonDir, pendingDelete{Path: d.ws.Path, Branch: d.ws.Branch, KeepBranch: d.o.KeepBranch}); err != nil {
+		return &Error{Code: CodeInternal, Message: fmt.Sprintf("cannot record the delete in the git folder %s; check that it is writable and delete again", d.p.commonDir), Err: err}
+	}
+	d.recorded = true
+	if registered {
+		if err := d.m.removeWorktree(ctx, d.p, d.ws, entry); err != nil {
+			return err
+		}
+	} else if _, err := os.Lstat(d.ws.Path); err == nil {
+		return Errorf(CodeConflict, "%s is no longer a git worktree, so it is not deleted; remove the folder yourself if you no longer need it", d.ws.Path)
+	}
+	key := pathKey(d.ws.Path)
+	d.m.mu.Lock()
+	delete(d.p.workspaces, key)
+	delete(d.p.missing, key)
+	d.p.gen++
+	d.m.tombstones[key] = d.ws
+	d.m.mu.Unlock()
+	return nil
+}
+
+// done ends a delete that succeeded.
+func (d *deletion) done() {
+	d.m.mu.Lock()
+	delete(d.m.tombstones, pathKey(d.ws.Path))
+	d.m.mu.Unlock()
+	if err := removePending(d.p.commonDir, d.ws.Path); err != nil {
+		d.m.log.Warn("cannot drop a delete record; the next launch drops it", "path", d.ws.Path, "err", err)
+	}
+	d.m.log.Info("workspace deleted", "path", d.ws.Path, "branch", d.ws.Branch, "keepBranch", d.o.KeepBranch)
+	d.m.Publish(Event{Kind: EventWorkspaceRemoved, ProjectPath: d.p.Path, Workspace: d.ws})
+	d.progress(StepDone)
 }
 
 // removeWorktree removes the registered worktree e (folder ws.Path).

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"codehydra/internal/testenv"
 )
 
 func branchExists(t *testing.T, repo, branch string) bool {
@@ -19,7 +21,7 @@ func branchExists(t *testing.T, repo, branch string) bool {
 
 func registered(t *testing.T, repo, path string) bool {
 	t.Helper()
-	return strings.Contains(gitT(t, repo, "worktree", "list", "--porcelain"), "worktree "+path+"\n")
+	return strings.Contains(testenv.Git(t, repo, "worktree", "list", "--porcelain"), "worktree "+path+"\n")
 }
 
 func TestDeleteRunsTheStepsInOrder(t *testing.T) {
@@ -28,7 +30,7 @@ func TestDeleteRunsTheStepsInOrder(t *testing.T) {
 	agents := &fakeAgents{}
 	m.SetAgents(agents)
 	ws := create(t, m, p, "doomed")
-	gitT(t, p.Path, "config", "branch.doomed.codehydra.note", "hi")
+	testenv.Git(t, p.Path, "config", "branch.doomed.codehydra.note", "hi")
 	ev := record(t, m)
 
 	if err := m.Delete(context.Background(), ws.Path, DeleteOptions{}); err != nil {
@@ -72,7 +74,7 @@ func TestDeleteKeepBranch(t *testing.T) {
 			if got := branchExists(t, p.Path, "topic"); got != keep {
 				t.Fatalf("branch exists = %v, want %v", got, keep)
 			}
-			if keep && gitT(t, p.Path, "rev-parse", "topic") != tip {
+			if keep && testenv.Git(t, p.Path, "rev-parse", "topic") != tip {
 				t.Fatal("kept branch moved")
 			}
 			if exists(ws.Path) {
@@ -84,15 +86,15 @@ func TestDeleteKeepBranch(t *testing.T) {
 
 func TestDeleteDetachedHeadWorktreeDeletesNoBranch(t *testing.T) {
 	t.Parallel()
-	repo := newRepo(t)
-	gitT(t, repo, "branch", "other")
+	repo := testenv.GitRepo(t, "project")
+	testenv.Git(t, repo, "branch", "other")
 	wt := filepath.Join(realDir(t), "detached")
-	gitT(t, repo, "worktree", "add", "-q", "--detach", wt)
+	testenv.Git(t, repo, "worktree", "add", "-q", "--detach", wt)
 	m, _ := newManager(t, Options{})
 	if _, err := m.AddProject(context.Background(), repo); err != nil {
 		t.Fatal(err)
 	}
-	branches := gitT(t, repo, "branch", "--format=%(refname)")
+	branches := testenv.Git(t, repo, "branch", "--format=%(refname)")
 	ev := record(t, m)
 	if err := m.Delete(context.Background(), wt, DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -100,7 +102,7 @@ func TestDeleteDetachedHeadWorktreeDeletesNoBranch(t *testing.T) {
 	if exists(wt) || registered(t, repo, wt) {
 		t.Fatal("worktree left")
 	}
-	if got := gitT(t, repo, "branch", "--format=%(refname)"); got != branches {
+	if got := testenv.Git(t, repo, "branch", "--format=%(refname)"); got != branches {
 		t.Fatalf("branches changed from %q to %q", branches, got)
 	}
 	ev.waitFor(t, soon, "done", func(e Event) bool { return e.Step == StepDone && e.Workspace.Path == wt })
@@ -159,7 +161,7 @@ func TestDeleteTouchesNothingOutsideTheWorktree(t *testing.T) {
 					t.Errorf("%s = %q, %v; want %q", path, b, err, want)
 				}
 			}
-			if got := gitT(t, p.Path, "status", "--porcelain"); got != "" {
+			if got := testenv.Git(t, p.Path, "status", "--porcelain"); got != "" {
 				t.Errorf("main checkout changed: %q", got)
 			}
 		})
@@ -347,7 +349,7 @@ func TestDeleteRefusesALockedWorktree(t *testing.T) {
 	t.Parallel()
 	m, p := setup(t)
 	ws := create(t, m, p, "locked")
-	gitT(t, p.Path, "worktree", "lock", "--reason", "on a usb disk", ws.Path)
+	testenv.Git(t, p.Path, "worktree", "lock", "--reason", "on a usb disk", ws.Path)
 	err := m.Delete(context.Background(), ws.Path, DeleteOptions{})
 	wantCode(t, err, CodeConflict)
 	if !strings.Contains(err.Error(), "git worktree unlock") || !strings.Contains(err.Error(), "on a usb disk") {
@@ -356,7 +358,7 @@ func TestDeleteRefusesALockedWorktree(t *testing.T) {
 	if !exists(filepath.Join(ws.Path, "README.md")) || !branchExists(t, p.Path, "locked") {
 		t.Fatal("locked worktree touched")
 	}
-	gitT(t, p.Path, "worktree", "unlock", ws.Path)
+	testenv.Git(t, p.Path, "worktree", "unlock", ws.Path)
 	if err := m.Delete(context.Background(), ws.Path, DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +368,7 @@ func TestDeleteFindsAWorktreeMadeOutsideBeforeTheWatcherDoes(t *testing.T) {
 	t.Parallel()
 	m, p := setup(t)
 	wt := filepath.Join(realDir(t), "fresh")
-	gitT(t, p.Path, "worktree", "add", "-q", "-b", "fresh", wt)
+	testenv.Git(t, p.Path, "worktree", "add", "-q", "-b", "fresh", wt)
 	if err := m.Delete(context.Background(), wt, DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +382,7 @@ func TestDeleteRefusesAWorkspaceThatHoldsAProject(t *testing.T) {
 	m, p := setup(t)
 	ws := create(t, m, p, "host")
 	inner := filepath.Join(ws.Path, "inner")
-	gitT(t, "", "init", "-q", "-b", "main", inner)
+	testenv.Git(t, "", "init", "-q", "-b", "main", inner)
 	commitFile(t, inner, "f", "x", "inner")
 	if _, err := m.AddProject(context.Background(), inner); err != nil {
 		t.Fatal(err)

@@ -6,22 +6,24 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"codehydra/internal/testenv"
 )
 
 func TestDiscoverFindsWorktreesMadeOutsideTheApp(t *testing.T) {
 	t.Parallel()
-	repo := newRepo(t)
+	repo := testenv.GitRepo(t, "project")
 	root := realDir(t)
 	onBranch := filepath.Join(root, "on-branch")
-	gitT(t, repo, "worktree", "add", "-q", "-b", "feature/x", onBranch)
+	testenv.Git(t, repo, "worktree", "add", "-q", "-b", "feature/x", onBranch)
 	detached := filepath.Join(root, "detached")
-	gitT(t, repo, "worktree", "add", "-q", "--detach", detached)
+	testenv.Git(t, repo, "worktree", "add", "-q", "--detach", detached)
 	missing := filepath.Join(root, "missing")
-	gitT(t, repo, "worktree", "add", "-q", "-b", "missing", missing)
+	testenv.Git(t, repo, "worktree", "add", "-q", "-b", "missing", missing)
 	if err := os.RemoveAll(missing); err != nil {
 		t.Fatal(err)
 	}
-	head := gitT(t, repo, "rev-parse", "HEAD")
+	head := testenv.Git(t, repo, "rev-parse", "HEAD")
 
 	m, _ := newManager(t, Options{Projects: []string{repo}})
 	if err := m.Load(context.Background()); err != nil {
@@ -94,7 +96,7 @@ func TestRunNoticesWorktreesAddedAndRemovedOutsideTheApp(t *testing.T) {
 	runManager(t, m)
 
 	wt := filepath.Join(realDir(t), "outside")
-	gitT(t, p.Path, "worktree", "add", "-q", "-b", "outside", wt)
+	testenv.Git(t, p.Path, "worktree", "add", "-q", "-b", "outside", wt)
 	ev.waitFor(t, noticeWithin, "workspace-added", func(e Event) bool {
 		return e.Kind == EventWorkspaceAdded && e.Workspace.Path == wt && e.Workspace.Branch == "outside"
 	})
@@ -102,7 +104,7 @@ func TestRunNoticesWorktreesAddedAndRemovedOutsideTheApp(t *testing.T) {
 		t.Fatalf("resolve after discovery: %v", err)
 	}
 
-	gitT(t, p.Path, "worktree", "remove", wt)
+	testenv.Git(t, p.Path, "worktree", "remove", wt)
 	ev.waitFor(t, noticeWithin, "workspace-removed", func(e Event) bool {
 		return e.Kind == EventWorkspaceRemoved && e.Workspace.Path == wt
 	})
@@ -176,7 +178,7 @@ func TestRunReturnsWhenItsContextEnds(t *testing.T) {
 
 func TestWorktreesSignatureChangesOnlyWithWorktrees(t *testing.T) {
 	t.Parallel()
-	repo := newRepo(t)
+	repo := testenv.GitRepo(t, "project")
 	common := filepath.Join(repo, ".git")
 	s0 := worktreesSignature(common)
 	commitFile(t, repo, "other", "x", "unrelated commit")
@@ -184,12 +186,12 @@ func TestWorktreesSignatureChangesOnlyWithWorktrees(t *testing.T) {
 		t.Fatal("a commit in the main checkout changed the signature")
 	}
 	wt := filepath.Join(realDir(t), "wt")
-	gitT(t, repo, "worktree", "add", "-q", "-b", "wt", wt)
+	testenv.Git(t, repo, "worktree", "add", "-q", "-b", "wt", wt)
 	s1 := worktreesSignature(common)
 	if s1 == s0 {
 		t.Fatal("adding a worktree did not change the signature")
 	}
-	gitT(t, wt, "checkout", "-q", "-b", "switched")
+	testenv.Git(t, wt, "checkout", "-q", "-b", "switched")
 	s2 := worktreesSignature(common)
 	if s2 == s1 {
 		t.Fatal("switching the branch of a worktree did not change the signature")

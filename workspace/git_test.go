@@ -8,11 +8,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"codehydra/internal/testenv"
 )
 
 func TestAHeldIndexLockIsAConflictThatNamesTheFile(t *testing.T) {
 	t.Parallel()
-	repo := newRepo(t)
+	repo := testenv.GitRepo(t, "project")
 	lock := filepath.Join(repo, ".git", "index.lock")
 	writeFile(t, lock, "")
 	writeFile(t, filepath.Join(repo, "new.txt"), "x")
@@ -31,7 +33,7 @@ func TestAHeldIndexLockIsAConflictThatNamesTheFile(t *testing.T) {
 
 func TestGitErrorsCarryStderr(t *testing.T) {
 	t.Parallel()
-	repo := newRepo(t)
+	repo := testenv.GitRepo(t, "project")
 	_, err := newGitRunner().run(context.Background(), repo, "rev-parse", "--verify", "no-such-ref")
 	var ge *gitError
 	if !errors.As(err, &ge) || ge.ExitCode != 128 || !strings.Contains(err.Error(), "Needed a single revision") {
@@ -46,8 +48,8 @@ func TestGitErrorsCarryStderr(t *testing.T) {
 
 func TestGitIgnoresInheritedRepositoryVariables(t *testing.T) {
 	t.Parallel()
-	repo := newRepo(t)
-	other := newRepo(t)
+	repo := testenv.GitRepo(t, "project")
+	other := testenv.GitRepo(t, "project")
 	g := newGitRunner()
 	g.environ = func() []string {
 		return []string{"GIT_DIR=" + filepath.Join(other, ".git"), "GIT_WORK_TREE=" + other, "LC_ALL=de_DE.UTF-8", "HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH"), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}
@@ -63,7 +65,7 @@ func TestGitIgnoresInheritedRepositoryVariables(t *testing.T) {
 
 func TestGitHonoursTheContextDeadline(t *testing.T) {
 	t.Parallel()
-	repo := newRepo(t)
+	repo := testenv.GitRepo(t, "project")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
 	defer cancel()
 	<-ctx.Done()

@@ -22,17 +22,6 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.Main(m, "workspace-test-home-"))
 }
 
-// gitT runs git in dir and returns its trimmed stdout; it fails the test on
-// error.
-func gitT(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	out, err := gitErr(dir, args...)
-	if err != nil {
-		t.Fatalf("git %s in %s: %v", strings.Join(args, " "), dir, err)
-	}
-	return out
-}
-
 func gitErr(dir string, args ...string) (string, error) {
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
@@ -55,22 +44,13 @@ func realDir(t testing.TB) string {
 	return d
 }
 
-// newRepo makes a repository on branch main with one commit.
-func newRepo(t testing.TB) string {
-	t.Helper()
-	dir := filepath.Join(realDir(t), "project")
-	gitT(t, "", "init", "-q", "-b", "main", dir)
-	commitFile(t, dir, "README.md", "hello\n", "initial commit")
-	return dir
-}
-
 // commitFile writes name in dir and commits it.
 func commitFile(t testing.TB, dir, name, content, msg string) string {
 	t.Helper()
 	writeFile(t, filepath.Join(dir, name), content)
-	gitT(t, dir, "add", "--", name)
-	gitT(t, dir, "commit", "-q", "-m", msg)
-	return gitT(t, dir, "rev-parse", "HEAD")
+	testenv.Git(t, dir, "add", "--", name)
+	testenv.Git(t, dir, "commit", "-q", "-m", msg)
+	return testenv.Git(t, dir, "rev-parse", "HEAD")
 }
 
 func writeFile(t testing.TB, path, content string) {
@@ -105,7 +85,7 @@ func newManager(t testing.TB, opts Options) (*Manager, *testenv.SyncBuffer) {
 func setup(t testing.TB) (*Manager, Project) {
 	t.Helper()
 	m, _ := newManager(t, Options{})
-	p, err := m.AddProject(context.Background(), newRepo(t))
+	p, err := m.AddProject(context.Background(), testenv.GitRepo(t, "project"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,23 +138,28 @@ func (e *events) all() []Event {
 // published; only the recording goroutine may lag.
 const soon = 5 * time.Second
 
-// waitFor polls until an event matching match arrives or the deadline
-// passes, and returns it.
+// waitFor waits until an event matching match arrives, failing after
+// within, and returns it.
 func (e *events) waitFor(t testing.TB, within time.Duration, what string, match func(Event) bool) Event {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	var found Event
+	ok := false
+	defer func() {
+		if !ok {
+			all := e.all()
+			t.Logf("got %d events, the last ones: %+v", len(all), all[max(0, len(all)-8):])
+		}
+	}()
+	testenv.WaitFor(t, "a "+what+" event", within, func() bool {
 		for _, ev := range e.all() {
 			if match(ev) {
-				return ev
+				found, ok = ev, true
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			all := e.all()
-			t.Fatalf("no %s event within %s; got %d events, the last ones: %+v", what, within, len(all), all[max(0, len(all)-8):])
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false
+	})
+	return found
 }
 
 // sync waits until every event m published so far has been recorded, by

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -57,10 +56,11 @@ type Manager struct {
 	// list is saved in the order it changes. It is taken before mu.
 	projMu sync.Mutex
 
-	mu       sync.Mutex
-	agents   Agents
-	stored   []string            // the persisted list, as given; includes projects that did not load
-	projects map[string]*project // by pathKey(Project.Path)
+	mu          sync.Mutex
+	agents      Agents
+	statusCache StatusCache         // nil: Status asks git
+	stored      []string            // the persisted list, as given; includes projects that did not load
+	projects    map[string]*project // by pathKey(Project.Path)
 	// busy holds the workspace paths (pathKey) and branches (branchKey)
 	// that a create or a delete is working on, with what it is doing.
 	busy map[string]string
@@ -70,11 +70,6 @@ type Manager struct {
 
 	subMu sync.Mutex
 	subs  map[*subscriber]struct{}
-
-	// cache holds the workspaces' git status while Run runs (nil
-	// otherwise); statusCfg tunes it (tests set it before Run).
-	cache     atomic.Pointer[statusCache]
-	statusCfg statusCacheConfig
 }
 
 type subscriber struct {
@@ -246,14 +241,23 @@ func resolveMaybeMissing(p string) string {
 	}
 }
 
+// sortWorkspaces puts ws in the order of AllWorkspaces: by project path,
+// then by name case-folded, then by path.
 func sortWorkspaces(ws []Workspace) {
 	slices.SortFunc(ws, func(a, b Workspace) int {
 		if c := strings.Compare(a.ProjectPath, b.ProjectPath); c != 0 {
 			return c
 		}
-		if c := strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Path, b.Path)
+		return compareNamePath(a.Name, a.Path, b.Name, b.Path)
 	})
+}
+
+// compareNamePath is the domain's one order of projects and of the
+// workspaces of a project: by name case-folded, then by path (which tells
+// apart names equal but for case).
+func compareNamePath(aName, aPath, bName, bPath string) int {
+	if c := strings.Compare(strings.ToLower(aName), strings.ToLower(bName)); c != 0 {
+		return c
+	}
+	return strings.Compare(aPath, bPath)
 }

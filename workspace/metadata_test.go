@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"codehydra/internal/testenv"
 )
 
 func ptr(s string) *string { return &s }
@@ -41,7 +43,7 @@ func TestMetadataSetGetDelete(t *testing.T) {
 		t.Fatalf("metadata = %q\nwant       %q", got, want)
 	}
 	// Stored where DESIGN.md says, in the project's config.
-	if v := gitT(t, p.Path, "config", "--get", "branch.feature/md.codehydra.note"); v != "hello world" {
+	if v := testenv.Git(t, p.Path, "config", "--get", "branch.feature/md.codehydra.note"); v != "hello world" {
 		t.Fatalf("git config has %q", v)
 	}
 
@@ -147,7 +149,7 @@ func TestMetadataBaseFallsBackToTheDefaultBase(t *testing.T) {
 	t.Parallel()
 	m, p := setup(t)
 	wt := filepath.Join(realDir(t), "outside")
-	gitT(t, p.Path, "worktree", "add", "-q", "-b", "outside", wt)
+	testenv.Git(t, p.Path, "worktree", "add", "-q", "-b", "outside", wt)
 	m.refresh(context.Background(), projectOf(t, m, p.Path), true)
 	got, err := m.Metadata(context.Background(), wt)
 	if err != nil || !maps.Equal(got, map[string]string{"base": "main"}) {
@@ -159,7 +161,7 @@ func TestMetadataOfADetachedWorkspace(t *testing.T) {
 	t.Parallel()
 	m, p := setup(t)
 	wt := filepath.Join(realDir(t), "detached")
-	gitT(t, p.Path, "worktree", "add", "-q", "--detach", wt)
+	testenv.Git(t, p.Path, "worktree", "add", "-q", "--detach", wt)
 	m.refresh(context.Background(), projectOf(t, m, p.Path), true)
 	got, err := m.Metadata(context.Background(), wt)
 	if err != nil || got["base"] != "main" {
@@ -176,11 +178,11 @@ func TestMetadataFollowsABranchSwitchedInTheWorktree(t *testing.T) {
 	t.Parallel()
 	m, p := setup(t)
 	ws := create(t, m, p, "first")
-	gitT(t, ws.Path, "checkout", "-q", "-b", "second")
+	testenv.Git(t, ws.Path, "checkout", "-q", "-b", "second")
 	if err := m.SetMetadata(context.Background(), ws.Path, "note", ptr("on second")); err != nil {
 		t.Fatal(err)
 	}
-	if v := gitT(t, p.Path, "config", "--get", "branch.second.codehydra.note"); v != "on second" {
+	if v := testenv.Git(t, p.Path, "config", "--get", "branch.second.codehydra.note"); v != "on second" {
 		t.Fatalf("branch.second note = %q", v)
 	}
 }

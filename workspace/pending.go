@@ -100,13 +100,7 @@ func readPending(commonDir string) ([]pendingDelete, error) {
 // logged, stays recorded for the next launch, and a second Delete of its
 // path can still finish it.
 func (m *Manager) finishPendingDeletes(ctx context.Context) error {
-	m.mu.Lock()
-	ps := make([]*project, 0, len(m.projects))
-	for _, p := range m.projects {
-		ps = append(ps, p)
-	}
-	m.mu.Unlock()
-	for _, p := range ps {
+	for _, p := range m.projectList() {
 		recs, err := readPending(p.commonDir)
 		if err != nil {
 			m.log.Warn("cannot read the deletes in progress", "project", p.Path, "err", err)

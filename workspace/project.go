@@ -303,25 +303,32 @@ func (m *Manager) RemoveProject(ctx context.Context, path string) error {
 	return nil
 }
 
-// Projects returns the loaded projects sorted by name, then path.
+// Projects returns the loaded projects in the domain's one order: by
+// name case-folded, then by path.
 func (m *Manager) Projects() []Project {
-	m.mu.Lock()
-	out := make([]Project, 0, len(m.projects))
-	for _, p := range m.projects {
+	ps := m.projectList()
+	out := make([]Project, 0, len(ps))
+	for _, p := range ps {
 		out = append(out, p.Project)
 	}
-	m.mu.Unlock()
-	slices.SortFunc(out, func(a, b Project) int {
-		if c := strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Path, b.Path)
-	})
+	slices.SortFunc(out, func(a, b Project) int { return compareNamePath(a.Name, a.Path, b.Name, b.Path) })
 	return out
 }
 
-// Workspaces returns the workspaces of the project at projectPath, sorted
-// by name.
+// projectList returns the loaded projects, taken under the lock, for work
+// that runs git without it (their Project part never changes).
+func (m *Manager) projectList() []*project {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ps := make([]*project, 0, len(m.projects))
+	for _, p := range m.projects {
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+// Workspaces returns the workspaces of the project at projectPath, by
+// name case-folded, then by path.
 func (m *Manager) Workspaces(projectPath string) ([]Workspace, error) {
 	p, err := m.lookupProject(projectPath)
 	if err != nil {
@@ -332,8 +339,9 @@ func (m *Manager) Workspaces(projectPath string) ([]Workspace, error) {
 	return sortedValues(p.workspaces), nil
 }
 
-// AllWorkspaces returns the workspaces of every project, sorted by project
-// path, then name.
+// AllWorkspaces returns the workspaces of every project, by project path,
+// then (within a project, as Workspaces) by name case-folded, then by
+// path.
 func (m *Manager) AllWorkspaces() []Workspace {
 	m.mu.Lock()
 	var out []Workspace

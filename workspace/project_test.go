@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"codehydra/internal/testenv"
 )
 
 func TestAddProjectRefusesWhatIsNotARepositoryWithCommits(t *testing.T) {
@@ -16,16 +18,16 @@ func TestAddProjectRefusesWhatIsNotARepositoryWithCommits(t *testing.T) {
 	plain := filepath.Join(base, "plain")
 	os.Mkdir(plain, 0o755)
 	empty := filepath.Join(base, "empty")
-	gitT(t, "", "init", "-q", "-b", "main", empty)
+	testenv.Git(t, "", "init", "-q", "-b", "main", empty)
 	bare := filepath.Join(base, "bare.git")
-	gitT(t, "", "init", "-q", "--bare", bare)
+	testenv.Git(t, "", "init", "-q", "--bare", bare)
 	file := filepath.Join(base, "file")
 	writeFile(t, file, "x")
-	repo := newRepo(t)
+	repo := testenv.GitRepo(t, "project")
 	sub := filepath.Join(repo, "sub")
 	os.Mkdir(sub, 0o755)
 	linked := filepath.Join(base, "linked")
-	gitT(t, repo, "worktree", "add", "-q", "-b", "linked", linked)
+	testenv.Git(t, repo, "worktree", "add", "-q", "-b", "linked", linked)
 
 	tests := []struct {
 		name, path, wantMsg string
@@ -58,7 +60,7 @@ func TestAddProjectRefusesWhatIsNotARepositoryWithCommits(t *testing.T) {
 
 func TestAddProjectResolvesSymlinksAndIsIdempotent(t *testing.T) {
 	t.Parallel()
-	repo := newRepo(t)
+	repo := testenv.GitRepo(t, "project")
 	link := filepath.Join(realDir(t), "link")
 	if err := os.Symlink(repo, link); err != nil {
 		t.Fatal(err)
@@ -100,9 +102,9 @@ func TestAddProjectResolvesSymlinksAndIsIdempotent(t *testing.T) {
 
 func TestAddProjectPublishesItsExistingWorktrees(t *testing.T) {
 	t.Parallel()
-	repo := newRepo(t)
+	repo := testenv.GitRepo(t, "project")
 	wt := filepath.Join(realDir(t), "outside")
-	gitT(t, repo, "worktree", "add", "-q", "-b", "outside", wt)
+	testenv.Git(t, repo, "worktree", "add", "-q", "-b", "outside", wt)
 	m, _ := newManager(t, Options{})
 	ev := record(t, m)
 	if _, err := m.AddProject(context.Background(), repo); err != nil {
@@ -115,7 +117,7 @@ func TestAddProjectFailsWhenTheListCannotBeSaved(t *testing.T) {
 	t.Parallel()
 	store := &fakeStore{err: errors.New("disk full")}
 	m, _ := newManager(t, Options{Store: store})
-	_, err := m.AddProject(context.Background(), newRepo(t))
+	_, err := m.AddProject(context.Background(), testenv.GitRepo(t, "project"))
 	wantCode(t, err, CodeInternal)
 	if len(m.Projects()) != 0 {
 		t.Fatal("project kept although it was not saved")
@@ -127,7 +129,7 @@ func TestRemoveProjectKeepsFilesAndForgetsIt(t *testing.T) {
 	store := &fakeStore{}
 	m, _ := newManager(t, Options{Store: store})
 	ctx := context.Background()
-	p, err := m.AddProject(ctx, newRepo(t))
+	p, err := m.AddProject(ctx, testenv.GitRepo(t, "project"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +147,7 @@ func TestRemoveProjectKeepsFilesAndForgetsIt(t *testing.T) {
 			t.Errorf("%s was deleted", f)
 		}
 	}
-	if got := gitT(t, p.Path, "branch", "--list", "keep-me"); got == "" {
+	if got := testenv.Git(t, p.Path, "branch", "--list", "keep-me"); got == "" {
 		t.Error("branch deleted")
 	}
 	if len(store.last()) != 0 {
@@ -160,9 +162,9 @@ func TestRemoveProjectKeepsFilesAndForgetsIt(t *testing.T) {
 
 func TestLoadSkipsProjectsThatAreGoneButKeepsThemStored(t *testing.T) {
 	t.Parallel()
-	repo := newRepo(t)
+	repo := testenv.GitRepo(t, "project")
 	wt := filepath.Join(realDir(t), "wt")
-	gitT(t, repo, "worktree", "add", "-q", "-b", "wt", wt)
+	testenv.Git(t, repo, "worktree", "add", "-q", "-b", "wt", wt)
 	gone := filepath.Join(realDir(t), "unmounted")
 	notRepo := realDir(t)
 	store := &fakeStore{}
@@ -182,7 +184,7 @@ func TestLoadSkipsProjectsThatAreGoneButKeepsThemStored(t *testing.T) {
 		}
 	}
 	// A later save keeps the skipped projects.
-	other := newRepo(t)
+	other := testenv.GitRepo(t, "project")
 	if _, err := m.AddProject(context.Background(), other); err != nil {
 		t.Fatal(err)
 	}
@@ -198,24 +200,54 @@ func TestLoadSkipsProjectsThatAreGoneButKeepsThemStored(t *testing.T) {
 	}
 }
 
-func TestProjectsAreSortedByName(t *testing.T) {
+func TestProjectsAreSortedByNameCaseFoldedThenPath(t *testing.T) {
 	t.Parallel()
 	m, _ := newManager(t, Options{})
 	ctx := context.Background()
-	for _, name := range []string{"zeta", "Alpha", "mid"} {
-		dir := filepath.Join(realDir(t), name)
-		gitT(t, "", "init", "-q", "-b", "main", dir)
-		commitFile(t, dir, "f", "x", "init")
+	paths := map[string][]string{}
+	for _, name := range []string{"zeta", "mid", "Alpha", "mid"} {
+		dir := testenv.GitRepo(t, name)
+		paths[name] = append(paths[name], dir)
 		if _, err := m.AddProject(ctx, dir); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// Two projects named mid: their paths decide.
+	slices.Sort(paths["mid"])
+	want := []string{paths["Alpha"][0], paths["mid"][0], paths["mid"][1], paths["zeta"][0]}
 	var got []string
 	for _, p := range m.Projects() {
-		got = append(got, p.Name)
+		got = append(got, p.Path)
 	}
-	if !slices.Equal(got, []string{"Alpha", "mid", "zeta"}) {
-		t.Fatalf("got %v", got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+func TestWorkspacesAreSortedByNameCaseFoldedThenPath(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	for _, name := range []string{"Zed", "mid", "alpha", "Mid", "Beta"} {
+		create(t, m, p, name)
+	}
+	ws, err := m.Workspaces(p.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range ws {
+		got = append(got, w.Name)
+	}
+	// "Mid" and "mid" fold alike; their paths (.../Mid, .../mid) decide.
+	if want := []string{"alpha", "Beta", "Mid", "mid", "Zed"}; !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	var all []string
+	for _, w := range m.AllWorkspaces() {
+		all = append(all, w.Name)
+	}
+	if !slices.Equal(all, got) {
+		t.Fatalf("AllWorkspaces = %v, want the order of Workspaces %v", all, got)
 	}
 }
 
@@ -230,11 +262,11 @@ func TestWorkspacesOfUnknownProjectIsProjectNotFound(t *testing.T) {
 
 func TestBranchesListsLocalThenRemoteWithoutSymrefs(t *testing.T) {
 	t.Parallel()
-	upstream := newRepo(t)
-	gitT(t, upstream, "branch", "up-only")
+	upstream := testenv.GitRepo(t, "project")
+	testenv.Git(t, upstream, "branch", "up-only")
 	clone := filepath.Join(realDir(t), "clone")
-	gitT(t, "", "clone", "-q", upstream, clone)
-	gitT(t, clone, "branch", "local-only")
+	testenv.Git(t, "", "clone", "-q", upstream, clone)
+	testenv.Git(t, clone, "branch", "local-only")
 	m, _ := newManager(t, Options{})
 	if _, err := m.AddProject(context.Background(), clone); err != nil {
 		t.Fatal(err)
@@ -254,10 +286,10 @@ func TestDefaultBase(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("remote HEAD branch of a clone", func(t *testing.T) {
-		upstream := newRepo(t)
+		upstream := testenv.GitRepo(t, "project")
 		clone := filepath.Join(realDir(t), "clone")
-		gitT(t, "", "clone", "-q", upstream, clone)
-		gitT(t, clone, "checkout", "-q", "-b", "elsewhere")
+		testenv.Git(t, "", "clone", "-q", upstream, clone)
+		testenv.Git(t, clone, "checkout", "-q", "-b", "elsewhere")
 		m, _ := newManager(t, Options{})
 		if _, err := m.AddProject(ctx, clone); err != nil {
 			t.Fatal(err)
@@ -267,8 +299,8 @@ func TestDefaultBase(t *testing.T) {
 		}
 	})
 	t.Run("current branch of the main checkout without origin", func(t *testing.T) {
-		repo := newRepo(t)
-		gitT(t, repo, "checkout", "-q", "-b", "develop")
+		repo := testenv.GitRepo(t, "project")
+		testenv.Git(t, repo, "checkout", "-q", "-b", "develop")
 		m, _ := newManager(t, Options{})
 		if _, err := m.AddProject(ctx, repo); err != nil {
 			t.Fatal(err)
@@ -278,10 +310,10 @@ func TestDefaultBase(t *testing.T) {
 		}
 	})
 	t.Run("dangling origin HEAD falls back", func(t *testing.T) {
-		upstream := newRepo(t)
+		upstream := testenv.GitRepo(t, "project")
 		clone := filepath.Join(realDir(t), "clone")
-		gitT(t, "", "clone", "-q", upstream, clone)
-		gitT(t, clone, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/gone")
+		testenv.Git(t, "", "clone", "-q", upstream, clone)
+		testenv.Git(t, clone, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/gone")
 		m, _ := newManager(t, Options{})
 		if _, err := m.AddProject(ctx, clone); err != nil {
 			t.Fatal(err)
@@ -291,8 +323,8 @@ func TestDefaultBase(t *testing.T) {
 		}
 	})
 	t.Run("detached main checkout without origin", func(t *testing.T) {
-		repo := newRepo(t)
-		gitT(t, repo, "checkout", "-q", "--detach")
+		repo := testenv.GitRepo(t, "project")
+		testenv.Git(t, repo, "checkout", "-q", "--detach")
 		m, _ := newManager(t, Options{})
 		if _, err := m.AddProject(ctx, repo); err != nil {
 			t.Fatal(err)

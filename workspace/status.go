@@ -13,22 +13,20 @@ import (
 // agents). It takes no git lock, so it never gets in the way of an agent's
 // own git commands.
 //
-// While Run runs, the git part comes from a cache that file-system events
-// keep current (see statusCache): a warm call runs no git at all. A call
-// made right after a change waits for the refresh that change started, so
-// it never reports the state from before it. Without Run, every call asks
-// git.
+// With a StatusCache set (SetStatusCache), the git part comes from it: a
+// warm call runs no git at all. Without one, or when it answers
+// ErrNotCached, the call asks git.
 func (m *Manager) Status(ctx context.Context, wsPath string) (Status, error) {
 	ws, p, err := m.resolve(wsPath)
 	if err != nil {
 		return Status{}, err
 	}
 	var st Status
-	c := m.cache.Load()
+	c := m.currentStatusCache()
 	if c != nil {
-		st, err = c.get(ctx, ws, p)
+		st, err = c.GitStatus(ctx, ws)
 	}
-	if c == nil || errors.Is(err, errNotCached) {
+	if c == nil || errors.Is(err, ErrNotCached) {
 		st, err = m.readStatus(ctx, ws, p, ws.Branch)
 	}
 	if err != nil {
@@ -52,7 +50,7 @@ func (m *Manager) readStatus(ctx context.Context, ws Workspace, p *project, bran
 	}
 	dirty := make(chan result, 1)
 	go func() {
-		d, err := m.readDirty(ctx, ws.Path)
+		d, err := m.GitDirty(ctx, ws.Path)
 		dirty <- result{d, err}
 	}()
 	var st Status
@@ -65,16 +63,30 @@ func (m *Manager) readStatus(ctx context.Context, ws Workspace, p *project, bran
 	return st, nil
 }
 
-// readDirty reports whether the worktree at path has staged, unstaged or
-// untracked changes. GIT_OPTIONAL_LOCKS=0 keeps git status from refreshing
-// (and so locking) the index.
-func (m *Manager) readDirty(ctx context.Context, path string) (bool, error) {
+// GitDirty asks git whether the worktree at path has staged, unstaged or
+// untracked changes (Status's IsDirty). GIT_OPTIONAL_LOCKS=0 keeps git
+// status from refreshing (and so locking) the index.
+func (m *Manager) GitDirty(ctx context.Context, path string) (bool, error) {
 	out, err := m.git.runEnv(ctx, path, []string{"GIT_OPTIONAL_LOCKS=0"},
 		"status", "--porcelain=v1", "-z", "--untracked-files=normal")
 	if err != nil {
 		return false, classify(err, CodeInternal, "cannot read the status of %s", path)
 	}
 	return out != "", nil
+}
+
+// GitAheadBehind asks git for the base of ws (on branch, "" when
+// detached) and how many commits it is ahead of and behind it (Status's
+// Base, Ahead and Behind); 0 and 0 when the base is unknown or cannot be
+// compared, "" and 0 and 0 when ws's project is not open.
+func (m *Manager) GitAheadBehind(ctx context.Context, ws Workspace, branch string) (base string, ahead, behind int) {
+	m.mu.Lock()
+	p := m.projects[pathKey(ws.ProjectPath)]
+	m.mu.Unlock()
+	if p == nil {
+		return "", 0, 0
+	}
+	return m.readAheadBehind(ctx, p, ws.Path, branch)
 }
 
 // readAheadBehind returns the base of the worktree at path (on branch) and

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"codehydra/internal/testenv"
 )
 
 func TestStatusReportsDirtiness(t *testing.T) {
@@ -22,7 +24,7 @@ func TestStatusReportsDirtiness(t *testing.T) {
 		{"unstaged change", func(t *testing.T, dir string) { writeFile(t, filepath.Join(dir, "README.md"), "changed") }, true},
 		{"staged change", func(t *testing.T, dir string) {
 			writeFile(t, filepath.Join(dir, "README.md"), "changed")
-			gitT(t, dir, "add", "README.md")
+			testenv.Git(t, dir, "add", "README.md")
 		}, true},
 		{"deleted file", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "README.md")) }, true},
 		{"ignored file", func(t *testing.T, dir string) {
@@ -52,7 +54,7 @@ func TestStatusDoesNotWriteTheIndex(t *testing.T) {
 	t.Parallel()
 	m, p := setup(t)
 	ws := create(t, m, p, "ws")
-	index := filepath.Join(gitT(t, ws.Path, "rev-parse", "--absolute-git-dir"), "index")
+	index := filepath.Join(testenv.Git(t, ws.Path, "rev-parse", "--absolute-git-dir"), "index")
 	// Same content, new times: a status that may take locks refreshes
 	// the index's cached file times and writes it.
 	old := time.Now().Add(-time.Hour)
@@ -67,7 +69,7 @@ func TestStatusDoesNotWriteTheIndex(t *testing.T) {
 		t.Fatal("Status rewrote the index, so it took index.lock")
 	}
 	// The check above means something: plain git status does write it.
-	gitT(t, ws.Path, "status", "--porcelain")
+	testenv.Git(t, ws.Path, "status", "--porcelain")
 	if after, _ := os.ReadFile(index); bytes.Equal(before, after) {
 		t.Fatal("plain git status did not refresh the index; the test proves nothing")
 	}
@@ -108,7 +110,7 @@ func TestStatusOfAWorktreeWithoutBaseMetadataUsesTheDefaultBase(t *testing.T) {
 	t.Parallel()
 	m, p := setup(t)
 	wt := filepath.Join(realDir(t), "outside")
-	gitT(t, p.Path, "worktree", "add", "-q", "-b", "outside", wt)
+	testenv.Git(t, p.Path, "worktree", "add", "-q", "-b", "outside", wt)
 	commitFile(t, wt, "x", "x", "ahead")
 	m.refresh(context.Background(), projectOf(t, m, p.Path), true)
 	st, err := m.Status(context.Background(), wt)

@@ -13,11 +13,8 @@ import (
 // done, publishing workspace-added and workspace-removed (and
 // status-changed when a worktree switched branch). Every PollInterval it
 // reads the small files under <git-common-dir>/worktrees and runs git only
-// for a project where they changed. While it runs, Status answers from a
-// cache that file-system events keep current (statuscache.go).
+// for a project where they changed.
 func (m *Manager) Run(ctx context.Context) {
-	stopCache := m.startStatusCache(ctx)
-	defer stopCache()
 	interval := m.opts.PollInterval
 	if interval <= 0 {
 		interval = DefaultPollInterval
@@ -36,13 +33,7 @@ func (m *Manager) Run(ctx context.Context) {
 
 // poll refreshes every project whose worktrees changed.
 func (m *Manager) poll(ctx context.Context) {
-	m.mu.Lock()
-	ps := make([]*project, 0, len(m.projects))
-	for _, p := range m.projects {
-		ps = append(ps, p)
-	}
-	m.mu.Unlock()
-	for _, p := range ps {
+	for _, p := range m.projectList() {
 		if ctx.Err() != nil {
 			return
 		}

@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"codehydra/workspace"
+	"codehydra/workspace/statuscache"
 )
 
 // statusResult is workspace status on one repository size.
@@ -50,21 +52,22 @@ func newManager(projects []string, root string) *workspace.Manager {
 	})
 }
 
-// runManager runs m.Run until the returned stop is called; it returns once
-// Status answers from the cache.
+// runManager runs m.Run and a status cache over m, as serve does, until
+// the returned stop is called; it returns once Status answers from the
+// cache.
 func runManager(m *workspace.Manager) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		m.Run(ctx)
-	}()
-	for !m.StatusCached() {
+	cache := statuscache.New(m, statuscache.Options{})
+	m.SetStatusCache(cache)
+	var wg sync.WaitGroup
+	wg.Go(func() { m.Run(ctx) })
+	wg.Go(func() { cache.Run(ctx) })
+	for !cache.Running() {
 		runtime.Gosched()
 	}
 	return func() {
 		cancel()
-		<-done
+		wg.Wait()
 	}
 }
 
@@ -102,50 +105,19 @@ func (b *bench) benchStatus() error {
 		}
 		res.Uncached = median(uncached)
 
-		// Cold: a new manager each time, the first call right after Run
-		// starts (it joins the background warm-up), timed from Run's
-		// start.
-		var colds []time.Duration
-		for range 3 {
-			m := newManager([]string{r.Main}, filepath.Join(b.tmp, "worktrees"))
-			if err := m.Load(ctx); err != nil {
-				return err
-			}
-			t0 := time.Now()
-			stop := runManager(m)
-			_, err := m.Status(ctx, r.Workspace)
-			colds = append(colds, time.Since(t0))
-			stop()
-			if err != nil {
-				return err
-			}
+		if res.Cold, err = b.measureCold(r); err != nil {
+			return err
 		}
-		res.Cold = median(colds)
-
 		m = newManager([]string{r.Main}, filepath.Join(b.tmp, "worktrees"))
 		if err := m.Load(ctx); err != nil {
 			return err
 		}
 		stop := runManager(m)
-		if _, err := m.Status(ctx, r.Workspace); err != nil {
-			stop()
-			return err
+		err = b.measureWarm(m, r, &res)
+		var ch changeResult
+		if err == nil {
+			ch, err = b.measureChanges(m, r)
 		}
-		res.Watches = inotifyWatches()
-		calls := 20_000
-		if b.opts.quick {
-			calls = 2_000
-		}
-		warm, err := timeIt(calls, func() error {
-			_, err := m.Status(ctx, r.Workspace)
-			return err
-		})
-		if err != nil {
-			stop()
-			return err
-		}
-		res.WarmP50, res.WarmP99, res.WarmCalls = percentile(warm, 50), percentile(warm, 99), calls
-		ch, err := b.measureChanges(m, r)
 		stop()
 		if err != nil {
 			return err
@@ -154,6 +126,50 @@ func (b *bench) benchStatus() error {
 		b.changes = append(b.changes, ch)
 		b.say("status on %d files: bare %s, cold %s, warm p50 %s", n, ms(res.Bare), ms(res.Cold), ms(res.WarmP50))
 	}
+	return nil
+}
+
+// measureCold times the first Status call right after Run starts (it
+// joins the background warm-up), from Run's start, with a new manager
+// each time: the median of three.
+func (b *bench) measureCold(r benchRepo) (time.Duration, error) {
+	var colds []time.Duration
+	for range 3 {
+		m := newManager([]string{r.Main}, filepath.Join(b.tmp, "worktrees"))
+		if err := m.Load(b.ctx); err != nil {
+			return 0, err
+		}
+		t0 := time.Now()
+		stop := runManager(m)
+		_, err := m.Status(b.ctx, r.Workspace)
+		colds = append(colds, time.Since(t0))
+		stop()
+		if err != nil {
+			return 0, err
+		}
+	}
+	return median(colds), nil
+}
+
+// measureWarm times Status calls on a warm cache entry of m, which runs,
+// and counts the cache's inotify watches, into res.
+func (b *bench) measureWarm(m *workspace.Manager, r benchRepo, res *statusResult) error {
+	if _, err := m.Status(b.ctx, r.Workspace); err != nil {
+		return err
+	}
+	res.Watches = inotifyWatches()
+	calls := 20_000
+	if b.opts.quick {
+		calls = 2_000
+	}
+	warm, err := timeIt(calls, func() error {
+		_, err := m.Status(b.ctx, r.Workspace)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	res.WarmP50, res.WarmP99, res.WarmCalls = percentile(warm, 50), percentile(warm, 99), calls
 	return nil
 }
 

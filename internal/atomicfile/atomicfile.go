@@ -22,12 +22,20 @@ func WriteFrom(path string, perm os.FileMode, fill func(io.Writer) error) error 
 	return Writer{}.WriteFrom(path, perm, fill)
 }
 
-// Writer writes files like Write. Its zero value is Write itself; Wrap lets
-// a test put a writer of its own between the content and the temp file, e.g.
-// one that fails like a full disk after some bytes.
+// Writer writes files like Write. Its zero value is Write itself; its fields
+// let a test fail each step that touches the disk, for every user: Wrap puts
+// a writer of its own between the content and the temp file (e.g. one that
+// fails like a full disk after some bytes), CreateTemp and Rename stand in
+// for the two steps a read-only folder refuses. (Modes do not stop root, so
+// a real read-only folder cannot be had everywhere.)
 type Writer struct {
 	// Wrap, when set, wraps the temp file's writer.
 	Wrap func(io.Writer) io.Writer
+	// CreateTemp, when set, replaces os.CreateTemp in making the temp file.
+	CreateTemp func(dir, pattern string) (*os.File, error)
+	// Rename, when set, replaces os.Rename in moving the temp file over
+	// the target.
+	Rename func(oldpath, newpath string) error
 }
 
 // Write is the package's Write through w.
@@ -44,7 +52,14 @@ func (w Writer) WriteFrom(path string, perm os.FileMode, fill func(io.Writer) er
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create folder %s: %w", dir, err)
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	createTemp, rename := os.CreateTemp, os.Rename
+	if w.CreateTemp != nil {
+		createTemp = w.CreateTemp
+	}
+	if w.Rename != nil {
+		rename = w.Rename
+	}
+	f, err := createTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -71,7 +86,7 @@ func (w Writer) WriteFrom(path string, perm os.FileMode, fill func(io.Writer) er
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := rename(tmp, path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if d, err := os.Open(dir); err == nil {

@@ -56,21 +56,39 @@ func TestAFullDiskLeavesThePreviousFileAndNoTempFile(t *testing.T) {
 	}
 }
 
+// A folder the user may not write to refuses the temp file or its rename.
+// The refusals are injected, so that they are tested for every user (modes
+// do not stop root); the real read-only folder runs too where it can (see
+// testenv.ReadOnlyDir).
 func TestAReadOnlyFolderLeavesThePreviousFile(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "file.json")
-	if err := os.WriteFile(path, []byte("old content"), 0o600); err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, dir string) Writer
+	}{
+		{"temp file refused", func(*testing.T, string) Writer { return Writer{CreateTemp: testenv.RefuseCreate} }},
+		{"rename refused", func(*testing.T, string) Writer { return Writer{Rename: testenv.RefuseRename} }},
+		{"real read-only folder", func(t *testing.T, dir string) Writer {
+			testenv.ReadOnlyDir(t, dir)
+			return Writer{}
+		}},
 	}
-	testenv.ReadOnlyDir(t, dir)
-	err := Write(path, []byte("new"), 0o600)
-	if !errors.Is(err, os.ErrPermission) || !strings.Contains(err.Error(), path) {
-		t.Fatalf("error %v; want a permission error that names %s", err, path)
-	}
-	if b, _ := os.ReadFile(path); string(b) != "old content" {
-		t.Fatalf("previous file = %q", b)
-	}
-	if names := entries(t, dir); len(names) != 1 {
-		t.Fatalf("files left: %v", names)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "file.json")
+			if err := os.WriteFile(path, []byte("old content"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			err := tt.setup(t, dir).Write(path, []byte("new"), 0o600)
+			if !errors.Is(err, os.ErrPermission) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("error %v; want a permission error that names %s", err, path)
+			}
+			if b, _ := os.ReadFile(path); string(b) != "old content" {
+				t.Fatalf("previous file = %q", b)
+			}
+			if names := entries(t, dir); len(names) != 1 {
+				t.Fatalf("files left: %v", names)
+			}
+		})
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"codehydra/internal/testenv"
 )
 
 // holdLockEnv makes the test binary a helper process that takes the lock
@@ -162,44 +164,46 @@ func TestEnsureDir(t *testing.T) {
 	tests := []struct {
 		name    string
 		prepare func(t *testing.T, dir string)
-		wantErr string
+		// otherUser checks the folder as a user other than its owner, which
+		// needs no root (for a real one, see
+		// TestEnsureDirRejectsARealFolderOfAnotherUser).
+		otherUser bool
+		wantErr   string
 	}{
-		{"creates missing folder", func(*testing.T, string) {}, ""},
-		{"tightens a loose folder", func(t *testing.T, dir string) {
+		{name: "creates missing folder", prepare: func(*testing.T, string) {}},
+		{name: "tightens a loose folder", prepare: func(t *testing.T, dir string) {
 			if err := os.Mkdir(dir, 0o777); err != nil {
 				t.Fatal(err)
 			}
 			if err := os.Chmod(dir, 0o777); err != nil {
 				t.Fatal(err)
 			}
-		}, ""},
-		{"rejects a symlink", func(t *testing.T, dir string) {
+		}},
+		{name: "rejects a symlink", prepare: func(t *testing.T, dir string) {
 			if err := os.Symlink(t.TempDir(), dir); err != nil {
 				t.Fatal(err)
 			}
-		}, "not a folder"},
-		{"rejects a file", func(t *testing.T, dir string) {
+		}, wantErr: "not a folder"},
+		{name: "rejects a file", prepare: func(t *testing.T, dir string) {
 			if err := os.WriteFile(dir, nil, 0o600); err != nil {
 				t.Fatal(err)
 			}
-		}, "create folder"},
-		{"rejects another user's folder", func(t *testing.T, dir string) {
-			if os.Getuid() != 0 {
-				t.Skip("needs root to make a folder owned by another user")
-			}
+		}, wantErr: "create folder"},
+		{name: "rejects another user's folder", prepare: func(t *testing.T, dir string) {
 			if err := os.Mkdir(dir, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.Chown(dir, 65534, 65534); err != nil {
-				t.Fatal(err)
-			}
-		}, "another user"},
+		}, otherUser: true, wantErr: "another user"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "codehydra")
 			tt.prepare(t, dir)
-			err := EnsureDir(dir)
+			ensure := EnsureDir
+			if tt.otherUser {
+				ensure = func(dir string) error { return ensureDirOf(dir, os.Getuid()+1) }
+			}
+			err := ensure(dir)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("EnsureDir = %v, want error containing %q", err, tt.wantErr)
@@ -214,6 +218,27 @@ func TestEnsureDir(t *testing.T) {
 				t.Fatalf("folder = %v, %v; want a 0700 folder", fi.Mode(), err)
 			}
 		})
+	}
+}
+
+// TestEnsureDirRejectsARealFolderOfAnotherUser checks a folder that another
+// user really owns: one that root gives away, or for any other user the
+// root folder, which root owns (refused before anything is changed).
+func TestEnsureDirRejectsARealFolderOfAnotherUser(t *testing.T) {
+	dir := "/"
+	if os.Getuid() == 0 {
+		dir = filepath.Join(t.TempDir(), "codehydra")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(dir, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	} else if fi, err := os.Stat(dir); err != nil || int(fi.Sys().(*syscall.Stat_t).Uid) == os.Getuid() {
+		testenv.CannotRun(t, testenv.RequireFaultsEnv, "found no folder owned by another user (%s: %v)", dir, err)
+	}
+	if err := EnsureDir(dir); err == nil || !strings.Contains(err.Error(), "another user") {
+		t.Fatalf("EnsureDir(%s) = %v, want an error saying it belongs to another user", dir, err)
 	}
 }
 

@@ -80,6 +80,12 @@ func Alive(pid int) bool {
 // it is looser. This matters when the runtime folder falls back to a shared
 // temp folder, where another user could have made it first.
 func EnsureDir(dir string) error {
+	return ensureDirOf(dir, os.Getuid())
+}
+
+// ensureDirOf is EnsureDir for the user uid; tests pass another uid to see
+// a folder of their own as another user's, which needs no root.
+func ensureDirOf(dir string, uid int) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create folder %s: %w (set XDG_RUNTIME_DIR to a private folder)", dir, err)
 	}
@@ -91,7 +97,7 @@ func EnsureDir(dir string) error {
 		return fmt.Errorf("%s is not a folder (it may be a symlink): remove it or set XDG_RUNTIME_DIR to a private folder", dir)
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
-	if ok && int(st.Uid) != os.Getuid() {
+	if ok && int(st.Uid) != uid {
 		return fmt.Errorf("folder %s belongs to another user (uid %d): remove it or set XDG_RUNTIME_DIR to a private folder", dir, st.Uid)
 	}
 	if fi.Mode().Perm()&0o077 != 0 {

@@ -46,26 +46,44 @@ func TestSaveOnAFullDiskKeepsThePreviousFile(t *testing.T) {
 	}
 }
 
+// The refusals of a read-only folder are injected, so that they are tested
+// for every user (modes do not stop root); the real read-only folder runs
+// too where it can (see testenv.ReadOnlyDir).
 func TestStoreUpdateInAReadOnlyFolderKeepsFileAndSettings(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "settings.json")
-	st := NewStore(path)
-	if err := st.Update(func(s *Settings) { s.Projects = []string{"/kept"} }); err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, st *Store)
+	}{
+		{"temp file refused", func(_ *testing.T, st *Store) { st.w = atomicfile.Writer{CreateTemp: testenv.RefuseCreate} }},
+		{"rename refused", func(_ *testing.T, st *Store) { st.w = atomicfile.Writer{Rename: testenv.RefuseRename} }},
+		{"real read-only folder", func(t *testing.T, st *Store) { testenv.ReadOnlyDir(t, filepath.Dir(st.Path())) }},
 	}
-	before, _ := os.ReadFile(path)
-	testenv.ReadOnlyDir(t, dir)
-	err := st.Update(func(s *Settings) { s.Projects = []string{"/lost"} })
-	if !errors.Is(err, os.ErrPermission) || !strings.Contains(err.Error(), path) {
-		t.Fatalf("error %v; want a permission error naming %s", err, path)
-	}
-	if after, _ := os.ReadFile(path); string(after) != string(before) {
-		t.Fatalf("the file changed to %q", after)
-	}
-	if got := st.Get().Projects; !reflect.DeepEqual(got, []string{"/kept"}) {
-		t.Fatalf("the store took the settings it could not save: %v", got)
-	}
-	if err := st.SaveProjects([]string{"/lost"}); err == nil {
-		t.Fatal("SaveProjects into a read-only folder succeeded")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "settings.json")
+			st := NewStore(path)
+			if err := st.Update(func(s *Settings) { s.Projects = []string{"/kept"} }); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := os.ReadFile(path)
+			tt.setup(t, st)
+			err := st.Update(func(s *Settings) { s.Projects = []string{"/lost"} })
+			if !errors.Is(err, os.ErrPermission) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("error %v; want a permission error naming %s", err, path)
+			}
+			if after, _ := os.ReadFile(path); string(after) != string(before) {
+				t.Fatalf("the file changed to %q", after)
+			}
+			if es, _ := os.ReadDir(dir); len(es) != 1 {
+				t.Fatalf("files left in %s: %v", dir, es)
+			}
+			if got := st.Get().Projects; !reflect.DeepEqual(got, []string{"/kept"}) {
+				t.Fatalf("the store took the settings it could not save: %v", got)
+			}
+			if err := st.SaveProjects([]string{"/lost"}); err == nil {
+				t.Fatal("SaveProjects into a read-only folder succeeded")
+			}
+		})
 	}
 }

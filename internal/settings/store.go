@@ -3,6 +3,8 @@ package settings
 import (
 	"slices"
 	"sync"
+
+	"codehydra/internal/atomicfile"
 )
 
 // Store holds the current settings of the running app and writes every
@@ -10,6 +12,7 @@ import (
 // workspace.ProjectStore.
 type Store struct {
 	path string
+	w    atomicfile.Writer // its zero value writes to the disk; tests inject failures
 
 	mu  sync.Mutex // held across a save, so saves land in the order of updates
 	cur Settings
@@ -49,7 +52,7 @@ func (st *Store) Update(fn func(*Settings)) error {
 	defer st.mu.Unlock()
 	next := st.cur.Clone()
 	fn(&next)
-	if err := Save(st.path, next); err != nil {
+	if err := saveWith(st.w, st.path, next); err != nil {
 		return err
 	}
 	st.cur = next

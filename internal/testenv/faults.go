@@ -4,11 +4,18 @@ package testenv
 
 import (
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"testing"
 )
+
+// RequireFaultsEnv, set to 1 (make test does), turns ReadOnlyDir's skip
+// into a failure, so that make test cannot pass without the read-only
+// folder cases having run.
+const RequireFaultsEnv = "CODEHYDRA_REQUIRE_FAULTS"
 
 // FullDisk passes on Room bytes to W, then fails like a write to a full
 // disk.
@@ -28,9 +35,26 @@ func (d *FullDisk) Write(p []byte) (int, error) {
 	return n, syscall.ENOSPC
 }
 
+// RefuseCreate fails like os.CreateTemp in a folder the user may not write
+// to (EACCES), creating nothing. It has os.CreateTemp's signature, for
+// atomicfile.Writer.CreateTemp.
+func RefuseCreate(dir, pattern string) (*os.File, error) {
+	return nil, &fs.PathError{Op: "open", Path: filepath.Join(dir, pattern), Err: syscall.EACCES}
+}
+
+// RefuseRename fails like os.Rename in a folder the user may not write to
+// (EACCES), moving nothing. It has os.Rename's signature, for
+// atomicfile.Writer.Rename.
+func RefuseRename(oldpath, newpath string) error {
+	return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: syscall.EACCES}
+}
+
 // ReadOnlyDir makes dir refuse new entries until the test ends: by its
 // mode, or for root (whom modes do not stop) with the immutable attribute.
-// It skips the test when running as root without chattr.
+// Root without chattr, or without the right to use it (a container without
+// CAP_LINUX_IMMUTABLE), skips the test, or fails it when RequireFaultsEnv
+// is 1. Tests that can inject the failure instead use RefuseCreate and
+// RefuseRename, which work for every user.
 func ReadOnlyDir(t testing.TB, dir string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -41,7 +65,19 @@ func ReadOnlyDir(t testing.TB, dir string) {
 		return
 	}
 	if out, err := exec.Command("chattr", "+i", dir).CombinedOutput(); err != nil {
-		t.Skipf("running as root and cannot make %s immutable (chattr: %v %s)", dir, err, out)
+		CannotRun(t, RequireFaultsEnv, "running as root and cannot make %s immutable (chattr: %v %s)", dir, err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("chattr", "-i", dir).Run() })
+}
+
+// CannotRun ends a test that cannot run on this machine: a skip, or a
+// failure when the variable env is 1 (make test sets it), so that a
+// missing tool or right cannot pass make test unseen.
+func CannotRun(t testing.TB, env, format string, args ...any) {
+	t.Helper()
+	if os.Getenv(env) == "1" {
+		t.Fatalf(format+" (and %s=1 forbids skipping)", append(args, env)...)
+		return
+	}
+	t.Skipf(format, args...)
 }

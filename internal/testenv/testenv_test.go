@@ -5,8 +5,10 @@ package testenv
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -50,6 +52,55 @@ func TestReadOnlyDirRefusesNewEntriesUntilTheTestEnds(t *testing.T) {
 	})
 	if err := os.WriteFile(filepath.Join(dir, "new"), nil, 0o600); err != nil {
 		t.Fatalf("the folder stayed read-only after the test: %v", err)
+	}
+}
+
+func TestRefuseCreateAndRenameFailLikeAReadOnlyFolderAndTouchNothing(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, "old")
+	if err := os.WriteFile(old, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := RefuseCreate(dir, ".file.tmp-*"); f != nil || !errors.Is(err, syscall.EACCES) || !errors.Is(err, os.ErrPermission) {
+		t.Errorf("RefuseCreate = %v, %v; want no file and EACCES", f, err)
+	}
+	newPath := filepath.Join(dir, "new")
+	if err := RefuseRename(old, newPath); !errors.Is(err, syscall.EACCES) || !errors.Is(err, os.ErrPermission) {
+		t.Errorf("RefuseRename = %v; want EACCES", err)
+	}
+	es, err := os.ReadDir(dir)
+	if err != nil || len(es) != 1 || es[0].Name() != "old" {
+		t.Fatalf("folder holds %v, %v; want only old", es, err)
+	}
+}
+
+// endRecorder records how a test was ended instead of ending it.
+type endRecorder struct {
+	testing.TB
+	fatal, skip string
+}
+
+func (r *endRecorder) Helper()                        {}
+func (r *endRecorder) Fatalf(format string, a ...any) { r.fatal = fmt.Sprintf(format, a...) }
+func (r *endRecorder) Skipf(format string, a ...any)  { r.skip = fmt.Sprintf(format, a...) }
+
+func TestCannotRunSkipsOnlyWhenTheVariableIsNotOne(t *testing.T) {
+	const env = "CODEHYDRA_TEST_CANNOT_RUN"
+	for _, value := range []string{"", "0", "1"} {
+		t.Run("value "+value, func(t *testing.T) {
+			t.Setenv(env, value)
+			r := &endRecorder{TB: t}
+			CannotRun(r, env, "no %s here", "tool")
+			if value == "1" {
+				if r.skip != "" || !strings.Contains(r.fatal, "no tool here") || !strings.Contains(r.fatal, env+"=1") {
+					t.Fatalf("fatal %q, skip %q; want a failure that names the reason and %s", r.fatal, r.skip, env)
+				}
+				return
+			}
+			if r.fatal != "" || r.skip != "no tool here" {
+				t.Fatalf("fatal %q, skip %q; want a skip with the reason", r.fatal, r.skip)
+			}
+		})
 	}
 }
 

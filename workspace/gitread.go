@@ -2,12 +2,18 @@ package workspace
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
 )
 
-// The status cache's questions to git about ignored paths.
+// Git reads that a status cache (package statuscache) needs besides
+// Status's own: where a worktree's git folders are, and which paths git
+// ignores. They run git with the manager's environment and take no
+// optional locks, so they never get in the way of an agent's git.
 
 // literalEnv makes git read the paths given as literal names, not
 // pathspecs with wildcards or magic; no optional locks are taken.
@@ -16,12 +22,52 @@ func literalEnv() []string { return []string{"GIT_LITERAL_PATHSPECS=1", "GIT_OPT
 // lsFilesChunk bounds the paths given to one git ls-files.
 const lsFilesChunk = 200
 
-// checkIgnore returns which of paths (absolute, inside the worktree at dir)
-// match git's ignore rules there. It does not look at the index (with it,
-// check-ignore costs about 1 ms per path on a 100,000-file repository), so
-// a tracked path that matches a rule is in the result too: callers drop
-// those with trackedUnder. Paths outside the worktree are left out.
-func (m *Manager) checkIgnore(ctx context.Context, dir string, paths []string) (map[string]bool, error) {
+// GitDirs returns the git folders of ws: its own admin folder (HEAD,
+// index; .git/worktrees/<name> for a linked worktree, .git for the main
+// one) and the project's common folder (refs, packed-refs, config).
+func (m *Manager) GitDirs(ws Workspace) (gitDir, commonDir string, err error) {
+	m.mu.Lock()
+	p := m.projects[pathKey(ws.ProjectPath)]
+	m.mu.Unlock()
+	if p == nil {
+		return "", "", Errorf(CodeProjectNotFound, "project %s is not open", ws.ProjectPath)
+	}
+	gitDir, err = readGitDir(ws.Path)
+	if err != nil {
+		return "", "", fmt.Errorf("find the git folder of %s: %w", ws.Path, err)
+	}
+	return gitDir, p.commonDir, nil
+}
+
+// readGitDir returns the admin folder of the worktree at path, from its
+// .git file ("gitdir: <path>"), or .git itself when it is a folder.
+func readGitDir(path string) (string, error) {
+	dotGit := filepath.Join(path, ".git")
+	fi, err := os.Lstat(dotGit)
+	if err != nil {
+		return "", err
+	}
+	if fi.IsDir() {
+		return dotGit, nil
+	}
+	b, err := os.ReadFile(dotGit)
+	if err != nil {
+		return "", err
+	}
+	dir, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+	if !ok {
+		return "", errors.New("unexpected content in " + dotGit)
+	}
+	return resolveMaybeMissing(absIn(path, strings.TrimSpace(dir))), nil
+}
+
+// IgnoredPaths returns which of paths (absolute, inside the worktree at
+// dir) match git's ignore rules there. It does not look at the index
+// (with it, check-ignore costs about 1 ms per path on a 100,000-file
+// repository), so a tracked path that matches a rule is in the result
+// too: callers drop those with TrackedPaths. Paths outside the worktree
+// are left out.
+func (m *Manager) IgnoredPaths(ctx context.Context, dir string, paths []string) (map[string]bool, error) {
 	var in strings.Builder
 	n := 0
 	for _, p := range paths {
@@ -44,7 +90,7 @@ func (m *Manager) checkIgnore(ctx context.Context, dir string, paths []string) (
 		return nil, nil // none is ignored
 	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("ask git which paths it ignores in %s: %w", dir, err)
 	}
 	ignored := map[string]bool{}
 	for rel := range strings.SplitSeq(out, "\x00") {
@@ -55,9 +101,9 @@ func (m *Manager) checkIgnore(ctx context.Context, dir string, paths []string) (
 	return ignored, nil
 }
 
-// trackedUnder returns the paths of dirs (absolute, inside the worktree at
-// dir) that are tracked files or folders holding at least one.
-func (m *Manager) trackedUnder(ctx context.Context, dir string, dirs map[string]bool) (map[string]bool, error) {
+// TrackedPaths returns the paths of dirs (absolute, inside the worktree
+// at dir) that are tracked files or folders holding at least one.
+func (m *Manager) TrackedPaths(ctx context.Context, dir string, dirs map[string]bool) (map[string]bool, error) {
 	rels := make([]string, 0, len(dirs))
 	relDirs := map[string]string{} // rel -> abs
 	for d := range dirs {
@@ -73,7 +119,7 @@ func (m *Manager) trackedUnder(ctx context.Context, dir string, dirs map[string]
 		args := append([]string{"ls-files", "-z", "--"}, chunk...)
 		out, err := m.git.runEnv(ctx, dir, literalEnv(), args...)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("ask git which paths it tracks in %s: %w", dir, err)
 		}
 		for file := range strings.SplitSeq(out, "\x00") {
 			for p := file; file != "" && p != "." && p != "/"; p = path.Dir(p) {

@@ -1,4 +1,4 @@
-package workspace
+package statuscache
 
 // The status cache's file watching: which folders are watched and why,
 // what an event makes stale, and the ignore rules that keep ignored
@@ -10,13 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/fsnotify/fsnotify"
 )
 
 // onFSEvent routes a file-system event to the entries watching its folder.
-func (c *statusCache) onFSEvent(ev fsnotify.Event) {
+func (c *cache) onFSEvent(ev fsnotify.Event) {
 	if c.cfg.onEvent != nil {
 		c.cfg.onEvent(ev.Name)
 	}
@@ -48,7 +47,7 @@ func (c *statusCache) onFSEvent(ev fsnotify.Event) {
 
 // onChildLocked applies an event on a child of a folder that e watches in
 // role.
-func (c *statusCache) onChildLocked(e *cacheEntry, role watchRole, ev fsnotify.Event) {
+func (c *cache) onChildLocked(e *cacheEntry, role watchRole, ev fsnotify.Event) {
 	base := filepath.Base(ev.Name)
 	if role&roleAdmin != 0 {
 		switch base {
@@ -106,11 +105,11 @@ func (c *statusCache) onChildLocked(e *cacheEntry, role watchRole, ev fsnotify.E
 // moves only ahead/behind; other workspaces' branches (the refs folders
 // are shared) concern it not at all.
 func refConcerns(e *cacheEntry, path string) (tree, refs bool) {
-	rel, ok := relInside(e.commonDir, path)
+	rel, ok := strings.CutPrefix(path, e.commonDir+string(filepath.Separator))
 	if !ok || !e.hasValue {
 		return true, true
 	}
-	ref := strings.TrimSuffix(rel, ".lock")
+	ref := strings.TrimSuffix(filepath.ToSlash(rel), ".lock")
 	switch {
 	case e.branch == "" || ref == "refs/heads/"+e.branch:
 		return true, true
@@ -121,7 +120,7 @@ func refConcerns(e *cacheEntry, path string) (tree, refs bool) {
 }
 
 // onTreeChangeLocked applies an event on a path inside e's worktree.
-func (c *statusCache) onTreeChangeLocked(e *cacheEntry, ev fsnotify.Event) {
+func (c *cache) onTreeChangeLocked(e *cacheEntry, ev fsnotify.Event) {
 	if base := filepath.Base(ev.Name); base == ".git" {
 		return // the worktree's link to its admin folder, or a nested repository
 	} else if base == ".gitignore" {
@@ -147,7 +146,7 @@ func (c *statusCache) onTreeChangeLocked(e *cacheEntry, ev fsnotify.Event) {
 // ignoreRulesChangedLocked handles a change of .gitignore or info/exclude:
 // what was learned as ignored may not be any more, and a folder that was
 // skipped may now need a watch.
-func (c *statusCache) ignoreRulesChangedLocked(e *cacheEntry) {
+func (c *cache) ignoreRulesChangedLocked(e *cacheEntry) {
 	clear(e.ignored)
 	e.setup = true
 	e.mustRun = true
@@ -156,7 +155,7 @@ func (c *statusCache) ignoreRulesChangedLocked(e *cacheEntry) {
 
 // onFSError handles the watcher's errors. An overflow of the kernel's
 // event queue lost events, so everything is stale.
-func (c *statusCache) onFSError(err error) {
+func (c *cache) onFSError(err error) {
 	if !errors.Is(err, fsnotify.ErrEventOverflow) {
 		c.log.Debug("file-system watcher error", "err", err)
 		return
@@ -172,7 +171,7 @@ func (c *statusCache) onFSError(err error) {
 
 // setupWatches watches e's git folders and its worktree. When the kernel
 // refuses more watches, e falls back to polling.
-func (c *statusCache) setupWatches(e *cacheEntry) {
+func (c *cache) setupWatches(e *cacheEntry) {
 	c.mu.Lock()
 	polling := e.polling
 	c.mu.Unlock()
@@ -191,7 +190,7 @@ func (c *statusCache) setupWatches(e *cacheEntry) {
 // watchGitDirs watches what changes status without touching the
 // worktree's files: its admin folder (HEAD, index), the common folder
 // (packed-refs, config), info/exclude and the branch refs.
-func (c *statusCache) watchGitDirs(e *cacheEntry) error {
+func (c *cache) watchGitDirs(e *cacheEntry) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, w := range []struct {
@@ -215,7 +214,7 @@ func (c *statusCache) watchGitDirs(e *cacheEntry) error {
 }
 
 // watchRefsLocked watches the refs folder dir and every folder below it.
-func (c *statusCache) watchRefsLocked(e *cacheEntry, dir string) error {
+func (c *cache) watchRefsLocked(e *cacheEntry, dir string) error {
 	return filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			return nil
@@ -232,7 +231,7 @@ func (c *statusCache) watchRefsLocked(e *cacheEntry, dir string) error {
 // ignored before entering any, so an ignored folder costs one line of
 // check-ignore and no watch, whatever its size. Nested repositories
 // (folders with their own .git) are left out, as git status leaves them.
-func (c *statusCache) watchTree(e *cacheEntry, root string) error {
+func (c *cache) watchTree(e *cacheEntry, root string) error {
 	level := []string{root}
 	for len(level) > 0 {
 		if err := e.ctx.Err(); err != nil {
@@ -269,7 +268,7 @@ func (c *statusCache) watchTree(e *cacheEntry, root string) error {
 
 // watchCreated watches the new folders among paths (and what is below
 // them), unless git ignores them.
-func (c *statusCache) watchCreated(e *cacheEntry, paths []string) {
+func (c *cache) watchCreated(e *cacheEntry, paths []string) {
 	var dirs []string
 	c.mu.Lock()
 	for _, p := range paths {
@@ -295,7 +294,7 @@ func (c *statusCache) watchCreated(e *cacheEntry, paths []string) {
 
 // fallBackToPolling drops e's worktree watches after err (the kernel's
 // limit, as a rule) and refreshes it periodically instead.
-func (c *statusCache) fallBackToPolling(e *cacheEntry, err error) {
+func (c *cache) fallBackToPolling(e *cacheEntry, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e.gone || e.polling {
@@ -306,7 +305,7 @@ func (c *statusCache) fallBackToPolling(e *cacheEntry, err error) {
 		c.unwatchLocked(e, dir, true)
 	}
 	clear(e.dirs)
-	e.nextPoll = time.Now().Add(c.cfg.poll)
+	e.nextPoll = c.clock.Now().Add(c.cfg.poll)
 	if !c.limitShown {
 		c.limitShown = true
 		c.log.Warn("too many folders to watch for changes; workspace status is refreshed periodically instead of on each change",
@@ -318,7 +317,7 @@ func (c *statusCache) fallBackToPolling(e *cacheEntry, err error) {
 
 // watchLocked adds a watch on dir for e in role (once per folder, shared
 // by the entries that need it).
-func (c *statusCache) watchLocked(e *cacheEntry, dir string, role watchRole) error {
+func (c *cache) watchLocked(e *cacheEntry, dir string, role watchRole) error {
 	if e.gone || c.closed {
 		return nil
 	}
@@ -341,7 +340,7 @@ func (c *statusCache) watchLocked(e *cacheEntry, dir string, role watchRole) err
 // unwatchLocked drops e's interest in dir, and the watch when no entry
 // needs it any more (remove=false when the watcher closes anyway or the
 // kernel already dropped it).
-func (c *statusCache) unwatchLocked(e *cacheEntry, dir string, remove bool) {
+func (c *cache) unwatchLocked(e *cacheEntry, dir string, remove bool) {
 	wd := c.dirs[dir]
 	if wd == nil {
 		return
@@ -359,7 +358,7 @@ func (c *statusCache) unwatchLocked(e *cacheEntry, dir string, remove bool) {
 // forgetTreeLocked forgets the watched folder dir of e, which was removed
 // or moved, and after a move also the folders below it: their watches
 // follow the moved folder under names that are no longer true.
-func (c *statusCache) forgetTreeLocked(e *cacheEntry, dir string, moved bool) {
+func (c *cache) forgetTreeLocked(e *cacheEntry, dir string, moved bool) {
 	if e.dirs == nil {
 		return
 	}
@@ -380,11 +379,11 @@ func (c *statusCache) forgetTreeLocked(e *cacheEntry, dir string, moved bool) {
 // dropIgnored returns the folders of dirs that git does not ignore. A
 // folder that matches an ignore rule but holds tracked files is kept:
 // changes to those files still count. When git cannot tell, all are kept.
-func (c *statusCache) dropIgnored(e *cacheEntry, dirs []string) []string {
+func (c *cache) dropIgnored(e *cacheEntry, dirs []string) []string {
 	if len(dirs) == 0 {
 		return nil
 	}
-	ignored, err := c.m.checkIgnore(e.ctx, e.ws.Path, dirs)
+	ignored, err := c.m.IgnoredPaths(e.ctx, e.ws.Path, dirs)
 	if err != nil {
 		if e.ctx.Err() == nil {
 			c.log.Debug("cannot ask git which folders it ignores; watching them all", "path", e.ws.Path, "err", err)
@@ -394,7 +393,7 @@ func (c *statusCache) dropIgnored(e *cacheEntry, dirs []string) []string {
 	if len(ignored) == 0 {
 		return dirs
 	}
-	withTracked, err := c.m.trackedUnder(e.ctx, e.ws.Path, ignored)
+	withTracked, err := c.m.TrackedPaths(e.ctx, e.ws.Path, ignored)
 	if err != nil {
 		return dirs
 	}
@@ -410,7 +409,7 @@ func (c *statusCache) dropIgnored(e *cacheEntry, dirs []string) []string {
 // allIgnored reports whether git ignores every path of changed (and
 // remembers those it ignores, so that their next events are dropped
 // without asking). An empty list is not "all ignored".
-func (c *statusCache) allIgnored(e *cacheEntry, changed []string) bool {
+func (c *cache) allIgnored(e *cacheEntry, changed []string) bool {
 	if len(changed) == 0 {
 		return false
 	}
@@ -419,13 +418,13 @@ func (c *statusCache) allIgnored(e *cacheEntry, changed []string) bool {
 			return false
 		}
 	}
-	ignored, err := c.m.checkIgnore(e.ctx, e.ws.Path, changed)
+	ignored, err := c.m.IgnoredPaths(e.ctx, e.ws.Path, changed)
 	if err != nil {
 		return false
 	}
 	if len(ignored) > 0 {
 		// A tracked file counts even where an ignore rule matches it.
-		tracked, err := c.m.trackedUnder(e.ctx, e.ws.Path, ignored)
+		tracked, err := c.m.TrackedPaths(e.ctx, e.ws.Path, ignored)
 		if err != nil {
 			return false
 		}
@@ -442,28 +441,6 @@ func (c *statusCache) allIgnored(e *cacheEntry, changed []string) bool {
 		e.ignored[p] = struct{}{}
 	}
 	return len(ignored) == len(changed)
-}
-
-// readGitDir returns the admin folder of the worktree at path, from its
-// .git file ("gitdir: <path>"), or .git itself when it is a folder.
-func readGitDir(path string) (string, error) {
-	dotGit := filepath.Join(path, ".git")
-	fi, err := os.Lstat(dotGit)
-	if err != nil {
-		return "", err
-	}
-	if fi.IsDir() {
-		return dotGit, nil
-	}
-	b, err := os.ReadFile(dotGit)
-	if err != nil {
-		return "", err
-	}
-	dir, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
-	if !ok {
-		return "", errors.New("unexpected content in " + dotGit)
-	}
-	return resolveMaybeMissing(absIn(path, strings.TrimSpace(dir))), nil
 }
 
 // readHeadBranch reads the branch checked out in the worktree whose admin

@@ -1,10 +1,9 @@
-package workspace
+package statuscache
 
 import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -15,115 +14,92 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"codehydra/internal/testenv"
+	"codehydra/workspace"
 )
 
-// withinASecond is the bound: a cached status is right within 1 s
-// of a change. It is a correctness bound, not a speed goal: a watched
-// change is picked up after the debounce (75 ms) plus one git status.
-const withinASecond = time.Second
-
-// gitCounter counts the git processes a manager starts, by subcommand.
-type gitCounter struct {
-	mu    sync.Mutex
-	count map[string]int
-}
-
-func countGit(m *Manager) *gitCounter {
-	gc := &gitCounter{count: map[string]int{}}
-	next := m.git.command
-	m.git.command = func(ctx context.Context, name string, arg ...string) *exec.Cmd {
-		gc.mu.Lock()
-		if len(arg) > 0 {
-			gc.count[arg[0]]++
-		}
-		gc.count["all"]++
-		gc.mu.Unlock()
-		return next(ctx, name, arg...)
-	}
-	return gc
-}
-
-func (gc *gitCounter) get(sub string) int {
-	gc.mu.Lock()
-	defer gc.mu.Unlock()
-	return gc.count[sub]
-}
-
-// cacheOf returns m's running status cache.
-func cacheOf(t *testing.T, m *Manager) *statusCache {
-	t.Helper()
-	deadline := time.Now().Add(soon)
-	for {
-		if c := m.cache.Load(); c != nil {
-			return c
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no status cache while Run runs")
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// runCached runs m.Run until the test ends and returns once Status
-// answers from the cache.
-func runCached(t *testing.T, m *Manager) *statusCache {
-	t.Helper()
-	runManager(t, m)
-	return cacheOf(t, m)
-}
+// showsWithin bounds, in these tests, the wait from a change to the cache
+// showing it. It is deliberately generous: the clock starts before the
+// test's own git commands, and the tests run in parallel under -race on
+// shared machines. The goal itself (a change shows within 1 s) is measured
+// by the benchmark, build/bench ("isDirty right after a change"), which
+// times the change alone. A change the cache misses never shows (nothing
+// refreshes a watched workspace without an event), so the bound still
+// fails such a test.
+const showsWithin = 5 * time.Second
 
 // waitCached polls the cache, without asking for a refresh, until the
 // workspace's cached status is fresh and satisfies ok. It fails after
 // within, counted from since. dirtyOnly asks only the dirty flag to be
 // fresh (the bound is on isDirty; ahead/behind take more git).
-func waitCached(t *testing.T, m *Manager, path string, since time.Time, within time.Duration, what string, ok func(Status) bool) time.Duration {
+func waitCached(t *testing.T, m *fixture, path string, since time.Time, within time.Duration, what string, ok func(workspace.Status) bool) time.Duration {
 	t.Helper()
 	return waitCachedFresh(t, m, path, since, within, what, false, ok)
 }
 
-func waitCachedDirty(t *testing.T, m *Manager, path string, since time.Time, within time.Duration, what string, ok func(Status) bool) time.Duration {
+func waitCachedDirty(t *testing.T, m *fixture, path string, since time.Time, within time.Duration, what string, ok func(workspace.Status) bool) time.Duration {
 	t.Helper()
 	return waitCachedFresh(t, m, path, since, within, what, true, ok)
 }
 
-func waitCachedFresh(t *testing.T, m *Manager, path string, since time.Time, within time.Duration, what string, dirtyOnly bool, ok func(Status) bool) time.Duration {
+// peek returns the cached value of the workspace at path and whether its
+// dirty flag (tree) and base comparison (refs) are fresh, without starting
+// anything.
+func (c *cache) peek(path string) (st workspace.Status, treeFresh, refsFresh, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.entries[path]
+	if e == nil || !e.hasValue {
+		return workspace.Status{}, false, false, false
+	}
+	return e.value, e.treeDone >= e.treeGen, e.refsDone >= e.refsGen, true
+}
+
+func waitCachedFresh(t *testing.T, m *fixture, path string, since time.Time, within time.Duration, what string, dirtyOnly bool, ok func(workspace.Status) bool) time.Duration {
 	t.Helper()
 	c := cacheOf(t, m)
-	for {
-		st, treeFresh, refsFresh, found := c.peek(path)
-		if found && treeFresh && (dirtyOnly || refsFresh) && ok(st) {
-			return time.Since(since)
+	var st workspace.Status
+	var treeFresh, refsFresh, shown bool
+	defer func() {
+		if !shown {
+			t.Logf("the cached status: %+v (fresh: dirty flag %v, base comparison %v)", st, treeFresh, refsFresh)
 		}
-		if time.Since(since) > within {
-			t.Fatalf("the cached status did not show %s within %s of the change: %+v (fresh: dirty flag %v, base comparison %v)", what, within, st, treeFresh, refsFresh)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	}()
+	testenv.WaitFor(t, fmt.Sprintf("the cached status to show %s within %s of the change", what, within), within-time.Since(since), func() bool {
+		var found bool
+		st, treeFresh, refsFresh, found = c.peek(path)
+		shown = found && treeFresh && (dirtyOnly || refsFresh) && ok(st)
+		return shown
+	})
+	return time.Since(since)
 }
 
 // waitStatus polls Status until it satisfies ok, failing after within,
 // counted from since.
-func waitStatus(t *testing.T, m *Manager, path string, since time.Time, within time.Duration, what string, ok func(Status) bool) {
+func waitStatus(t *testing.T, m *fixture, path string, since time.Time, within time.Duration, what string, ok func(workspace.Status) bool) {
 	t.Helper()
-	for {
-		st, err := m.Status(context.Background(), path)
-		if err != nil {
+	var st workspace.Status
+	shown := false
+	defer func() {
+		if !shown {
+			t.Logf("Status: %+v", st)
+		}
+	}()
+	testenv.WaitFor(t, fmt.Sprintf("Status to show %s within %s of the change", what, within), within-time.Since(since), func() bool {
+		var err error
+		if st, err = m.Status(context.Background(), path); err != nil {
 			t.Fatal(err)
 		}
-		if ok(st) {
-			return
-		}
-		if time.Since(since) > within {
-			t.Fatalf("Status did not show %s within %s of the change: %+v", what, within, st)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		shown = ok(st)
+		return shown
+	})
 }
 
-func isDirty(st Status) bool { return st.IsDirty }
-func isClean(st Status) bool { return !st.IsDirty }
+func isDirty(st workspace.Status) bool { return st.IsDirty }
+func isClean(st workspace.Status) bool { return !st.IsDirty }
 
-func TestCachedStatusFollowsChangesWithinASecond(t *testing.T) {
+func TestCachedStatusFollowsEveryKindOfChange(t *testing.T) {
 	t.Parallel()
 	m, p := setup(t)
 	ws := create(t, m, p, "ws")
@@ -131,8 +107,8 @@ func TestCachedStatusFollowsChangesWithinASecond(t *testing.T) {
 	if _, err := m.Status(context.Background(), ws.Path); err != nil {
 		t.Fatal(err)
 	}
-	aheadBehind := func(ahead, behind int) func(Status) bool {
-		return func(st Status) bool { return st.Ahead == ahead && st.Behind == behind }
+	aheadBehind := func(ahead, behind int) func(workspace.Status) bool {
+		return func(st workspace.Status) bool { return st.Ahead == ahead && st.Behind == behind }
 	}
 	steps := []struct {
 		name   string
@@ -140,7 +116,7 @@ func TestCachedStatusFollowsChangesWithinASecond(t *testing.T) {
 		dirty  bool
 		// refs, if set, must hold too; ahead/behind take a few git
 		// commands more, so they are held to a looser bound.
-		refs func(Status) bool
+		refs func(workspace.Status) bool
 	}{
 		{"untracked file", func(t *testing.T) { writeFile(t, filepath.Join(ws.Path, "new.txt"), "x") }, true, nil},
 		{"untracked file removed", func(t *testing.T) { os.Remove(filepath.Join(ws.Path, "new.txt")) }, false, nil},
@@ -148,28 +124,28 @@ func TestCachedStatusFollowsChangesWithinASecond(t *testing.T) {
 		{"new folder removed", func(t *testing.T) { os.RemoveAll(filepath.Join(ws.Path, "a")) }, false, nil},
 		{"tracked file changed", func(t *testing.T) { writeFile(t, filepath.Join(ws.Path, "README.md"), "changed\n") }, true, nil},
 		{"change committed", func(t *testing.T) {
-			gitT(t, ws.Path, "commit", "-q", "-am", "change")
+			testenv.Git(t, ws.Path, "commit", "-q", "-am", "change")
 		}, false, aheadBehind(1, 0)},
 		{"file in a folder made after the start, committed", func(t *testing.T) {
 			writeFile(t, filepath.Join(ws.Path, "a", "b", "d.txt"), "x")
-			gitT(t, ws.Path, "add", "-A")
-			gitT(t, ws.Path, "commit", "-q", "-m", "d")
+			testenv.Git(t, ws.Path, "add", "-A")
+			testenv.Git(t, ws.Path, "commit", "-q", "-m", "d")
 		}, false, aheadBehind(2, 0)},
 		{"file in that folder changed", func(t *testing.T) { writeFile(t, filepath.Join(ws.Path, "a", "b", "d.txt"), "y") }, true, nil},
-		{"change staged", func(t *testing.T) { gitT(t, ws.Path, "add", "-A") }, true, nil},
-		{"reset hard", func(t *testing.T) { gitT(t, ws.Path, "reset", "-q", "--hard") }, false, nil},
+		{"change staged", func(t *testing.T) { testenv.Git(t, ws.Path, "add", "-A") }, true, nil},
+		{"reset hard", func(t *testing.T) { testenv.Git(t, ws.Path, "reset", "-q", "--hard") }, false, nil},
 		{"new file staged", func(t *testing.T) {
 			writeFile(t, filepath.Join(ws.Path, "staged.txt"), "x")
-			gitT(t, ws.Path, "add", "staged.txt")
+			testenv.Git(t, ws.Path, "add", "staged.txt")
 		}, true, nil},
 		{"staged file committed (index untouched, only the branch moves)", func(t *testing.T) {
-			gitT(t, ws.Path, "commit", "-q", "-m", "staged")
+			testenv.Git(t, ws.Path, "commit", "-q", "-m", "staged")
 		}, false, aheadBehind(3, 0)},
 		{"commit on the base in the main checkout", func(t *testing.T) {
 			commitFile(t, p.Path, "base.txt", "b", "base moves")
 		}, false, aheadBehind(3, 1)},
 		{"branch switched", func(t *testing.T) {
-			gitT(t, ws.Path, "checkout", "-q", "-b", "other", "main")
+			testenv.Git(t, ws.Path, "checkout", "-q", "-b", "other", "main")
 		}, false, aheadBehind(0, 0)},
 	}
 	for _, s := range steps {
@@ -181,14 +157,14 @@ func TestCachedStatusFollowsChangesWithinASecond(t *testing.T) {
 			want = isDirty
 		}
 		// The background refresh alone must get there: peek starts nothing.
-		took := waitCachedDirty(t, m, ws.Path, t0, withinASecond, what, want)
+		took := waitCachedDirty(t, m, ws.Path, t0, showsWithin, what, want)
 		t.Logf("%s: %s after %s", s.name, what, took.Round(time.Millisecond))
 		if s.refs != nil {
 			took := waitCached(t, m, ws.Path, t0, soon, "the new ahead/behind", s.refs)
 			t.Logf("%s: ahead/behind after %s", s.name, took.Round(time.Millisecond))
-			waitStatus(t, m, ws.Path, t0, soon, what+" with the new ahead/behind", func(st Status) bool { return want(st) && s.refs(st) })
+			waitStatus(t, m, ws.Path, t0, soon, what+" with the new ahead/behind", func(st workspace.Status) bool { return want(st) && s.refs(st) })
 		} else {
-			waitStatus(t, m, ws.Path, t0, withinASecond, what, want)
+			waitStatus(t, m, ws.Path, t0, showsWithin, what, want)
 		}
 	}
 }
@@ -207,11 +183,11 @@ func TestStatusRightAfterAChangeWaitsForTheRefresh(t *testing.T) {
 		writeFile(t, f, "x")
 		// The file-system event is on its way; once the cache has it, a
 		// caller waits for the refresh instead of getting the old state.
-		waitStatus(t, m, ws.Path, time.Now(), withinASecond, "dirty", isDirty)
+		waitStatus(t, m, ws.Path, time.Now(), showsWithin, "dirty", isDirty)
 		if err := os.Remove(f); err != nil {
 			t.Fatal(err)
 		}
-		waitStatus(t, m, ws.Path, time.Now(), withinASecond, "clean", isClean)
+		waitStatus(t, m, ws.Path, time.Now(), showsWithin, "clean", isClean)
 	}
 }
 
@@ -221,7 +197,7 @@ func TestCommitsInAnotherWorkspaceLeaveTheCacheFresh(t *testing.T) {
 	a := create(t, m, p, "a")
 	b := create(t, m, p, "b")
 	runCached(t, m)
-	for _, ws := range []Workspace{a, b} {
+	for _, ws := range []workspace.Workspace{a, b} {
 		if _, err := m.Status(context.Background(), ws.Path); err != nil {
 			t.Fatal(err)
 		}
@@ -232,22 +208,22 @@ func TestCommitsInAnotherWorkspaceLeaveTheCacheFresh(t *testing.T) {
 	for i := range 3 {
 		commitFile(t, b.Path, fmt.Sprintf("b%d", i), "x", "b moves on")
 	}
-	waitCached(t, m, b.Path, t0, withinASecond, "3 ahead", func(st Status) bool { return st.Ahead == 3 })
+	waitCached(t, m, b.Path, t0, showsWithin, "3 ahead", func(st workspace.Status) bool { return st.Ahead == 3 })
 	if after := c.generations(a.Path); after != before {
 		t.Fatalf("commits in b invalidated a: generations %v -> %v", before, after)
 	}
 	// The base moving does concern a.
 	t1 := time.Now()
 	commitFile(t, p.Path, "main.txt", "x", "main moves on")
-	waitCached(t, m, a.Path, t1, withinASecond, "1 behind", func(st Status) bool { return st.Behind == 1 })
+	waitCached(t, m, a.Path, t1, showsWithin, "1 behind", func(st workspace.Status) bool { return st.Behind == 1 })
 }
 
 // generations returns the invalidation counters of the workspace at path
 // (for tests).
-func (c *statusCache) generations(path string) [2]uint64 {
+func (c *cache) generations(path string) [2]uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e := c.entries[pathKey(path)]
+	e := c.entries[path]
 	if e == nil {
 		return [2]uint64{}
 	}
@@ -286,13 +262,13 @@ func TestConcurrentCallersShareOneRefresh(t *testing.T) {
 	m, p := setup(t)
 	ws := create(t, m, p, "ws")
 	var statuses atomic.Int32
-	m.statusCfg.onGitStatus = func(string) { statuses.Add(1) }
+	m.cfg.onGitStatus = func(string) { statuses.Add(1) }
 	runCached(t, m)
 	if _, err := m.Status(context.Background(), ws.Path); err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(ws.Path, "new.txt"), "x")
-	waitCached(t, m, ws.Path, time.Now(), withinASecond, "dirty", isDirty)
+	waitCached(t, m, ws.Path, time.Now(), showsWithin, "dirty", isDirty)
 	before := statuses.Load()
 	writeFile(t, filepath.Join(ws.Path, "new2.txt"), "x")
 	var wg sync.WaitGroup
@@ -325,8 +301,8 @@ func TestIgnoredPathsTriggerNoGitStatus(t *testing.T) {
 	var statuses atomic.Int32
 	var mu sync.Mutex
 	var seen []string
-	m.statusCfg.onGitStatus = func(string) { statuses.Add(1) }
-	m.statusCfg.onEvent = func(name string) {
+	m.cfg.onGitStatus = func(string) { statuses.Add(1) }
+	m.cfg.onEvent = func(name string) {
 		mu.Lock()
 		seen = append(seen, name)
 		mu.Unlock()
@@ -348,14 +324,11 @@ func TestIgnoredPathsTriggerNoGitStatus(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(ws.Path, "cache", "a", "b.bin"), "x")
 	c := cacheOf(t, m)
-	deadline := time.Now().Add(withinASecond)
-	for !c.learnedIgnored(ws.Path, filepath.Join(ws.Path, "build.log"), filepath.Join(ws.Path, "cache")) {
-		if time.Now().After(deadline) {
-			t.Fatal("the cache did not learn that build.log and cache/ are ignored")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Logf("ignored paths learned after %s", time.Since(deadline.Add(-withinASecond)).Round(time.Millisecond))
+	learning := time.Now()
+	testenv.WaitFor(t, "the cache to learn that build.log and cache/ are ignored", showsWithin, func() bool {
+		return c.learnedIgnored(ws.Path, filepath.Join(ws.Path, "build.log"), filepath.Join(ws.Path, "cache"))
+	})
+	t.Logf("ignored paths learned after %s", time.Since(learning).Round(time.Millisecond))
 	for range 20 {
 		writeFile(t, filepath.Join(ws.Path, "build.log"), time.Now().String())
 	}
@@ -364,7 +337,7 @@ func TestIgnoredPathsTriggerNoGitStatus(t *testing.T) {
 	// has been handled (inotify keeps their order).
 	t0 := time.Now()
 	writeFile(t, filepath.Join(ws.Path, "real.txt"), "x")
-	waitCached(t, m, ws.Path, t0, withinASecond, "dirty", isDirty)
+	waitCached(t, m, ws.Path, t0, showsWithin, "dirty", isDirty)
 	if n := statuses.Load() - before; n != 1 {
 		t.Fatalf("git status ran %d times, want 1 (for real.txt only)", n)
 	}
@@ -383,8 +356,8 @@ func TestTrackedFilesMatchingAnIgnoreRuleStillCount(t *testing.T) {
 	commitFile(t, p.Path, ".gitignore", "*.log\nbuild/\n", "ignore")
 	writeFile(t, filepath.Join(p.Path, "kept.log"), "x")
 	writeFile(t, filepath.Join(p.Path, "build", "deep", "kept.txt"), "x")
-	gitT(t, p.Path, "add", "-f", "kept.log", "build/deep/kept.txt")
-	gitT(t, p.Path, "commit", "-q", "-m", "force-add")
+	testenv.Git(t, p.Path, "add", "-f", "kept.log", "build/deep/kept.txt")
+	testenv.Git(t, p.Path, "commit", "-q", "-m", "force-add")
 	ws := create(t, m, p, "ws")
 	runCached(t, m)
 	if st, err := m.Status(context.Background(), ws.Path); err != nil || st.IsDirty {
@@ -393,19 +366,19 @@ func TestTrackedFilesMatchingAnIgnoreRuleStillCount(t *testing.T) {
 	for _, f := range []string{"kept.log", filepath.Join("build", "deep", "kept.txt")} {
 		t0 := time.Now()
 		writeFile(t, filepath.Join(ws.Path, f), "changed")
-		waitCached(t, m, ws.Path, t0, withinASecond, f+" dirty", isDirty)
+		waitCached(t, m, ws.Path, t0, showsWithin, f+" dirty", isDirty)
 		t1 := time.Now()
-		gitT(t, ws.Path, "checkout", "--", f)
-		waitCached(t, m, ws.Path, t1, withinASecond, f+" clean again", isClean)
+		testenv.Git(t, ws.Path, "checkout", "--", f)
+		waitCached(t, m, ws.Path, t1, showsWithin, f+" clean again", isClean)
 	}
 }
 
 // learnedIgnored reports whether the cache has learned that every path of
 // paths is ignored (for tests).
-func (c *statusCache) learnedIgnored(wsPath string, paths ...string) bool {
+func (c *cache) learnedIgnored(wsPath string, paths ...string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e := c.entries[pathKey(wsPath)]
+	e := c.entries[wsPath]
 	if e == nil {
 		return false
 	}
@@ -429,24 +402,21 @@ func TestAFolderNoLongerIgnoredIsWatched(t *testing.T) {
 	}
 	t0 := time.Now()
 	writeFile(t, filepath.Join(ws.Path, ".gitignore"), "# nothing ignored\n")
-	gitT(t, ws.Path, "add", "-A")
-	gitT(t, ws.Path, "commit", "-q", "-m", "track gen")
-	waitCached(t, m, ws.Path, t0, withinASecond, "clean", isClean)
+	testenv.Git(t, ws.Path, "add", "-A")
+	testenv.Git(t, ws.Path, "commit", "-q", "-m", "track gen")
+	waitCached(t, m, ws.Path, t0, showsWithin, "clean", isClean)
 	t1 := time.Now()
 	writeFile(t, filepath.Join(ws.Path, "gen", "out.txt"), "changed")
-	waitCached(t, m, ws.Path, t1, withinASecond, "dirty", isDirty)
+	waitCached(t, m, ws.Path, t1, showsWithin, "dirty", isDirty)
 }
 
 func TestStatusCacheFallsBackToPollingWhenWatchesRunOut(t *testing.T) {
 	t.Parallel()
-	m, logs := newManager(t, Options{})
-	p, err := m.AddProject(context.Background(), newRepo(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, p := setup(t)
+	logs := m.logs
 	ws := create(t, m, p, "ws")
-	m.statusCfg.poll = 100 * time.Millisecond
-	m.statusCfg.addWatch = func(w *fsnotify.Watcher, dir string) error {
+	m.cfg.poll = 100 * time.Millisecond
+	m.cfg.addWatch = func(w *fsnotify.Watcher, dir string) error {
 		if strings.HasPrefix(dir, ws.Path) {
 			return fmt.Errorf("inotify_add_watch %s: %w", dir, syscall.ENOSPC)
 		}
@@ -470,14 +440,11 @@ func TestStatusCacheFallsBackToPollingWhenWatchesRunOut(t *testing.T) {
 
 func TestStatusCachePollsWhenNoWatcherCanBeMade(t *testing.T) {
 	t.Parallel()
-	m, logs := newManager(t, Options{})
-	p, err := m.AddProject(context.Background(), newRepo(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, p := setup(t)
+	logs := m.logs
 	ws := create(t, m, p, "ws")
-	m.statusCfg.poll = 100 * time.Millisecond
-	m.statusCfg.newWatcher = func() (*fsnotify.Watcher, error) {
+	m.cfg.poll = 100 * time.Millisecond
+	m.cfg.newWatcher = func() (*fsnotify.Watcher, error) {
 		return nil, fmt.Errorf("inotify_init1: %w", syscall.EMFILE)
 	}
 	runCached(t, m)
@@ -493,12 +460,12 @@ func TestStatusCachePollsWhenNoWatcherCanBeMade(t *testing.T) {
 }
 
 // watchedUnder lists the watched folders at or below dir (for tests).
-func (c *statusCache) watchedUnder(dir string) []string {
+func (c *cache) watchedUnder(dir string) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []string
 	for d := range c.dirs {
-		if isWithin(d, dir) {
+		if d == dir || strings.HasPrefix(d, dir+string(filepath.Separator)) {
 			out = append(out, d)
 		}
 	}
@@ -510,8 +477,8 @@ func TestStatusCacheForgetsADeletedWorkspace(t *testing.T) {
 	m, p := setup(t)
 	ws := create(t, m, p, "ws")
 	writeFile(t, filepath.Join(ws.Path, "sub", "x.txt"), "x")
-	gitT(t, ws.Path, "add", "-A")
-	gitT(t, ws.Path, "commit", "-q", "-m", "sub")
+	testenv.Git(t, ws.Path, "add", "-A")
+	testenv.Git(t, ws.Path, "commit", "-q", "-m", "sub")
 	runCached(t, m)
 	if _, err := m.Status(context.Background(), ws.Path); err != nil {
 		t.Fatal(err)
@@ -520,21 +487,13 @@ func TestStatusCacheForgetsADeletedWorkspace(t *testing.T) {
 	if dirs := c.watchedUnder(ws.Path); len(dirs) < 2 {
 		t.Fatalf("watched folders of the worktree = %v, want it and sub", dirs)
 	}
-	if err := m.Delete(context.Background(), ws.Path, DeleteOptions{}); err != nil {
+	if err := m.Delete(context.Background(), ws.Path, workspace.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(soon)
-	for {
+	testenv.WaitFor(t, "the cache to drop the deleted workspace and its watches", soon, func() bool {
 		_, _, _, cached := c.peek(ws.Path)
-		dirs := c.watchedUnder(ws.Path)
-		if !cached && len(dirs) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the delete: cached %v, watched %v", cached, dirs)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return !cached && len(c.watchedUnder(ws.Path)) == 0
+	})
 }
 
 func TestWorkspacesAreWarmedUpInTheBackground(t *testing.T) {
@@ -544,7 +503,7 @@ func TestWorkspacesAreWarmedUpInTheBackground(t *testing.T) {
 	runCached(t, m)
 	later := create(t, m, p, "later")
 	for _, path := range []string{ws.Path, later.Path} {
-		waitCached(t, m, path, time.Now(), soon, "a status", func(Status) bool { return true })
+		waitCached(t, m, path, time.Now(), soon, "a status", func(workspace.Status) bool { return true })
 	}
 }
 
@@ -556,14 +515,17 @@ func TestStatusCacheStopsWithRun(t *testing.T) {
 	writeFile(t, filepath.Join(ws.Path, "d", "x.txt"), "x")
 	goroutines, inotify := runtime.NumGoroutine(), inotifyInstances(t)
 
+	c := New(m.Manager, Options{})
+	m.cache = c
+	m.SetStatusCache(c)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		m.Run(ctx)
+		c.Run(ctx)
 	}()
 	cacheOf(t, m)
-	waitCached(t, m, ws.Path, time.Now(), soon, "a status", func(Status) bool { return true })
+	waitCached(t, m, ws.Path, time.Now(), soon, "a status", func(workspace.Status) bool { return true })
 	writeFile(t, filepath.Join(ws.Path, "d", "y.txt"), "y") // a refresh may be in flight
 	cancel()
 	select {
@@ -571,25 +533,24 @@ func TestStatusCacheStopsWithRun(t *testing.T) {
 	case <-time.After(soon):
 		t.Fatal("Run did not return")
 	}
-	if m.cache.Load() != nil {
-		t.Fatal("the cache is still installed after Run returned")
+	if c.Running() {
+		t.Fatal("the cache still answers after Run returned")
 	}
 	if st, err := m.Status(context.Background(), ws.Path); err != nil || !st.IsDirty {
 		t.Fatalf("status without Run = %+v, %v; want dirty, from git", st, err)
 	}
-	deadline := time.Now().Add(soon)
-	for {
-		g, n := runtime.NumGoroutine(), inotifyInstances(t)
-		if g <= goroutines && n <= inotify {
-			break
-		}
-		if time.Now().After(deadline) {
+	ended := false
+	defer func() {
+		if !ended {
 			buf := make([]byte, 1<<16)
-			t.Fatalf("after Run: %d goroutines (before %d), %d inotify instances (before %d)\n%s",
-				g, goroutines, n, inotify, buf[:runtime.Stack(buf, true)])
+			t.Logf("after Run: %d goroutines (before %d), %d inotify instances (before %d)\n%s",
+				runtime.NumGoroutine(), goroutines, inotifyInstances(t), inotify, buf[:runtime.Stack(buf, true)])
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	}()
+	testenv.WaitFor(t, "the cache's goroutines and inotify instance to end with Run", soon, func() bool {
+		return runtime.NumGoroutine() <= goroutines && inotifyInstances(t) <= inotify
+	})
+	ended = true
 }
 
 // inotifyInstances counts the process's open inotify instances; 0 where
@@ -615,16 +576,8 @@ func BenchmarkStatusWarm(b *testing.B) {
 	for i := range 50 {
 		writeFile(b, filepath.Join(ws.Path, "files", fmt.Sprint(i)), "x")
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		m.Run(ctx)
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	runCached(b, m)
+	ctx := context.Background()
 	if _, err := m.Status(ctx, ws.Path); err != nil {
 		b.Fatal(err)
 	}

@@ -1,0 +1,212 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"codehydra/workspace"
+)
+
+// The call pipeline: every tools/call passes through callTool, which
+// resolves the caller's workspace, applies the rate limit and the call
+// timeout, turns every failure into DESIGN.md's error result and writes
+// one audit line. The handlers (tools_*.go) only adapt domain calls.
+
+// toolCallMiddleware runs every tools/call through callTool.
+func (s *Server) toolCallMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		call, ok := req.(*sdk.CallToolRequest)
+		if method != "tools/call" || !ok {
+			return next(ctx, method, req)
+		}
+		return s.callTool(ctx, call, func(ctx context.Context) (sdk.Result, error) { return next(ctx, method, req) })
+	}
+}
+
+// callTool is the one path of every tool call: resolve the workspace (a
+// workspace tool never runs for an unresolved one), take a token from the
+// (workspace, tool) bucket, run the handler under the call timeout, turn
+// any failure into DESIGN.md's error result, and write one audit line.
+func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest, next func(context.Context) (sdk.Result, error)) (sdk.Result, error) {
+	start := s.now()
+	rec := auditEntry{Tool: req.Params.Name, Args: argNames(req.Params.Arguments), Outcome: "ok"}
+	defer s.recordCall(&rec, start)
+
+	def, known := s.tools[rec.Tool]
+	if !known {
+		// The SDK answers an unknown tool with a protocol error.
+		rec.Outcome = string(workspace.CodeInvalidInput)
+		return next(ctx)
+	}
+	ws, err := s.admit(&rec, def, req)
+	if err != nil {
+		return s.failed(&rec, err), nil
+	}
+
+	callCtx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
+	defer cancel()
+	res, err := next(withWorkspace(callCtx, ws))
+	if err != nil {
+		rec.Outcome = string(workspace.CodeInternal)
+		return res, err
+	}
+	r, ok := res.(*sdk.CallToolResult)
+	if !ok || !r.IsError {
+		return res, nil
+	}
+	return s.failed(&rec, s.callError(ctx, callCtx, rec.Tool, r)), nil
+}
+
+// admit resolves the workspace of a call to a workspace tool and takes a
+// token from the call's (workspace, tool) bucket. The workspace it returns
+// is the zero Workspace for a tool that needs none.
+func (s *Server) admit(rec *auditEntry, def toolDef, req *sdk.CallToolRequest) (workspace.Workspace, error) {
+	var header http.Header
+	if extra := req.GetExtra(); extra != nil {
+		header = extra.Header
+	}
+	var ws workspace.Workspace
+	var resolveErr error
+	if def.needsWorkspace {
+		rec.Workspace = strings.Join(header.Values(WorkspaceHeader), ",")
+		if ws, resolveErr = s.resolve(header); resolveErr == nil {
+			rec.Workspace = ws.Path
+		}
+	}
+	// Unresolved calls share the ("", tool) bucket, so floods of bad
+	// headers are limited too.
+	if !s.limiter.allow(ws.Path, rec.Tool) {
+		return ws, workspace.Errorf(workspace.CodeRateLimited,
+			"too many %s calls from this workspace (limit %g per second, burst %d); wait a moment and retry",
+			rec.Tool, float64(s.opts.RateLimit), s.opts.Burst)
+	}
+	return ws, resolveErr
+}
+
+// callError is the error that a handler's error result stands for: a
+// timeout when the call's own deadline passed (not the client's), the
+// action's error, or invalid input when the SDK rejected the arguments.
+func (s *Server) callError(ctx, callCtx context.Context, name string, r *sdk.CallToolResult) error {
+	var ae *actionError
+	cause := r.GetError()
+	switch {
+	case errors.Is(callCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+		return workspace.Errorf(workspace.CodeTimeout, "%s did not finish within %s; retry later, or raise toolTimeoutSeconds in the settings", name, s.opts.CallTimeout)
+	case errors.As(cause, &ae):
+		return ae.err
+	case cause != nil:
+		return &workspace.Error{Code: workspace.CodeInvalidInput, Message: "invalid arguments: " + cause.Error()}
+	default:
+		return workspace.Errorf(workspace.CodeInternal, "%s failed without a reason", name)
+	}
+}
+
+// recordCall writes the audit line of a finished call and logs it at
+// debug level.
+func (s *Server) recordCall(rec *auditEntry, start time.Time) {
+	rec.Time = start.UTC()
+	rec.DurationMs = s.now().Sub(start).Milliseconds()
+	if err := s.audit.record(*rec); err != nil {
+		s.log.Warn("audit log", slog.Any("error", err))
+	}
+	s.log.Debug("tool call", slog.String("tool", rec.Tool), slog.String("workspace", rec.Workspace),
+		slog.String("outcome", rec.Outcome), slog.Int64("durationMs", rec.DurationMs))
+}
+
+// resolve names the workspace of a request by its X-Workspace-Path header.
+func (s *Server) resolve(h http.Header) (workspace.Workspace, error) {
+	vals := h.Values(WorkspaceHeader)
+	switch {
+	case len(vals) == 0 || len(vals) == 1 && vals[0] == "":
+		return workspace.Workspace{}, workspace.Errorf(workspace.CodeInvalidInput,
+			"the %s header is missing: workspace tools act on the workspace it names (CodeHydra sets it for its agents; `codehydra mcp-config --workspace PATH` prints a client config with it)", WorkspaceHeader)
+	case len(vals) > 1:
+		return workspace.Workspace{}, workspace.Errorf(workspace.CodeInvalidInput, "the %s header was sent %d times; send it once", WorkspaceHeader, len(vals))
+	}
+	return s.opts.Workspaces.Resolve(vals[0])
+}
+
+type workspaceKey struct{}
+
+func withWorkspace(ctx context.Context, ws workspace.Workspace) context.Context {
+	return context.WithValue(ctx, workspaceKey{}, ws)
+}
+
+// callerWorkspace is the workspace resolved from the request's
+// X-Workspace-Path; the call pipeline guarantees it for workspace tools.
+func callerWorkspace(ctx context.Context) workspace.Workspace {
+	ws, _ := ctx.Value(workspaceKey{}).(workspace.Workspace)
+	return ws
+}
+
+// actionError marks an error returned by a tool's action, as opposed to the
+// SDK's rejection of the arguments (which becomes invalid-input).
+type actionError struct{ err error }
+
+func (e *actionError) Error() string { return e.err.Error() }
+func (e *actionError) Unwrap() error { return e.err }
+
+func fail(err error) error { return &actionError{err} }
+
+// textResult is a successful result whose only content is the JSON text v,
+// for outputs that are not objects (null, a number).
+func textResult(v string) *sdk.CallToolResult {
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: v}}}
+}
+
+// errorResult is the structured content of every failed call.
+type errorResult struct {
+	Error errorBody `json:"error"`
+}
+
+type errorBody struct {
+	Code    string `json:"code" jsonschema:"machine-readable error code"`
+	Message string `json:"message" jsonschema:"what went wrong and what to do next"`
+}
+
+var errorCodes = []any{
+	string(workspace.CodeWorkspaceNotFound), string(workspace.CodeProjectNotFound), string(workspace.CodeInvalidInput),
+	string(workspace.CodeConflict), string(workspace.CodeRateLimited), string(workspace.CodeTimeout), string(workspace.CodeInternal),
+}
+
+func errorSchema() *jsonschema.Schema {
+	s, err := jsonschema.For[errorResult](nil)
+	if err != nil {
+		panic(fmt.Sprintf("error schema: %v", err))
+	}
+	s.Properties["error"].Properties["code"].Enum = errorCodes
+	return s
+}
+
+// failed records err's code for the audit and returns DESIGN.md's error
+// result, as JSON text and as structuredContent.
+func (s *Server) failed(rec *auditEntry, err error) *sdk.CallToolResult {
+	code := workspace.CodeOf(err)
+	rec.Outcome = string(code)
+	if code == workspace.CodeInternal {
+		s.log.Warn("tool call failed", slog.String("tool", rec.Tool), slog.String("workspace", rec.Workspace), slog.Any("error", err))
+	}
+	return errorToolResult(code, err.Error())
+}
+
+func errorToolResult(code workspace.Code, message string) *sdk.CallToolResult {
+	data, err := json.Marshal(errorResult{Error: errorBody{Code: string(code), Message: message}})
+	if err != nil {
+		// Unreachable: two strings always marshal.
+		data = []byte(`{"error":{"code":"internal-error","message":"cannot encode error"}}`)
+	}
+	return &sdk.CallToolResult{
+		IsError:           true,
+		Content:           []sdk.Content{&sdk.TextContent{Text: string(data)}},
+		StructuredContent: json.RawMessage(data),
+	}
+}

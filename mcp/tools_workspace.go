@@ -1,0 +1,91 @@
+package mcp
+
+// Handlers of the workspace tools: each acts on the caller's own workspace,
+// which the call pipeline resolved from X-Workspace-Path.
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"codehydra/workspace"
+)
+
+func (s *Server) getStatus(ctx context.Context, _ *sdk.CallToolRequest, _ noInput) (*sdk.CallToolResult, statusOutput, error) {
+	ws := callerWorkspace(ctx)
+	st, err := s.opts.Workspaces.Status(ctx, ws.Path)
+	if err != nil {
+		return nil, statusOutput{}, fail(err)
+	}
+	return nil, statusOutput{
+		Path: ws.Path, Name: ws.Name, Branch: ws.Branch, ProjectPath: ws.ProjectPath,
+		IsDirty: st.IsDirty, Base: st.Base, Ahead: st.Ahead, Behind: st.Behind, Agent: st.Agent,
+	}, nil
+}
+
+func (s *Server) getMetadata(ctx context.Context, _ *sdk.CallToolRequest, _ noInput) (*sdk.CallToolResult, map[string]string, error) {
+	md, err := s.opts.Workspaces.Metadata(ctx, callerWorkspace(ctx).Path)
+	if err != nil {
+		return nil, nil, fail(err)
+	}
+	if md == nil {
+		md = map[string]string{}
+	}
+	return nil, md, nil
+}
+
+func (s *Server) setMetadata(ctx context.Context, _ *sdk.CallToolRequest, in setMetadataInput) (*sdk.CallToolResult, any, error) {
+	if err := s.opts.Workspaces.SetMetadata(ctx, callerWorkspace(ctx).Path, in.Key, in.Value); err != nil {
+		return nil, nil, fail(err)
+	}
+	return textResult("null"), nil, nil
+}
+
+func (s *Server) getOpencodePort(ctx context.Context, _ *sdk.CallToolRequest, _ noInput) (*sdk.CallToolResult, any, error) {
+	if s.opts.Agents == nil {
+		return textResult("null"), nil, nil
+	}
+	port, ok := s.opts.Agents.OpencodePort(callerWorkspace(ctx).Path)
+	if !ok || port <= 0 {
+		return textResult("null"), nil, nil
+	}
+	return textResult(strconv.Itoa(port)), nil, nil
+}
+
+// deleteWorkspace reserves the delete at once, so that a delete already
+// running (from the tray or another call) is a conflict in this answer,
+// and runs it in the background. The delete's first step stops the
+// calling agent, so it must not start before the answer is on its way: it
+// starts once the HTTP response carrying this result has been flushed
+// (afterResponse), not after a guessed delay. It runs with the server's
+// context, not the request's, so that it outlives the call; Shutdown waits
+// for it.
+func (s *Server) deleteWorkspace(ctx context.Context, req *sdk.CallToolRequest, in deleteInput) (*sdk.CallToolResult, deleteOutput, error) {
+	ws := callerWorkspace(ctx)
+	if !s.reserveBackground() {
+		return nil, deleteOutput{}, fail(workspace.Errorf(workspace.CodeInternal, "CodeHydra is shutting down; delete the workspace after it restarts"))
+	}
+	run, err := s.opts.Workspaces.StartDelete(ctx, ws.Path, workspace.DeleteOptions{KeepBranch: in.KeepBranch})
+	if err != nil {
+		s.releaseBackground()
+		return nil, deleteOutput{}, fail(err)
+	}
+
+	var header http.Header
+	if req.Extra != nil {
+		header = req.Extra.Header
+	}
+	s.afterResponse(header, func() {
+		s.runBackground(func(ctx context.Context) {
+			if err := run(ctx); err != nil {
+				s.log.Warn("background workspace delete failed", slog.String("workspace", ws.Path), slog.Any("error", err))
+				return
+			}
+			s.log.Info("workspace deleted", slog.String("workspace", ws.Path))
+		})
+	})
+	return nil, deleteOutput{Started: true}, nil
+}

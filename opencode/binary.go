@@ -1,0 +1,63 @@
+package opencode
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// InstallHint tells the user how to get opencode.
+const InstallHint = "install it with `npm install -g opencode-ai@1.18.33`, or run `make run`, or set opencodeBin in settings"
+
+// FindBinary looks for the opencode binary again and remembers the answer
+// for AgentStatus: Bin, else `opencode` on PATH, else
+// ToolsDir/node_modules/.bin/opencode. found is false if none exists; path
+// is then the place that was expected. Every agent start calls it, so an
+// opencode installed meanwhile is found without a restart of the app.
+func (s *Supervisor) FindBinary() (path string, found bool) {
+	path, found = s.lookupBinary()
+	s.mu.Lock()
+	s.bin, s.binFound = path, found
+	s.mu.Unlock()
+	return path, found
+}
+
+func (s *Supervisor) lookupBinary() (string, bool) {
+	if b := s.opts.Bin; b != "" {
+		if !strings.ContainsAny(b, `/\`) {
+			if p, err := s.opts.LookPath(b); err == nil {
+				return p, true
+			}
+			return b, false
+		}
+		return b, isExecutable(b)
+	}
+	if p, err := s.opts.LookPath("opencode"); err == nil {
+		return p, true
+	}
+	p := filepath.Join(s.opts.ToolsDir, "node_modules", ".bin", "opencode")
+	if isExecutable(p) {
+		return p, true
+	}
+	return p, false
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	if err != nil || fi.IsDir() {
+		return false
+	}
+	if filepath.Ext(p) != "" && os.PathSeparator == '\\' {
+		return true
+	}
+	return fi.Mode()&0o111 != 0
+}
+
+func (s *Supervisor) notFoundDetail() string {
+	if s.opts.Bin != "" {
+		return fmt.Sprintf("opencode not found at %s (opencodeBin in settings) — fix opencodeBin, "+
+			"or clear it and install opencode with `npm install -g opencode-ai@1.18.33` or `make run`", s.opts.Bin)
+	}
+	return "opencode not found — " + InstallHint
+}

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+)
+
+type request struct {
+	ID        string `json:"id"`
+	SessionID string `json:"sessionID"`
+}
+
+type state struct {
+	mu        sync.Mutex
+	heartbeat time.Duration
+	healthy   bool
+	mcp       *mcpLink
+	status    map[string]string // session → busy/retry (idle ones are absent)
+	parents   map[string]string // session → parent
+	perms     map[string]request
+	questions map[string]request
+	streams   map[chan []byte]bool
+	drop      chan struct{}
+	seq       int
+}
+
+func newState() *state {
+	return &state{
+		status: map[string]string{}, parents: map[string]string{},
+		perms: map[string]request{}, questions: map[string]request{},
+		streams: map[chan []byte]bool{}, drop: make(chan struct{}),
+	}
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// routes serves opencode's API and the test controls.
+func (s *state) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /global/health", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, map[string]any{"healthy": s.healthy, "version": "fake"})
+	})
+	mux.HandleFunc("GET /mcp", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, s.mcp.report())
+	})
+	mux.HandleFunc("POST /mcp/{name}/connect", s.connectMCP)
+	mux.HandleFunc("GET /session/status", func(w http.ResponseWriter, _ *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		out := map[string]any{}
+		for id, t := range s.status {
+			out[id] = map[string]string{"type": t}
+		}
+		writeJSON(w, out)
+	})
+	mux.HandleFunc("GET /session/{id}", func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		id := r.PathValue("id")
+		out := map[string]any{"id": id}
+		if p := s.parents[id]; p != "" {
+			out["parentID"] = p
+		}
+		writeJSON(w, out)
+	})
+	mux.HandleFunc("GET /permission", s.list(s.perms))
+	mux.HandleFunc("GET /question", s.list(s.questions))
+	mux.HandleFunc("GET /event", s.events)
+	s.controls(mux)
+	return mux
+}
+
+// connectMCP is POST /mcp/{name}/connect: it connects again and answers
+// once it tried, as opencode does.
+func (s *state) connectMCP(w http.ResponseWriter, r *http.Request) {
+	if r.PathValue("name") != "codehydra" || s.mcp.entry == nil {
+		w.WriteHeader(http.StatusNotFound)
+		writeJSON(w, map[string]any{"_tag": "McpServerNotFoundError"})
+		return
+	}
+	s.mcp.mu.Lock()
+	s.mcp.requests++
+	s.mcp.mu.Unlock()
+	s.mcp.connect()
+	writeJSON(w, true)
+}
+
+// list serves the pending requests of m.
+func (s *state) list(m map[string]request) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		out := []request{}
+		for _, r := range m {
+			out = append(out, r)
+		}
+		writeJSON(w, out)
+	}
+}
+
+// controls adds the routes tests steer the fake with.
+func (s *state) controls(mux *http.ServeMux) {
+	mux.HandleFunc("POST /fake/emit", func(w http.ResponseWriter, r *http.Request) {
+		var e struct {
+			Type       string          `json:"type"`
+			Properties json.RawMessage `json:"properties"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&e); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		s.apply(e.Type, e.Properties)
+		if r.URL.Query().Get("silent") != "1" {
+			s.broadcast(e.Type, e.Properties)
+		}
+		writeJSON(w, true)
+	})
+	mux.HandleFunc("GET /fake/clients", func(w http.ResponseWriter, _ *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		writeJSON(w, len(s.streams))
+	})
+	mux.HandleFunc("GET /fake/connect-requests", func(w http.ResponseWriter, _ *http.Request) {
+		s.mcp.mu.Lock()
+		defer s.mcp.mu.Unlock()
+		writeJSON(w, s.mcp.requests)
+	})
+	mux.HandleFunc("POST /fake/drop", func(w http.ResponseWriter, _ *http.Request) {
+		s.mu.Lock()
+		close(s.drop)
+		s.drop = make(chan struct{})
+		s.mu.Unlock()
+		writeJSON(w, true)
+	})
+}
+
+// apply updates the fake's state the way opencode's would change.
+func (s *state) apply(typ string, props json.RawMessage) {
+	var p struct {
+		ID        string `json:"id"`
+		SessionID string `json:"sessionID"`
+		RequestID string `json:"requestID"`
+		Status    struct {
+			Type string `json:"type"`
+		} `json:"status"`
+		Info struct {
+			ID       string `json:"id"`
+			ParentID string `json:"parentID"`
+		} `json:"info"`
+	}
+	_ = json.Unmarshal(props, &p)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch typ {
+	case "session.created", "session.updated":
+		if p.Info.ParentID != "" {
+			s.parents[p.Info.ID] = p.Info.ParentID
+		}
+	case "session.deleted":
+		delete(s.status, p.SessionID)
+	case "session.status":
+		if p.Status.Type == "idle" {
+			delete(s.status, p.SessionID)
+		} else {
+			s.status[p.SessionID] = p.Status.Type
+		}
+	case "permission.asked":
+		s.perms[p.ID] = request{ID: p.ID, SessionID: p.SessionID}
+	case "permission.replied":
+		delete(s.perms, p.RequestID)
+	case "question.asked":
+		s.questions[p.ID] = request{ID: p.ID, SessionID: p.SessionID}
+	case "question.replied", "question.rejected":
+		delete(s.questions, p.RequestID)
+	}
+}
+
+func (s *state) broadcast(typ string, props json.RawMessage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	if len(props) == 0 {
+		props = json.RawMessage(`{}`)
+	}
+	b, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("evt_fake%06d", s.seq), "type": typ, "properties": props})
+	for c := range s.streams {
+		select {
+		case c <- b:
+		default: // a stuck reader loses events, as with a real server
+		}
+	}
+}
+
+func (s *state) events(w http.ResponseWriter, r *http.Request) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "no streaming", http.StatusInternalServerError)
+		return
+	}
+	c := make(chan []byte, 64)
+	s.mu.Lock()
+	s.streams[c] = true
+	drop := s.drop
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.streams, c)
+		s.mu.Unlock()
+	}()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(w, "data: {\"id\":\"evt_connected\",\"type\":\"server.connected\",\"properties\":{}}\n\n")
+	flusher.Flush()
+	tick := time.NewTicker(s.heartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case b := <-c:
+			fmt.Fprintf(w, "data: %s\n\n", b)
+		case <-tick.C:
+			fmt.Fprintf(w, "data: {\"id\":\"evt_hb\",\"type\":\"server.heartbeat\",\"properties\":{}}\n\n")
+		case <-drop:
+			return
+		case <-r.Context().Done():
+			return
+		}
+		flusher.Flush()
+	}
+}
