@@ -22,8 +22,8 @@ import (
 
 // realOpencode is the real opencode for the tests that run it:
 // $CODEHYDRA_OPENCODE, else where `make` installs it. Without it the test
-// is skipped, unless $CODEHYDRA_REQUIRE_OPENCODE is set (as make test
-// does), where a skip would hide a broken install step.
+// is skipped, or fails under make test (CODEHYDRA_REQUIRE_OPENCODE=1),
+// where a skip would hide a broken install step.
 func realOpencode(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
@@ -34,10 +34,7 @@ func realOpencode(t *testing.T) string {
 		bin = installedOpencode
 	}
 	if fi, err := os.Stat(bin); err != nil || fi.IsDir() {
-		if os.Getenv("CODEHYDRA_REQUIRE_OPENCODE") != "" {
-			t.Fatalf("real opencode not found at %s, and CODEHYDRA_REQUIRE_OPENCODE is set", bin)
-		}
-		t.Skipf("real opencode not found at %s: run `make` (installs it there) or set CODEHYDRA_OPENCODE", bin)
+		testenv.CannotRun(t, "CODEHYDRA_REQUIRE_OPENCODE", "real opencode not found at %s: run `make` (installs it there) or set CODEHYDRA_OPENCODE", bin)
 	}
 	return bin
 }
