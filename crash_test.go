@@ -202,9 +202,7 @@ func TestAnAppKilledHardLeavesNoOrphanedAgentAndLosesNothing(t *testing.T) {
 				{"worktree", "add", "-q", "-b", "one", one}, {"worktree", "add", "-q", "-b", "two", two},
 				{"config", "branch.one.codehydra.note", "set by hand"},
 			} {
-				if out, err := runGit(repo, args...); err != nil {
-					t.Fatalf("git %v: %v\n%s", args, err, out)
-				}
+				testenv.Git(t, repo, args...)
 			}
 			set := map[string]any{"opencodeBin": fake, "projects": []string{repo}, "worktreeRoot": filepath.Join(base, "roots")}
 			b, _ := json.Marshal(set)
@@ -294,20 +292,10 @@ func btoi(b bool) int {
 	return 0
 }
 
-func runGit(dir string, args ...string) (string, error) {
-	cmd := exec.Command("git", append([]string{"-c", "user.name=Test", "-c", "user.email=test@example.com"}, args...)...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	return strings.TrimSpace(string(out)), err
-}
-
 // listWorktrees lists the project's worktrees with their branches.
 func listWorktrees(t *testing.T, repo string) []string {
 	t.Helper()
-	out, err := runGit(repo, "worktree", "list", "--porcelain")
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := testenv.Git(t, repo, "worktree", "list", "--porcelain")
 	var got []string
 	for rec := range strings.SplitSeq(out, "\n\n") {
 		var path, branch string
@@ -322,16 +310,12 @@ func listWorktrees(t *testing.T, repo string) []string {
 		}
 		got = append(got, path+" "+branch)
 	}
-	branches, _ := runGit(repo, "branch", "--format=%(refname)")
+	branches := testenv.Git(t, repo, "branch", "--format=%(refname)")
 	return append(got, strings.Fields(branches)...)
 }
 
 // metadataOf is every CodeHydra metadata key of the project.
 func metadataOf(t *testing.T, repo string) string {
 	t.Helper()
-	out, err := runGit(repo, "config", "--get-regexp", `^branch\..*\.codehydra\.`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return testenv.Git(t, repo, "config", "--get-regexp", `^branch\..*\.codehydra\.`)
 }
