@@ -135,6 +135,28 @@ func GitRepo(t testing.TB, name string) string {
 	return dir
 }
 
+// WriteFile writes content to the file at path (mode 0644), making its
+// parent folders; a failure fails the test.
+func WriteFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// CommitFile writes content to the file name in the repository dir and
+// commits it with message msg, returning the new HEAD.
+func CommitFile(t testing.TB, dir, name, content, msg string) string {
+	t.Helper()
+	WriteFile(t, filepath.Join(dir, name), content)
+	Git(t, dir, "add", "--", name)
+	Git(t, dir, "commit", "-q", "-m", msg)
+	return Git(t, dir, "rev-parse", "HEAD")
+}
+
 // CannotRun ends a test that cannot run on this machine: a skip, or a
 // failure when the variable env is 1 (make test sets it), so that a
 // missing tool or right cannot pass make test unseen.
