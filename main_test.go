@@ -17,10 +17,6 @@ import (
 	"codehydra/internal/testenv"
 )
 
-// installedOpencode is where `make` installs the real opencode, taken
-// before TestMain moves XDG_DATA_HOME away from the machine.
-var installedOpencode = filepath.Join(paths.ToolsDir(), "node_modules", ".bin", "opencode")
-
 // machineEnv is the environment the tests started in, before TestMain
 // moved HOME and XDG_* away from the machine: the go tool builds with it,
 // so that it finds its build cache.

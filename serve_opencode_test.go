@@ -20,25 +20,6 @@ import (
 	"codehydra/opencode"
 )
 
-// realOpencode is the real opencode for the tests that run it:
-// $CODEHYDRA_OPENCODE, else where `make` installs it. Without it the test
-// is skipped, or fails under make test (CODEHYDRA_REQUIRE_OPENCODE=1),
-// where a skip would hide a broken install step.
-func realOpencode(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("runs the real opencode")
-	}
-	bin := os.Getenv("CODEHYDRA_OPENCODE")
-	if bin == "" {
-		bin = installedOpencode
-	}
-	if fi, err := os.Stat(bin); err != nil || fi.IsDir() {
-		testenv.CannotRun(t, "CODEHYDRA_REQUIRE_OPENCODE", "real opencode not found at %s: run `make` (installs it there) or set CODEHYDRA_OPENCODE", bin)
-	}
-	return bin
-}
-
 // TestServeConnectsTheRealOpencodeToItsMCPServer runs `codehydra serve`,
 // the built binary, with the real opencode as the agent of one workspace:
 // the start-up order as shipped (MCP server, then the OpenCode config,
@@ -47,7 +28,7 @@ func realOpencode(t *testing.T) string {
 // and a tool call made from the agent's environment and config file, as
 // opencode makes it, must act on the agent's own workspace.
 func TestServeConnectsTheRealOpencodeToItsMCPServer(t *testing.T) {
-	oc := realOpencode(t)
+	oc := testenv.RealOpencode(t)
 	bin := builtApp(t)
 	isolate(t)
 	repo := testenv.GitRepo(t, "repo")

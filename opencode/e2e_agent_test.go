@@ -90,7 +90,7 @@ const bashTurn = `CALL bash {"command":"echo hello","description":"Say hello"}`
 const questionTurn = `CALL question {"questions":[{"question":"Go on?","header":"Go on","options":[{"label":"Yes","description":"go on"},{"label":"No","description":"stop"}]}]}`
 
 func TestRealOpencodePermissionsAndQuestionsAreReportedAsNeedsInput(t *testing.T) {
-	bin := realOpencode(t)
+	bin := testenv.RealOpencode(t)
 	model := startModel(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -194,7 +194,7 @@ func (c *eventCutter) streams() int {
 }
 
 func TestRealOpencodeStatusRecoversAfterTheEventStreamBreaks(t *testing.T) {
-	bin := realOpencode(t)
+	bin := testenv.RealOpencode(t)
 	model := startModel(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -244,7 +244,7 @@ func TestRealOpencodeStatusRecoversAfterTheEventStreamBreaks(t *testing.T) {
 }
 
 func TestRealOpencodeReconnectsWithARotatedToken(t *testing.T) {
-	bin := realOpencode(t)
+	bin := testenv.RealOpencode(t)
 	model := startModel(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

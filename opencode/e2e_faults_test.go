@@ -82,7 +82,7 @@ func agentPID(t *testing.T, ws string) int {
 // delay (1 s; later crashes of one agent wait longer, on purpose). make
 // test runs one trial, make soak (CODEHYDRA_SOAK=1) five.
 func TestRealOpencodeKilledMidTurnIsReadyWithinFiveSeconds(t *testing.T) {
-	bin := realOpencode(t)
+	bin := testenv.RealOpencode(t)
 	gate := &holdAll{}
 	model := &fakemodel.Server{BeforeReply: gate.before}
 	if err := model.Start(); err != nil {

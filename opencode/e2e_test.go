@@ -26,30 +26,6 @@ import (
 	"codehydra/workspace"
 )
 
-// realOpencode finds the opencode binary for end-to-end tests:
-// $CODEHYDRA_OPENCODE, else where `make` installs it. Without it the test is
-// skipped, unless $CODEHYDRA_REQUIRE_OPENCODE is set (as make test does).
-func realOpencode(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end test with the real opencode skipped in -short mode")
-	}
-	bin := os.Getenv("CODEHYDRA_OPENCODE")
-	if bin == "" {
-		paths.Reload()
-		bin = filepath.Join(paths.ToolsDir(), "node_modules", ".bin", "opencode")
-	}
-	if fi, err := os.Stat(bin); err != nil || fi.IsDir() {
-		if os.Getenv("CODEHYDRA_REQUIRE_OPENCODE") != "" {
-			// make test installs opencode first; a skip there would hide
-			// a broken install step.
-			t.Fatalf("real opencode not found at %s, and CODEHYDRA_REQUIRE_OPENCODE is set", bin)
-		}
-		t.Skipf("real opencode not found at %s: run `make` (installs opencode-ai@1.18.33 there) or set CODEHYDRA_OPENCODE", bin)
-	}
-	return bin
-}
-
 // agentAPI talks to one opencode server.
 type agentAPI struct {
 	t    *testing.T
@@ -276,7 +252,7 @@ func newRealStack(t *testing.T, ctx context.Context, bin string, model *fakemode
 }
 
 func TestRealOpencodeAgentsUseTheirOwnWorkspaces(t *testing.T) {
-	bin := realOpencode(t)
+	bin := testenv.RealOpencode(t)
 
 	// The model.
 	g := &gate{tool: "codehydra_workspace_set_metadata", release: make(chan struct{})}

@@ -142,17 +142,17 @@ func newCrashFixture(t *testing.T) *crashFixture {
 			t.Fatal(err)
 		}
 	}
-	commitFile(t, f.target.Path, "work.txt", "committed work\n", "work")
-	writeFile(t, filepath.Join(f.target.Path, "untracked", "deep", "file.txt"), "untracked")
+	testenv.CommitFile(t, f.target.Path, "work.txt", "committed work\n", "work")
+	testenv.WriteFile(t, filepath.Join(f.target.Path, "untracked", "deep", "file.txt"), "untracked")
 	outside := realDir(t)
 	f.outsideFile = filepath.Join(outside, "precious.txt")
-	writeFile(t, f.outsideFile, "keep me")
+	testenv.WriteFile(t, f.outsideFile, "keep me")
 	for link, to := range map[string]string{"link-dir": outside, "link-file": f.outsideFile, "link-project": f.repo, "link-sibling": f.sibling.Path} {
 		if err := os.Symlink(to, filepath.Join(f.target.Path, link)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	writeFile(t, filepath.Join(f.sibling.Path, "sibling-work.txt"), "uncommitted in the sibling")
+	testenv.WriteFile(t, filepath.Join(f.sibling.Path, "sibling-work.txt"), "uncommitted in the sibling")
 	f.branches = branchesBut(testenv.Git(t, f.repo, "branch", "--format=%(refname:short)"), "target")
 	return f
 }
@@ -385,7 +385,7 @@ func TestAHalfDoneDeleteThatTheLaunchCannotFinishIsFinishedByASecondDelete(t *te
 	f := newCrashFixture(t)
 	killDuring(t, deleteSpec{Repo: f.repo, Root: f.root, Path: f.target.Path, Point: "after:worktree remove"})
 	lock := filepath.Join(f.repo, ".git", "refs", "heads", "target.lock")
-	writeFile(t, lock, "")
+	testenv.WriteFile(t, lock, "")
 	m, _ := f.relaunch(t)
 	if !branchOK(t, f.repo, "target") {
 		t.Fatal("the launch deleted a branch whose ref is locked")

@@ -56,7 +56,7 @@ func TestCreateDefaultsTheBaseToTheRemoteHeadBranch(t *testing.T) {
 	remoteHead := testenv.Git(t, upstream, "rev-parse", "HEAD")
 	clone := filepath.Join(realDir(t), "clone")
 	testenv.Git(t, "", "clone", "-q", upstream, clone)
-	commitFile(t, clone, "local.txt", "local only\n", "local commit on main")
+	testenv.CommitFile(t, clone, "local.txt", "local only\n", "local commit on main")
 
 	m, _ := newManager(t, Options{})
 	p, err := m.AddProject(context.Background(), clone)
@@ -77,7 +77,7 @@ func TestCreateStartsAtAnExplicitBase(t *testing.T) {
 	t.Parallel()
 	m, p := setup(t)
 	testenv.Git(t, p.Path, "checkout", "-q", "-b", "develop")
-	dev := commitFile(t, p.Path, "dev.txt", "dev\n", "develop commit")
+	dev := testenv.CommitFile(t, p.Path, "dev.txt", "dev\n", "develop commit")
 	testenv.Git(t, p.Path, "checkout", "-q", "main")
 
 	ws, err := m.Create(context.Background(), CreateOptions{ProjectPath: p.Path, Name: "on-dev", Base: "develop"})
@@ -98,7 +98,7 @@ func TestCreateReusesAnExistingBranchWithoutResettingIt(t *testing.T) {
 		t.Run("base="+base, func(t *testing.T) {
 			m, p := setup(t)
 			testenv.Git(t, p.Path, "checkout", "-q", "-b", "existing")
-			tip := commitFile(t, p.Path, "work.txt", "work\n", "work on existing")
+			tip := testenv.CommitFile(t, p.Path, "work.txt", "work\n", "work on existing")
 			testenv.Git(t, p.Path, "checkout", "-q", "main")
 
 			ws, err := m.Create(context.Background(), CreateOptions{ProjectPath: p.Path, Name: "existing", Base: base})
@@ -142,12 +142,12 @@ func TestCreateConflicts(t *testing.T) {
 		}, "clashes with an existing branch"},
 		{"non-empty folder at the target", func(t *testing.T, m *Manager, p Project) string {
 			root, _ := m.worktreeRoot()
-			writeFile(t, filepath.Join(worktreePath(root, p.Path, "busy-folder"), "keep.txt"), "mine")
+			testenv.WriteFile(t, filepath.Join(worktreePath(root, p.Path, "busy-folder"), "keep.txt"), "mine")
 			return "busy-folder"
 		}, "not an empty folder"},
 		{"file at the target", func(t *testing.T, m *Manager, p Project) string {
 			root, _ := m.worktreeRoot()
-			writeFile(t, worktreePath(root, p.Path, "a-file"), "mine")
+			testenv.WriteFile(t, worktreePath(root, p.Path, "a-file"), "mine")
 			return "a-file"
 		}, "not an empty folder"},
 	}
@@ -174,7 +174,7 @@ func TestCreateKeepsTheUserFileInAConflictingFolder(t *testing.T) {
 	m, p := setup(t)
 	root, _ := m.worktreeRoot()
 	keep := filepath.Join(worktreePath(root, p.Path, "x"), "keep.txt")
-	writeFile(t, keep, "mine")
+	testenv.WriteFile(t, keep, "mine")
 	_, err := m.Create(context.Background(), CreateOptions{ProjectPath: p.Path, Name: "x"})
 	wantCode(t, err, CodeConflict)
 	if b, err := os.ReadFile(keep); err != nil || string(b) != "mine" {
@@ -230,7 +230,7 @@ func TestCreateRejectsInvalidInput(t *testing.T) {
 func failCheckout(t *testing.T, repo string) {
 	t.Helper()
 	hook := filepath.Join(repo, ".git", "hooks", "post-checkout")
-	writeFile(t, hook, "#!/bin/sh\necho refusing checkout >&2\nexit 1\n")
+	testenv.WriteFile(t, hook, "#!/bin/sh\necho refusing checkout >&2\nexit 1\n")
 	if err := os.Chmod(hook, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestCreateUndoesOnlyWhatItMade(t *testing.T) {
 			var tip string
 			if tt.existingBranch {
 				testenv.Git(t, p.Path, "checkout", "-q", "-b", "undo")
-				tip = commitFile(t, p.Path, "b.txt", "b", "branch commit")
+				tip = testenv.CommitFile(t, p.Path, "b.txt", "b", "branch commit")
 				testenv.Git(t, p.Path, "checkout", "-q", "main")
 			}
 			root, _ := m.worktreeRoot()
@@ -305,7 +305,7 @@ func TestCreateUndoesTheWorktreeWhenTheMetadataCannotBeWritten(t *testing.T) {
 	t.Parallel()
 	m, p := setup(t)
 	lock := filepath.Join(p.Path, ".git", "config.lock")
-	writeFile(t, lock, "")
+	testenv.WriteFile(t, lock, "")
 	_, err := m.Create(context.Background(), CreateOptions{ProjectPath: p.Path, Name: "locked"})
 	wantCode(t, err, CodeConflict)
 	if !strings.Contains(err.Error(), "another git process holds "+lock+"; try again when it finishes") {
@@ -329,7 +329,7 @@ func TestCreateFailsCleanlyWhenTheFolderCannotBeMade(t *testing.T) {
 	root, _ := m.worktreeRoot()
 	// A file where the project's folder under the root belongs.
 	blocker := filepath.Dir(filepath.Dir(worktreePath(root, p.Path, "x")))
-	writeFile(t, blocker, "in the way")
+	testenv.WriteFile(t, blocker, "in the way")
 	_, err := m.Create(context.Background(), CreateOptions{ProjectPath: p.Path, Name: "x"})
 	if err == nil {
 		t.Fatal("create succeeded")

@@ -67,7 +67,7 @@ func TestDeleteKeepBranch(t *testing.T) {
 		t.Run(map[bool]string{true: "kept", false: "deleted"}[keep], func(t *testing.T) {
 			m, p := setup(t)
 			ws := create(t, m, p, "topic")
-			tip := commitFile(t, ws.Path, "work.txt", "w", "work")
+			tip := testenv.CommitFile(t, ws.Path, "work.txt", "w", "work")
 			if err := m.Delete(context.Background(), ws.Path, DeleteOptions{KeepBranch: keep}); err != nil {
 				t.Fatal(err)
 			}
@@ -131,9 +131,9 @@ func TestDeleteTouchesNothingOutsideTheWorktree(t *testing.T) {
 
 			outside := realDir(t)
 			precious := filepath.Join(outside, "precious.txt")
-			writeFile(t, precious, "keep me")
+			testenv.WriteFile(t, precious, "keep me")
 			sibling := ws.Path + "2" // shares the prefix "…/ws"
-			writeFile(t, filepath.Join(sibling, "sibling.txt"), "keep me too")
+			testenv.WriteFile(t, filepath.Join(sibling, "sibling.txt"), "keep me too")
 			if err := os.Symlink(outside, filepath.Join(ws.Path, "link-to-dir")); err != nil {
 				t.Fatal(err)
 			}
@@ -143,8 +143,8 @@ func TestDeleteTouchesNothingOutsideTheWorktree(t *testing.T) {
 			if err := os.Symlink(p.Path, filepath.Join(ws.Path, "link-to-project")); err != nil {
 				t.Fatal(err)
 			}
-			writeFile(t, filepath.Join(ws.Path, "untracked", "deep.txt"), "untracked")
-			writeFile(t, filepath.Join(ws.Path, "README.md"), "modified")
+			testenv.WriteFile(t, filepath.Join(ws.Path, "untracked", "deep.txt"), "untracked")
+			testenv.WriteFile(t, filepath.Join(ws.Path, "README.md"), "modified")
 
 			if err := m.Delete(context.Background(), ws.Path, DeleteOptions{}); err != nil {
 				t.Fatal(err)
@@ -211,7 +211,7 @@ func TestASecondDeleteFinishesAfterTheBranchCouldNotBeDeleted(t *testing.T) {
 	ws := create(t, m, p, "stuck")
 	ev := record(t, m)
 	lock := filepath.Join(p.Path, ".git", "refs", "heads", "stuck.lock")
-	writeFile(t, lock, "")
+	testenv.WriteFile(t, lock, "")
 
 	err := m.Delete(context.Background(), ws.Path, DeleteOptions{})
 	wantCode(t, err, CodeConflict)
@@ -243,7 +243,7 @@ func TestASecondDeleteFinishesAfterTheMetadataCouldNotBeRemoved(t *testing.T) {
 	ws := create(t, m, p, "cfg")
 	ev := record(t, m)
 	lock := filepath.Join(p.Path, ".git", "config.lock")
-	writeFile(t, lock, "")
+	testenv.WriteFile(t, lock, "")
 	err := m.Delete(context.Background(), ws.Path, DeleteOptions{})
 	wantCode(t, err, CodeConflict)
 	failed := ev.waitFor(t, soon, "delete-failed", func(e Event) bool { return e.Kind == EventDeleteFailed })
@@ -383,7 +383,7 @@ func TestDeleteRefusesAWorkspaceThatHoldsAProject(t *testing.T) {
 	ws := create(t, m, p, "host")
 	inner := filepath.Join(ws.Path, "inner")
 	testenv.Git(t, "", "init", "-q", "-b", "main", inner)
-	commitFile(t, inner, "f", "x", "inner")
+	testenv.CommitFile(t, inner, "f", "x", "inner")
 	if _, err := m.AddProject(context.Background(), inner); err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +397,7 @@ func TestDeleteFallbackRefusesAFolderThatBecameASymlink(t *testing.T) {
 	t.Parallel()
 	m, _ := setup(t)
 	target := realDir(t)
-	writeFile(t, filepath.Join(target, "keep"), "x")
+	testenv.WriteFile(t, filepath.Join(target, "keep"), "x")
 	link := filepath.Join(realDir(t), "link")
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)

@@ -181,7 +181,7 @@ func TestWorktreesSignatureChangesOnlyWithWorktrees(t *testing.T) {
 	repo := testenv.GitRepo(t, "project")
 	common := filepath.Join(repo, ".git")
 	s0 := worktreesSignature(common)
-	commitFile(t, repo, "other", "x", "unrelated commit")
+	testenv.CommitFile(t, repo, "other", "x", "unrelated commit")
 	if s := worktreesSignature(common); s != s0 {
 		t.Fatal("a commit in the main checkout changed the signature")
 	}

@@ -16,8 +16,8 @@ func TestAHeldIndexLockIsAConflictThatNamesTheFile(t *testing.T) {
 	t.Parallel()
 	repo := testenv.GitRepo(t, "project")
 	lock := filepath.Join(repo, ".git", "index.lock")
-	writeFile(t, lock, "")
-	writeFile(t, filepath.Join(repo, "new.txt"), "x")
+	testenv.WriteFile(t, lock, "")
+	testenv.WriteFile(t, filepath.Join(repo, "new.txt"), "x")
 	g := newGitRunner()
 	_, err := g.run(context.Background(), repo, "add", "new.txt")
 	if err == nil {

@@ -44,25 +44,6 @@ func realDir(t testing.TB) string {
 	return d
 }
 
-// commitFile writes name in dir and commits it.
-func commitFile(t testing.TB, dir, name, content, msg string) string {
-	t.Helper()
-	writeFile(t, filepath.Join(dir, name), content)
-	testenv.Git(t, dir, "add", "--", name)
-	testenv.Git(t, dir, "commit", "-q", "-m", msg)
-	return testenv.Git(t, dir, "rev-parse", "HEAD")
-}
-
-func writeFile(t testing.TB, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func exists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil

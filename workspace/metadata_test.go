@@ -192,7 +192,7 @@ func TestSetMetadataWithTheConfigLockedSaysWhichFile(t *testing.T) {
 	m, p := setup(t)
 	ws := create(t, m, p, "locked")
 	lock := filepath.Join(p.Path, ".git", "config.lock")
-	writeFile(t, lock, "")
+	testenv.WriteFile(t, lock, "")
 	err := m.SetMetadata(context.Background(), ws.Path, "note", ptr("x"))
 	wantCode(t, err, CodeConflict)
 	if !strings.Contains(err.Error(), "another git process holds "+lock+"; try again when it finishes") {

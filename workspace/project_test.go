@@ -22,7 +22,7 @@ func TestAddProjectRefusesWhatIsNotARepositoryWithCommits(t *testing.T) {
 	bare := filepath.Join(base, "bare.git")
 	testenv.Git(t, "", "init", "-q", "--bare", bare)
 	file := filepath.Join(base, "file")
-	writeFile(t, file, "x")
+	testenv.WriteFile(t, file, "x")
 	repo := testenv.GitRepo(t, "project")
 	sub := filepath.Join(repo, "sub")
 	os.Mkdir(sub, 0o755)

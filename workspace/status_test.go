@@ -19,19 +19,19 @@ func TestStatusReportsDirtiness(t *testing.T) {
 		dirty  bool
 	}{
 		{"clean", func(t *testing.T, dir string) {}, false},
-		{"untracked file", func(t *testing.T, dir string) { writeFile(t, filepath.Join(dir, "new.txt"), "x") }, true},
-		{"untracked file in a new folder", func(t *testing.T, dir string) { writeFile(t, filepath.Join(dir, "d", "new.txt"), "x") }, true},
-		{"unstaged change", func(t *testing.T, dir string) { writeFile(t, filepath.Join(dir, "README.md"), "changed") }, true},
+		{"untracked file", func(t *testing.T, dir string) { testenv.WriteFile(t, filepath.Join(dir, "new.txt"), "x") }, true},
+		{"untracked file in a new folder", func(t *testing.T, dir string) { testenv.WriteFile(t, filepath.Join(dir, "d", "new.txt"), "x") }, true},
+		{"unstaged change", func(t *testing.T, dir string) { testenv.WriteFile(t, filepath.Join(dir, "README.md"), "changed") }, true},
 		{"staged change", func(t *testing.T, dir string) {
-			writeFile(t, filepath.Join(dir, "README.md"), "changed")
+			testenv.WriteFile(t, filepath.Join(dir, "README.md"), "changed")
 			testenv.Git(t, dir, "add", "README.md")
 		}, true},
 		{"deleted file", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "README.md")) }, true},
 		{"ignored file", func(t *testing.T, dir string) {
-			commitFile(t, dir, ".gitignore", "*.log\n", "ignore logs")
-			writeFile(t, filepath.Join(dir, "x.log"), "noise")
+			testenv.CommitFile(t, dir, ".gitignore", "*.log\n", "ignore logs")
+			testenv.WriteFile(t, filepath.Join(dir, "x.log"), "noise")
 		}, false},
-		{"committed change", func(t *testing.T, dir string) { commitFile(t, dir, "c.txt", "c", "commit") }, false},
+		{"committed change", func(t *testing.T, dir string) { testenv.CommitFile(t, dir, "c.txt", "c", "commit") }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -80,9 +80,9 @@ func TestStatusCountsCommitsAheadAndBehindTheBase(t *testing.T) {
 	m, p := setup(t)
 	ws := create(t, m, p, "ws")
 	ctx := context.Background()
-	commitFile(t, ws.Path, "a1", "1", "ahead 1")
-	commitFile(t, ws.Path, "a2", "2", "ahead 2")
-	commitFile(t, p.Path, "b1", "1", "behind 1")
+	testenv.CommitFile(t, ws.Path, "a1", "1", "ahead 1")
+	testenv.CommitFile(t, ws.Path, "a2", "2", "ahead 2")
+	testenv.CommitFile(t, p.Path, "b1", "1", "behind 1")
 
 	st, err := m.Status(ctx, ws.Path)
 	if err != nil {
@@ -111,7 +111,7 @@ func TestStatusOfAWorktreeWithoutBaseMetadataUsesTheDefaultBase(t *testing.T) {
 	m, p := setup(t)
 	wt := filepath.Join(realDir(t), "outside")
 	testenv.Git(t, p.Path, "worktree", "add", "-q", "-b", "outside", wt)
-	commitFile(t, wt, "x", "x", "ahead")
+	testenv.CommitFile(t, wt, "x", "x", "ahead")
 	m.refresh(context.Background(), projectOf(t, m, p.Path), true)
 	st, err := m.Status(context.Background(), wt)
 	if err != nil {
@@ -151,7 +151,7 @@ func BenchmarkStatus(b *testing.B) {
 	m, p := setup(b)
 	ws := create(b, m, p, "bench")
 	for i := range 50 {
-		writeFile(b, filepath.Join(ws.Path, "files", string(rune('a'+i%26))+string(rune('a'+i/26))), "x")
+		testenv.WriteFile(b, filepath.Join(ws.Path, "files", string(rune('a'+i%26))+string(rune('a'+i/26))), "x")
 	}
 	ctx := context.Background()
 	for b.Loop() {

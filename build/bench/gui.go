@@ -48,17 +48,12 @@ for ((i = 1; i <= LAUNCHES; i++)); do
 done
 `
 
+// benchGUI launches the tray app on a throwaway desktop and times it until
+// its menu is up and lists the workspaces; a machine without the desktop's
+// tools gets a note instead of figures.
 func (b *bench) benchGUI() error {
-	desktop := filepath.Join(b.root, "build", "desktop.sh")
-	if _, err := os.Stat(desktop); err != nil {
-		b.guiNote = "not measured: build/desktop.sh is missing"
+	if b.guiNote = b.guiMissing(); b.guiNote != "" {
 		return nil
-	}
-	for _, tool := range []string{"bash", "Xvfb", "dbus-launch", "xfce4-panel", "gdbus", "xdotool"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			b.guiNote = "not measured: " + tool + " is not installed (run build/setup.sh)"
-			return nil
-		}
 	}
 	syscall.Sync() // see benchServer
 	e, err := b.newServerEnv("tray")
@@ -95,27 +90,7 @@ func (b *bench) benchGUI() error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	res := &guiResult{}
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) != 4 || f[0] != "ready" {
-			continue
-		}
-		menu, _ := strconv.Atoi(f[1])
-		listed, _ := strconv.Atoi(f[2])
-		pid, _ := strconv.Atoi(f[3])
-		res.TrayReady = append(res.TrayReady, time.Duration(menu)*time.Millisecond)
-		res.Listed = append(res.Listed, time.Duration(listed)*time.Millisecond)
-		if len(res.TrayReady) == launches {
-			time.Sleep(idle)
-			res.RSS, err = readRSS(pid, "tray app", 10)
-			fmt.Fprintln(stdin)
-			if err != nil {
-				break
-			}
-		}
-	}
+	res, err := readLaunches(stdout, stdin, launches, idle)
 	stdin.Close()
 	_, _ = io.Copy(io.Discard, stdout)
 	if werr := cmd.Wait(); werr != nil || len(res.TrayReady) < launches {
@@ -130,6 +105,50 @@ func (b *bench) benchGUI() error {
 	return nil
 }
 
+// guiMissing says why the tray app cannot be measured here, or "" when it
+// can.
+func (b *bench) guiMissing() string {
+	if _, err := os.Stat(filepath.Join(b.root, "build", "desktop.sh")); err != nil {
+		return "not measured: build/desktop.sh is missing"
+	}
+	for _, tool := range []string{"bash", "Xvfb", "dbus-launch", "xfce4-panel", "gdbus", "xdotool"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return "not measured: " + tool + " is not installed (run build/setup.sh)"
+		}
+	}
+	return ""
+}
+
+// readLaunches reads guiScript's "ready" lines from stdout. After the last
+// launch it lets the app idle, reads its memory, and then tells the script
+// on stdin to end it.
+func readLaunches(stdout io.Reader, stdin io.Writer, launches int, idle time.Duration) (*guiResult, error) {
+	res := &guiResult{}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 4 || f[0] != "ready" {
+			continue
+		}
+		menu, _ := strconv.Atoi(f[1])
+		listed, _ := strconv.Atoi(f[2])
+		pid, _ := strconv.Atoi(f[3])
+		res.TrayReady = append(res.TrayReady, time.Duration(menu)*time.Millisecond)
+		res.Listed = append(res.Listed, time.Duration(listed)*time.Millisecond)
+		if len(res.TrayReady) == launches {
+			time.Sleep(idle)
+			var err error
+			res.RSS, err = readRSS(pid, "tray app", 10)
+			fmt.Fprintln(stdin)
+			if err != nil {
+				return res, err
+			}
+		}
+	}
+	return res, nil
+}
+
+// lastLines joins the last n lines of s on one line, for a short error.
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], " | ")

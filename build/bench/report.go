@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -16,106 +17,145 @@ const (
 	endMarker   = "<!-- bench:end -->"
 )
 
-// report renders the results as markdown, markers included.
+// report renders the results as markdown, markers included: one section
+// per part of the bench, each written by its own method.
 func (b *bench) report() string {
-	var w strings.Builder
-	p := func(format string, args ...any) { fmt.Fprintf(&w, format+"\n", args...) }
+	w := &markdown{}
+	w.p(beginMarker)
+	b.reportMachine(w)
+	b.reportTargets(w)
+	b.reportStatus(w)
+	b.reportCalls(w)
+	b.reportCreates(w)
+	b.reportStartups(w)
+	b.reportMemory(w)
+	b.reportNotes(w)
+	w.p(endMarker)
+	return w.String()
+}
+
+// markdown collects the report, one line per p.
+type markdown struct{ strings.Builder }
+
+// p writes one line: format with args, then a newline.
+func (w *markdown) p(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+
+// reportMachine writes the heading and the machine the figures come from.
+func (b *bench) reportMachine(w *markdown) {
 	m := b.machine
-	p(beginMarker)
-	p("## Core figures (`make bench`)")
-	p("")
-	p("Measured %s on %s (%d cores, %s RAM), %s, %s, git %s; load average %s when the bench started, inotify watch limit %s. Written by `go run ./build/bench`; rerun with `make bench`.",
+	w.p("## Core figures (`make bench`)")
+	w.p("")
+	w.p("Measured %s on %s (%d cores, %s RAM), %s, %s, git %s; load average %s when the bench started, inotify watch limit %s. Written by `go run ./build/bench`; rerun with `make bench`.",
 		m.Date.Format("2006-01-02 15:04 MST"), m.CPU, m.Cores, m.RAM, m.Kernel, m.Go, m.Git, m.Load, m.WatchLimit)
-	p("")
+	w.p("")
+}
 
-	p("### Targets (issue 7)")
-	p("")
-	p("| target | goal | measured | |")
-	p("|---|---|---|---|")
+// reportTargets writes the targets of issue 7 and whether they were met.
+func (b *bench) reportTargets(w *markdown) {
+	w.p("### Targets (issue 7)")
+	w.p("")
+	w.p("| target | goal | measured | |")
+	w.p("|---|---|---|---|")
 	for _, t := range b.targets() {
-		p("| %s | %s | %s | %s |", t.what, t.goal, t.got, t.verdict)
+		w.p("| %s | %s | %s | %s |", t.what, t.goal, t.got, t.verdict)
 	}
-	p("")
+	w.p("")
+}
 
-	p("### Workspace status")
-	p("")
-	p("In-process `workspace.Manager.Status` on a generated repository (one commit, %d files per folder, plus an ignored `node_modules/` of %d files) and its linked worktree. *Bare* is `git status --porcelain` alone; *uncached* is Status without the cache (what every call cost before). *Cold* is the first call after `Run` starts: it sets up the file watches and runs the first git status. *Warm* calls answer from the cache. *Change → shown* is how long a new file (and then its removal) takes to show in Status.", filesPerDir, ignoredFiles)
-	p("")
-	p("| files | folders | bare git status | uncached Status | cold | warm p50 | warm p99 | warm p99 vs bare | inotify watches | change → dirty | change → clean |")
-	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+// reportStatus writes Manager.Status against bare git status, per
+// repository size.
+func (b *bench) reportStatus(w *markdown) {
+	w.p("### Workspace status")
+	w.p("")
+	w.p("In-process `workspace.Manager.Status` on a generated repository (one commit, %d files per folder, plus an ignored `node_modules/` of %d files) and its linked worktree. *Bare* is `git status --porcelain` alone; *uncached* is Status without the cache (what every call cost before). *Cold* is the first call after `Run` starts: it sets up the file watches and runs the first git status. *Warm* calls answer from the cache. *Change → shown* is how long a new file (and then its removal) takes to show in Status.", filesPerDir, ignoredFiles)
+	w.p("")
+	w.p("| files | folders | bare git status | uncached Status | cold | warm p50 | warm p99 | warm p99 vs bare | inotify watches | change → dirty | change → clean |")
+	w.p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for i, s := range b.status {
 		c := b.changes[i]
-		p("| %d | %d | %s | %s | %s | %s | %s | %s | %d | %s | %s |",
+		w.p("| %d | %d | %s | %s | %s | %s | %s | %s | %d | %s | %s |",
 			s.Files, s.Dirs, ms(s.Bare), ms(s.Uncached), ms(s.Cold), ms(s.WarmP50), ms(s.WarmP99), ratio(s.WarmP99, s.Bare), s.Watches, ms(c.Dirty), ms(c.Clean))
 	}
-	p("")
+	w.p("")
+}
 
-	p("### `tools/call` over MCP")
-	p("")
-	p("`workspace_get_status` through `codehydra serve` (built from this tree) with 10 workspaces, each session a real MCP client (`mcp.Dial`, its own HTTP connection) spread over the workspaces, calling back to back for a few seconds. The rate limit is raised for the bench (settings `rateLimit` 10⁹/s): at the default 20 calls/s per workspace and tool it would measure the limiter. Every call is audited (audit.jsonl) as in normal use.")
-	p("")
-	p("| sessions | calls | p50 | p99 | calls/s | errors | p50 vs bare git status (%s) |", ms(firstBare(b.calls)))
-	p("|---:|---:|---:|---:|---:|---:|---:|")
+// reportCalls writes tools/call through the real server, per number of
+// sessions.
+func (b *bench) reportCalls(w *markdown) {
+	w.p("### `tools/call` over MCP")
+	w.p("")
+	w.p("`workspace_get_status` through `codehydra serve` (built from this tree) with 10 workspaces, each session a real MCP client (`mcp.Dial`, its own HTTP connection) spread over the workspaces, calling back to back for a few seconds. The rate limit is raised for the bench (settings `rateLimit` 10⁹/s): at the default 20 calls/s per workspace and tool it would measure the limiter. Every call is audited (audit.jsonl) as in normal use.")
+	w.p("")
+	w.p("| sessions | calls | p50 | p99 | calls/s | errors | p50 vs bare git status (%s) |", ms(firstBare(b.calls)))
+	w.p("|---:|---:|---:|---:|---:|---:|---:|")
 	for _, c := range b.calls {
-		p("| %d | %d | %s | %s | %.0f | %d | %s |", c.Sessions, c.Calls, ms(c.P50), ms(c.P99), c.PerSec, c.Errors, ratio(c.P50, c.Bare))
+		w.p("| %d | %d | %s | %s | %.0f | %d | %s |", c.Sessions, c.Calls, ms(c.P50), ms(c.P99), c.PerSec, c.Errors, ratio(c.P50, c.Bare))
 	}
-	p("")
+	w.p("")
+}
 
-	p("### Create and delete")
-	p("")
-	p("`workspace.Manager.Create` (validation, `git worktree add -b`, base metadata in git config, discovery) and `Delete` (stop agent, remove metadata, `git worktree remove`, `git branch -D`) against the bare git commands on the same repository, median of 5.")
-	p("")
-	p("| files | `git worktree add -b` | Create | ratio | `git worktree remove` + `git branch -D` | Delete | ratio |")
-	p("|---:|---:|---:|---:|---:|---:|---:|")
+// reportCreates writes Create and Delete against the bare git commands.
+func (b *bench) reportCreates(w *markdown) {
+	w.p("### Create and delete")
+	w.p("")
+	w.p("`workspace.Manager.Create` (validation, `git worktree add -b`, base metadata in git config, discovery) and `Delete` (stop agent, remove metadata, `git worktree remove`, `git branch -D`) against the bare git commands on the same repository, median of 5.")
+	w.p("")
+	w.p("| files | `git worktree add -b` | Create | ratio | `git worktree remove` + `git branch -D` | Delete | ratio |")
+	w.p("|---:|---:|---:|---:|---:|---:|---:|")
 	for _, c := range b.creates {
-		p("| %d | %s | %s | %s | %s | %s | %s |", c.Files, ms(c.BareAdd), ms(c.Create), ratio(c.Create, c.BareAdd), ms(c.BareRemove), ms(c.Delete), ratio(c.Delete, c.BareRemove))
+		w.p("| %d | %s | %s | %s | %s | %s | %s |", c.Files, ms(c.BareAdd), ms(c.Create), ratio(c.Create, c.BareAdd), ms(c.BareRemove), ms(c.Delete), ratio(c.Delete, c.BareRemove))
 	}
-	p("")
+	w.p("")
+}
 
-	p("### Start-up")
-	p("")
-	p("From exec of `codehydra serve` to: *MCP ready* — the instance file names the port and an authenticated `initialize` is answered; *loaded* — projects and workspaces discovered (\"CodeHydra is running\"). Agents are excluded (opencodeBin points at a missing file). Median of the launches, slowest in brackets.")
-	p("")
-	p("| workspaces | launches | MCP ready | loaded |")
-	p("|---:|---:|---:|---:|")
+// reportStartups writes the start-up times of serve and, when measured,
+// of the tray app.
+func (b *bench) reportStartups(w *markdown) {
+	w.p("### Start-up")
+	w.p("")
+	w.p("From exec of `codehydra serve` to: *MCP ready* — the instance file names the port and an authenticated `initialize` is answered; *loaded* — projects and workspaces discovered (\"CodeHydra is running\"). Agents are excluded (opencodeBin points at a missing file). Median of the launches, slowest in brackets.")
+	w.p("")
+	w.p("| workspaces | launches | MCP ready | loaded |")
+	w.p("|---:|---:|---:|---:|")
 	for _, s := range b.startups {
-		p("| %d | %d | %s (%s) | %s (%s) |", s.Workspaces, len(s.MCPReady), ms(median(s.MCPReady)), ms(percentile(s.MCPReady, 100)), ms(median(s.Loaded)), ms(percentile(s.Loaded, 100)))
+		w.p("| %d | %d | %s (%s) | %s (%s) |", s.Workspaces, len(s.MCPReady), ms(median(s.MCPReady)), ms(percentile(s.MCPReady, 100)), ms(median(s.Loaded)), ms(percentile(s.Loaded, 100)))
 	}
 	if b.gui != nil {
-		p("")
-		p("Tray app (`codehydra` on Xvfb with xfce4-panel as the StatusNotifier host, from `build/desktop.sh`, 10 workspaces, %d launches): exec → the tray menu is on D-Bus with its items, median %s (slowest %s); → the menu lists the 10 workspaces, median %s (slowest %s). `build/bench-gui.sh` measures it too, with 3 workspaces and with agents (its section below).",
+		w.p("")
+		w.p("Tray app (`codehydra` on Xvfb with xfce4-panel as the StatusNotifier host, from `build/desktop.sh`, 10 workspaces, %d launches): exec → the tray menu is on D-Bus with its items, median %s (slowest %s); → the menu lists the 10 workspaces, median %s (slowest %s). `build/bench-gui.sh` measures it too, with 3 workspaces and with agents (its section below).",
 			len(b.gui.TrayReady), ms(median(b.gui.TrayReady)), ms(percentile(b.gui.TrayReady, 100)), ms(median(b.gui.Listed)), ms(percentile(b.gui.Listed, 100)))
 	} else {
-		p("")
-		p("Tray app: %s.", b.guiNote)
+		w.p("")
+		w.p("Tray app: %s.", b.guiNote)
 	}
-	p("")
+	w.p("")
+}
 
-	p("### Memory, idle")
-	p("")
-	p("Read from /proc a few seconds after start-up, agents excluded. *Executable* is the resident pages of the codehydra binary itself (clean, shared with the page cache); *GL driver* is Mesa and what it loads (on Xvfb: llvmpipe, i.e. libLLVM); *C heap* is malloc's heap (`serve` has none; on the tray app it is the GL driver's).")
-	p("")
-	p("Where the tray app's memory goes: Fyne opens a hidden OpenGL window (\"SystrayMonitor\", to learn when the app should quit) as soon as a tray menu is set, so the GL driver is loaded even though CodeHydra shows no window; the Go heap itself stays at 2–4 MB (`GODEBUG=gctrace=1`). When there is no tray host and the small main window is shown instead, Fyne's parsed font faces add about 19 MB of Go heap, 12 MB of it the bundled emoji font, which `go build -tags no_emoji` leaves out.")
-	p("")
-	p("| process | workspaces | RSS | PSS | anonymous (PSS) | executable | GL driver | C heap |")
-	p("|---|---:|---:|---:|---:|---:|---:|---:|")
-	rows := b.rss
-	if b.gui != nil {
-		rows = append(rows, b.gui.RSS)
+// reportMemory writes the idle memory of each process measured.
+func (b *bench) reportMemory(w *markdown) {
+	w.p("### Memory, idle")
+	w.p("")
+	w.p("Read from /proc a few seconds after start-up, agents excluded. *Executable* is the resident pages of the codehydra binary itself (clean, shared with the page cache); *GL driver* is Mesa and what it loads (on Xvfb: llvmpipe, i.e. libLLVM); *C heap* is malloc's heap (`serve` has none; on the tray app it is the GL driver's).")
+	w.p("")
+	w.p("Where the tray app's memory goes: Fyne opens a hidden OpenGL window (\"SystrayMonitor\", to learn when the app should quit) as soon as a tray menu is set, so the GL driver is loaded even though CodeHydra shows no window; the Go heap itself stays at 2–4 MB (`GODEBUG=gctrace=1`). When there is no tray host and the small main window is shown instead, Fyne's parsed font faces add about 19 MB of Go heap, 12 MB of it the bundled emoji font, which `go build -tags no_emoji` leaves out.")
+	w.p("")
+	w.p("| process | workspaces | RSS | PSS | anonymous (PSS) | executable | GL driver | C heap |")
+	w.p("|---|---:|---:|---:|---:|---:|---:|---:|")
+	for _, r := range b.idleMemory() {
+		w.p("| %s | %d | %s | %s | %s | %s | %s | %s |", r.Mode, r.Workspaces, mb(r.RSS), mb(r.PSS), mb(r.Anon), mb(r.Binary), mb(r.GL), mb(r.CHeap))
 	}
-	for _, r := range rows {
-		p("| %s | %d | %s | %s | %s | %s | %s | %s |", r.Mode, r.Workspaces, mb(r.RSS), mb(r.PSS), mb(r.Anon), mb(r.Binary), mb(r.GL), mb(r.CHeap))
-	}
-	p("")
+	w.p("")
+}
+
+// reportNotes writes what went wrong during the run, if anything.
+func (b *bench) reportNotes(w *markdown) {
 	if len(b.notes) > 0 {
-		p("Notes:")
+		w.p("Notes:")
 		for _, n := range b.notes {
-			p("- %s", n)
+			w.p("- %s", n)
 		}
-		p("")
+		w.p("")
 	}
-	p(endMarker)
-	return w.String()
 }
 
 // target is one line of the targets table.
@@ -161,11 +201,7 @@ func (b *bench) targets() []target {
 	} else {
 		out = append(out, target{"tray ready after launch", "≤ 1 s", "–", b.guiNote})
 	}
-	rows := b.rss
-	if b.gui != nil {
-		rows = append(rows, b.gui.RSS)
-	}
-	for _, r := range rows {
+	for _, r := range b.idleMemory() {
 		if r.Workspaces != 10 {
 			continue
 		}
@@ -177,6 +213,15 @@ func (b *bench) targets() []target {
 		out = append(out, target{fmt.Sprintf("RSS idle, %s, 10 workspaces", r.Mode), "≤ 40 MB", mb(r.RSS), verdict(r.RSS <= limit, miss)})
 	}
 	return out
+}
+
+// idleMemory is every process whose idle memory was measured: serve, and
+// the tray app when it ran.
+func (b *bench) idleMemory() []rssResult {
+	if b.gui == nil {
+		return b.rss
+	}
+	return append(slices.Clip(b.rss), b.gui.RSS)
 }
 
 func firstBare(c []callResult) time.Duration {

@@ -18,18 +18,7 @@ import (
 	"time"
 
 	"codehydra/internal/instance"
-	"codehydra/mcp"
 )
-
-// callResult is tools/call (workspace_get_status) through the real server.
-type callResult struct {
-	Sessions int
-	Calls    int
-	Errors   int
-	P50, P99 time.Duration
-	PerSec   float64
-	Bare     time.Duration // `git status` on the same workspace
-}
 
 // startupResult is the time from exec to ready, over several launches.
 type startupResult struct {
@@ -309,91 +298,6 @@ func (b *bench) benchServer() error {
 		if err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// benchCalls runs workspace_get_status from 1, 8 and 50 MCP sessions at
-// once, each a real client on its own connection.
-func (b *bench) benchCalls(e *serverEnv, p *serverProc) error {
-	bare, err := timeIt(5, func() error {
-		_, err := gitOut(b.ctx, "-C", e.workspaces[0], "status", "--porcelain=v1", "-z", "--untracked-files=normal")
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	dur := 3 * time.Second
-	if b.opts.quick {
-		dur = time.Second
-	}
-	for _, sessions := range []int{1, 8, 50} {
-		remotes := make([]*mcp.Remote, sessions)
-		for i := range remotes {
-			r, err := mcp.Dial(b.ctx, mcp.DialOptions{URL: p.info.MCPURL, Token: p.info.Token, WorkspacePath: e.workspaces[i%len(e.workspaces)], Version: "bench"})
-			if err != nil {
-				return err
-			}
-			remotes[i] = r
-		}
-		var (
-			mu       sync.Mutex
-			all      []time.Duration
-			errCount int
-			firstErr error
-			wg       sync.WaitGroup
-		)
-		// Warm up every session and workspace, then measure.
-		for _, r := range remotes {
-			for range 20 {
-				if _, err := r.Call(b.ctx, mcp.ToolGetStatus, nil); err != nil {
-					return fmt.Errorf("warm-up call: %w", err)
-				}
-			}
-		}
-		start := time.Now()
-		deadline := start.Add(dur)
-		for _, r := range remotes {
-			wg.Go(func() {
-				var lat []time.Duration
-				errs := 0
-				var fe error
-				for time.Now().Before(deadline) {
-					t0 := time.Now()
-					_, err := r.Call(b.ctx, mcp.ToolGetStatus, nil)
-					lat = append(lat, time.Since(t0))
-					if err != nil {
-						errs++
-						if fe == nil {
-							fe = err
-						}
-					}
-				}
-				mu.Lock()
-				all = append(all, lat...)
-				errCount += errs
-				if firstErr == nil {
-					firstErr = fe
-				}
-				mu.Unlock()
-			})
-		}
-		wg.Wait()
-		elapsed := time.Since(start)
-		for _, r := range remotes {
-			r.Close()
-		}
-		if firstErr != nil {
-			b.notes = append(b.notes, fmt.Sprintf("%d of the calls with %d sessions failed; the first: %v", errCount, sessions, firstErr))
-		}
-		res := callResult{
-			Sessions: sessions, Calls: len(all), Errors: errCount,
-			P50: percentile(all, 50), P99: percentile(all, 99),
-			PerSec: float64(len(all)) / elapsed.Seconds(),
-			Bare:   median(bare),
-		}
-		b.calls = append(b.calls, res)
-		b.say("tools/call with %d sessions: p50 %s, p99 %s, %.0f calls/s", sessions, ms(res.P50), ms(res.P99), res.PerSec)
 	}
 	return nil
 }

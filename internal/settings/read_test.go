@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"codehydra/internal/testenv"
 )
 
 func TestReadChecksTheFileAsLoadDoesButChangesNothing(t *testing.T) {
@@ -28,7 +30,7 @@ func TestReadChecksTheFileAsLoadDoesButChangesNothing(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "settings.json")
 			if tt.content != "" {
-				writeFile(t, path, tt.content)
+				testenv.WriteFile(t, path, tt.content)
 			}
 			got, err := Read(path)
 			if tt.inError == "" && err != nil || tt.inError != "" && (err == nil || !strings.Contains(err.Error(), tt.inError)) {

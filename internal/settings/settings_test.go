@@ -11,14 +11,9 @@ import (
 	"sync"
 	"testing"
 	"time"
-)
 
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
+	"codehydra/internal/testenv"
+)
 
 func TestDefaultMatchesDocumentedValues(t *testing.T) {
 	d := Default()
@@ -116,7 +111,7 @@ func TestLoadReadsValidFiles(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "settings.json")
-			writeFile(t, path, tt.content)
+			testenv.WriteFile(t, path, tt.content)
 			got, err := Load(path)
 			if err != nil {
 				t.Fatalf("Load: %v", err)
@@ -160,7 +155,7 @@ func TestLoadMovesCorruptFileAside(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "settings.json")
-			writeFile(t, path, tt.content)
+			testenv.WriteFile(t, path, tt.content)
 			got, err := load(path, func() time.Time { return now })
 			var cerr *CorruptError
 			if !errors.As(err, &cerr) {
@@ -192,7 +187,7 @@ func TestLoadNeverReplacesAnEarlierBadFile(t *testing.T) {
 	path := filepath.Join(dir, "settings.json")
 	now := func() time.Time { return time.Date(2006, 11, 2, 15, 4, 5, 0, time.UTC) }
 	for i, content := range []string{"first{", "second{", "third{"} {
-		writeFile(t, path, content)
+		testenv.WriteFile(t, path, content)
 		_, err := load(path, now)
 		var cerr *CorruptError
 		if !errors.As(err, &cerr) {
@@ -237,7 +232,7 @@ func TestSaveWritesPrivateFileThatLoadsBack(t *testing.T) {
 
 func TestSaveRefusesInvalidSettingsAndKeepsTheFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "settings.json")
-	writeFile(t, path, `{"mcpPort": 1}`)
+	testenv.WriteFile(t, path, `{"mcpPort": 1}`)
 	s := Default()
 	s.RateLimit.Burst = 0
 	if err := Save(path, s); err == nil {
@@ -250,7 +245,7 @@ func TestSaveRefusesInvalidSettingsAndKeepsTheFile(t *testing.T) {
 
 func TestSaveKeepsUnknownKeys(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "settings.json")
-	writeFile(t, path, `{"mcpPort": 5, "future": {"nested": [1, 2]}, "theme": "dark", "MCPPORT": 9}`)
+	testenv.WriteFile(t, path, `{"mcpPort": 5, "future": {"nested": [1, 2]}, "theme": "dark", "MCPPORT": 9}`)
 	s, err := Load(path)
 	if err != nil {
 		t.Fatal(err)
@@ -314,7 +309,7 @@ func TestSaveWritesEveryKnownKey(t *testing.T) {
 
 func TestStoreUpdateSavesAndGetReturnsCopies(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "settings.json")
-	writeFile(t, path, `{"keep": true}`)
+	testenv.WriteFile(t, path, `{"keep": true}`)
 	st := NewStore(path)
 	if err := st.Load(); err != nil {
 		t.Fatal(err)
@@ -356,7 +351,7 @@ func TestStoreUpdateWithInvalidValueChangesNothing(t *testing.T) {
 
 func TestStoreLoadOfCorruptFileHoldsDefaults(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "settings.json")
-	writeFile(t, path, `{"mcpPort": 99999}`)
+	testenv.WriteFile(t, path, `{"mcpPort": 99999}`)
 	st := NewStore(path)
 	var cerr *CorruptError
 	if err := st.Load(); !errors.As(err, &cerr) {

@@ -69,15 +69,3 @@ func ReadOnlyDir(t testing.TB, dir string) {
 	}
 	t.Cleanup(func() { _ = exec.Command("chattr", "-i", dir).Run() })
 }
-
-// CannotRun ends a test that cannot run on this machine: a skip, or a
-// failure when the variable env is 1 (make test sets it), so that a
-// missing tool or right cannot pass make test unseen.
-func CannotRun(t testing.TB, env, format string, args ...any) {
-	t.Helper()
-	if os.Getenv(env) == "1" {
-		t.Fatalf(format+" (and %s=1 forbids skipping)", append(args, env)...)
-		return
-	}
-	t.Skipf(format, args...)
-}

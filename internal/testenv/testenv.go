@@ -27,7 +27,9 @@ var inheritedGit = []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_C
 // the XDG config, data and state folders go to a fresh temp folder named
 // with prefix (removed afterwards); git reads no system and an empty global
 // config, commits with a fixed identity, never prompts, and sees none of
-// the inherited GIT_* variables that point at another repository.
+// the inherited GIT_* variables that point at another repository. Before
+// moving HOME and XDG_DATA_HOME it sets OpencodeEnv, when unset, to the
+// machine's opencode (see RealOpencode), which it could not find after.
 func Main(m *testing.M, prefix string) int {
 	home, err := os.MkdirTemp("", prefix)
 	if err != nil {
@@ -39,6 +41,9 @@ func Main(m *testing.M, prefix string) int {
 	if err := os.WriteFile(global, nil, 0o600); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
+	}
+	if os.Getenv(OpencodeEnv) == "" {
+		os.Setenv(OpencodeEnv, machineOpencode())
 	}
 	for _, k := range inheritedGit {
 		os.Unsetenv(k)
@@ -128,4 +133,38 @@ func GitRepo(t testing.TB, name string) string {
 	Git(t, dir, "add", "README.md")
 	Git(t, dir, "commit", "-q", "-m", "initial commit")
 	return dir
+}
+
+// WriteFile writes content to the file at path (mode 0644), making its
+// parent folders; a failure fails the test.
+func WriteFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// CommitFile writes content to the file name in the repository dir and
+// commits it with message msg, returning the new HEAD.
+func CommitFile(t testing.TB, dir, name, content, msg string) string {
+	t.Helper()
+	WriteFile(t, filepath.Join(dir, name), content)
+	Git(t, dir, "add", "--", name)
+	Git(t, dir, "commit", "-q", "-m", msg)
+	return Git(t, dir, "rev-parse", "HEAD")
+}
+
+// CannotRun ends a test that cannot run on this machine: a skip, or a
+// failure when the variable env is 1 (make test sets it), so that a
+// missing tool or right cannot pass make test unseen.
+func CannotRun(t testing.TB, env, format string, args ...any) {
+	t.Helper()
+	if os.Getenv(env) == "1" {
+		t.Fatalf(format+" (and %s=1 forbids skipping)", append(args, env)...)
+		return
+	}
+	t.Skipf(format, args...)
 }

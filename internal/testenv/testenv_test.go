@@ -135,3 +135,57 @@ func TestGitRepoHasOneCommitOnMain(t *testing.T) {
 		t.Errorf("a new repo is dirty: %q", got)
 	}
 }
+
+func TestCommitFileMakesItsFoldersAndReturnsTheNewHead(t *testing.T) {
+	dir := GitRepo(t, "project")
+	head := CommitFile(t, dir, filepath.Join("a", "b", "c.txt"), "content\n", "add c")
+	if got := Git(t, dir, "rev-parse", "HEAD"); head != got || len(head) != 40 {
+		t.Errorf("CommitFile returned %q, HEAD is %q", head, got)
+	}
+	if got := Git(t, dir, "log", "-1", "--format=%s"); got != "add c" {
+		t.Errorf("last commit message = %q, want add c", got)
+	}
+	if got := Git(t, dir, "show", "HEAD:a/b/c.txt"); got != "content" {
+		t.Errorf("committed content = %q, want content", got)
+	}
+	if got := Git(t, dir, "status", "--porcelain"); got != "" {
+		t.Errorf("repo dirty after CommitFile: %q", got)
+	}
+}
+
+func TestRealOpencodeTakesTheVariableElseTheMachinesInstall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("RealOpencode skips in -short mode")
+	}
+	bin := filepath.Join(t.TempDir(), "opencode")
+	WriteFile(t, bin, "")
+	t.Setenv(OpencodeEnv, bin)
+	if got := RealOpencode(t); got != bin {
+		t.Errorf("with %s set: %q, want %q", OpencodeEnv, got, bin)
+	}
+
+	home := t.TempDir()
+	t.Setenv(OpencodeEnv, "")
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_DATA_HOME", "")
+	installed := filepath.Join(home, ".local", "share", "codehydra", "tools", "node_modules", ".bin", "opencode")
+	WriteFile(t, installed, "")
+	if got := RealOpencode(t); got != installed {
+		t.Errorf("without XDG_DATA_HOME: %q, want %q", got, installed)
+	}
+
+	t.Setenv("XDG_DATA_HOME", filepath.Join(home, "data"))
+	t.Setenv(RequireOpencodeEnv, "")
+	r := &endRecorder{TB: t}
+	RealOpencode(r)
+	want := filepath.Join(home, "data", "codehydra", "tools", "node_modules", ".bin", "opencode")
+	if r.fatal != "" || !strings.Contains(r.skip, "not found at "+want) {
+		t.Errorf("missing binary: fatal %q, skip %q; want a skip naming %s", r.fatal, r.skip, want)
+	}
+	t.Setenv(RequireOpencodeEnv, "1")
+	r = &endRecorder{TB: t}
+	RealOpencode(r)
+	if !strings.Contains(r.fatal, "not found at "+want) {
+		t.Errorf("missing binary with %s=1: fatal %q, want a failure naming %s", RequireOpencodeEnv, r.fatal, want)
+	}
+}

@@ -118,31 +118,31 @@ func TestCachedStatusFollowsEveryKindOfChange(t *testing.T) {
 		// commands more, so they are held to a looser bound.
 		refs func(workspace.Status) bool
 	}{
-		{"untracked file", func(t *testing.T) { writeFile(t, filepath.Join(ws.Path, "new.txt"), "x") }, true, nil},
+		{"untracked file", func(t *testing.T) { testenv.WriteFile(t, filepath.Join(ws.Path, "new.txt"), "x") }, true, nil},
 		{"untracked file removed", func(t *testing.T) { os.Remove(filepath.Join(ws.Path, "new.txt")) }, false, nil},
-		{"file in a new folder", func(t *testing.T) { writeFile(t, filepath.Join(ws.Path, "a", "b", "c.txt"), "x") }, true, nil},
+		{"file in a new folder", func(t *testing.T) { testenv.WriteFile(t, filepath.Join(ws.Path, "a", "b", "c.txt"), "x") }, true, nil},
 		{"new folder removed", func(t *testing.T) { os.RemoveAll(filepath.Join(ws.Path, "a")) }, false, nil},
-		{"tracked file changed", func(t *testing.T) { writeFile(t, filepath.Join(ws.Path, "README.md"), "changed\n") }, true, nil},
+		{"tracked file changed", func(t *testing.T) { testenv.WriteFile(t, filepath.Join(ws.Path, "README.md"), "changed\n") }, true, nil},
 		{"change committed", func(t *testing.T) {
 			testenv.Git(t, ws.Path, "commit", "-q", "-am", "change")
 		}, false, aheadBehind(1, 0)},
 		{"file in a folder made after the start, committed", func(t *testing.T) {
-			writeFile(t, filepath.Join(ws.Path, "a", "b", "d.txt"), "x")
+			testenv.WriteFile(t, filepath.Join(ws.Path, "a", "b", "d.txt"), "x")
 			testenv.Git(t, ws.Path, "add", "-A")
 			testenv.Git(t, ws.Path, "commit", "-q", "-m", "d")
 		}, false, aheadBehind(2, 0)},
-		{"file in that folder changed", func(t *testing.T) { writeFile(t, filepath.Join(ws.Path, "a", "b", "d.txt"), "y") }, true, nil},
+		{"file in that folder changed", func(t *testing.T) { testenv.WriteFile(t, filepath.Join(ws.Path, "a", "b", "d.txt"), "y") }, true, nil},
 		{"change staged", func(t *testing.T) { testenv.Git(t, ws.Path, "add", "-A") }, true, nil},
 		{"reset hard", func(t *testing.T) { testenv.Git(t, ws.Path, "reset", "-q", "--hard") }, false, nil},
 		{"new file staged", func(t *testing.T) {
-			writeFile(t, filepath.Join(ws.Path, "staged.txt"), "x")
+			testenv.WriteFile(t, filepath.Join(ws.Path, "staged.txt"), "x")
 			testenv.Git(t, ws.Path, "add", "staged.txt")
 		}, true, nil},
 		{"staged file committed (index untouched, only the branch moves)", func(t *testing.T) {
 			testenv.Git(t, ws.Path, "commit", "-q", "-m", "staged")
 		}, false, aheadBehind(3, 0)},
 		{"commit on the base in the main checkout", func(t *testing.T) {
-			commitFile(t, p.Path, "base.txt", "b", "base moves")
+			testenv.CommitFile(t, p.Path, "base.txt", "b", "base moves")
 		}, false, aheadBehind(3, 1)},
 		{"branch switched", func(t *testing.T) {
 			testenv.Git(t, ws.Path, "checkout", "-q", "-b", "other", "main")
@@ -180,7 +180,7 @@ func TestStatusRightAfterAChangeWaitsForTheRefresh(t *testing.T) {
 			t.Fatalf("round %d: status before the change = %+v, %v", i, st, err)
 		}
 		f := filepath.Join(ws.Path, fmt.Sprintf("f%d", i))
-		writeFile(t, f, "x")
+		testenv.WriteFile(t, f, "x")
 		// The file-system event is on its way; once the cache has it, a
 		// caller waits for the refresh instead of getting the old state.
 		waitStatus(t, m, ws.Path, time.Now(), showsWithin, "dirty", isDirty)
@@ -206,7 +206,7 @@ func TestCommitsInAnotherWorkspaceLeaveTheCacheFresh(t *testing.T) {
 	before := c.generations(a.Path)
 	t0 := time.Now()
 	for i := range 3 {
-		commitFile(t, b.Path, fmt.Sprintf("b%d", i), "x", "b moves on")
+		testenv.CommitFile(t, b.Path, fmt.Sprintf("b%d", i), "x", "b moves on")
 	}
 	waitCached(t, m, b.Path, t0, showsWithin, "3 ahead", func(st workspace.Status) bool { return st.Ahead == 3 })
 	if after := c.generations(a.Path); after != before {
@@ -214,7 +214,7 @@ func TestCommitsInAnotherWorkspaceLeaveTheCacheFresh(t *testing.T) {
 	}
 	// The base moving does concern a.
 	t1 := time.Now()
-	commitFile(t, p.Path, "main.txt", "x", "main moves on")
+	testenv.CommitFile(t, p.Path, "main.txt", "x", "main moves on")
 	waitCached(t, m, a.Path, t1, showsWithin, "1 behind", func(st workspace.Status) bool { return st.Behind == 1 })
 }
 
@@ -234,7 +234,7 @@ func TestWarmStatusRunsNoGit(t *testing.T) {
 	t.Parallel()
 	m, p := setup(t)
 	ws := create(t, m, p, "ws")
-	commitFile(t, ws.Path, "x.txt", "x", "ahead")
+	testenv.CommitFile(t, ws.Path, "x.txt", "x", "ahead")
 	gc := countGit(m)
 	runCached(t, m)
 	ctx := context.Background()
@@ -267,10 +267,10 @@ func TestConcurrentCallersShareOneRefresh(t *testing.T) {
 	if _, err := m.Status(context.Background(), ws.Path); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(ws.Path, "new.txt"), "x")
+	testenv.WriteFile(t, filepath.Join(ws.Path, "new.txt"), "x")
 	waitCached(t, m, ws.Path, time.Now(), showsWithin, "dirty", isDirty)
 	before := statuses.Load()
-	writeFile(t, filepath.Join(ws.Path, "new2.txt"), "x")
+	testenv.WriteFile(t, filepath.Join(ws.Path, "new2.txt"), "x")
 	var wg sync.WaitGroup
 	for range 30 {
 		wg.Go(func() {
@@ -292,11 +292,11 @@ func TestConcurrentCallersShareOneRefresh(t *testing.T) {
 func TestIgnoredPathsTriggerNoGitStatus(t *testing.T) {
 	t.Parallel()
 	m, p := setup(t)
-	commitFile(t, p.Path, ".gitignore", "node_modules/\n*.log\ncache/\n", "ignore")
+	testenv.CommitFile(t, p.Path, ".gitignore", "node_modules/\n*.log\ncache/\n", "ignore")
 	ws := create(t, m, p, "ws")
 	// node_modules exists before the cache starts, with folders inside.
 	for i := range 20 {
-		writeFile(t, filepath.Join(ws.Path, "node_modules", fmt.Sprintf("pkg%d", i), "index.js"), "x")
+		testenv.WriteFile(t, filepath.Join(ws.Path, "node_modules", fmt.Sprintf("pkg%d", i), "index.js"), "x")
 	}
 	var statuses atomic.Int32
 	var mu sync.Mutex
@@ -316,13 +316,13 @@ func TestIgnoredPathsTriggerNoGitStatus(t *testing.T) {
 	// A storm inside node_modules, an ignored log file in a watched
 	// folder, and an ignored folder made after the start.
 	for i := range 200 {
-		writeFile(t, filepath.Join(ws.Path, "node_modules", fmt.Sprintf("pkg%d", i%20), fmt.Sprintf("f%d.js", i)), "x")
-		writeFile(t, filepath.Join(ws.Path, "node_modules", "new", fmt.Sprintf("g%d.js", i)), "x")
+		testenv.WriteFile(t, filepath.Join(ws.Path, "node_modules", fmt.Sprintf("pkg%d", i%20), fmt.Sprintf("f%d.js", i)), "x")
+		testenv.WriteFile(t, filepath.Join(ws.Path, "node_modules", "new", fmt.Sprintf("g%d.js", i)), "x")
 	}
 	for range 20 {
-		writeFile(t, filepath.Join(ws.Path, "build.log"), time.Now().String())
+		testenv.WriteFile(t, filepath.Join(ws.Path, "build.log"), time.Now().String())
 	}
-	writeFile(t, filepath.Join(ws.Path, "cache", "a", "b.bin"), "x")
+	testenv.WriteFile(t, filepath.Join(ws.Path, "cache", "a", "b.bin"), "x")
 	c := cacheOf(t, m)
 	learning := time.Now()
 	testenv.WaitFor(t, "the cache to learn that build.log and cache/ are ignored", showsWithin, func() bool {
@@ -330,13 +330,13 @@ func TestIgnoredPathsTriggerNoGitStatus(t *testing.T) {
 	})
 	t.Logf("ignored paths learned after %s", time.Since(learning).Round(time.Millisecond))
 	for range 20 {
-		writeFile(t, filepath.Join(ws.Path, "build.log"), time.Now().String())
+		testenv.WriteFile(t, filepath.Join(ws.Path, "build.log"), time.Now().String())
 	}
 
 	// A change that counts, made last: once it shows, every earlier event
 	// has been handled (inotify keeps their order).
 	t0 := time.Now()
-	writeFile(t, filepath.Join(ws.Path, "real.txt"), "x")
+	testenv.WriteFile(t, filepath.Join(ws.Path, "real.txt"), "x")
 	waitCached(t, m, ws.Path, t0, showsWithin, "dirty", isDirty)
 	if n := statuses.Load() - before; n != 1 {
 		t.Fatalf("git status ran %d times, want 1 (for real.txt only)", n)
@@ -353,9 +353,9 @@ func TestIgnoredPathsTriggerNoGitStatus(t *testing.T) {
 func TestTrackedFilesMatchingAnIgnoreRuleStillCount(t *testing.T) {
 	t.Parallel()
 	m, p := setup(t)
-	commitFile(t, p.Path, ".gitignore", "*.log\nbuild/\n", "ignore")
-	writeFile(t, filepath.Join(p.Path, "kept.log"), "x")
-	writeFile(t, filepath.Join(p.Path, "build", "deep", "kept.txt"), "x")
+	testenv.CommitFile(t, p.Path, ".gitignore", "*.log\nbuild/\n", "ignore")
+	testenv.WriteFile(t, filepath.Join(p.Path, "kept.log"), "x")
+	testenv.WriteFile(t, filepath.Join(p.Path, "build", "deep", "kept.txt"), "x")
 	testenv.Git(t, p.Path, "add", "-f", "kept.log", "build/deep/kept.txt")
 	testenv.Git(t, p.Path, "commit", "-q", "-m", "force-add")
 	ws := create(t, m, p, "ws")
@@ -365,7 +365,7 @@ func TestTrackedFilesMatchingAnIgnoreRuleStillCount(t *testing.T) {
 	}
 	for _, f := range []string{"kept.log", filepath.Join("build", "deep", "kept.txt")} {
 		t0 := time.Now()
-		writeFile(t, filepath.Join(ws.Path, f), "changed")
+		testenv.WriteFile(t, filepath.Join(ws.Path, f), "changed")
 		waitCached(t, m, ws.Path, t0, showsWithin, f+" dirty", isDirty)
 		t1 := time.Now()
 		testenv.Git(t, ws.Path, "checkout", "--", f)
@@ -393,20 +393,20 @@ func (c *cache) learnedIgnored(wsPath string, paths ...string) bool {
 func TestAFolderNoLongerIgnoredIsWatched(t *testing.T) {
 	t.Parallel()
 	m, p := setup(t)
-	commitFile(t, p.Path, ".gitignore", "gen/\n", "ignore gen")
+	testenv.CommitFile(t, p.Path, ".gitignore", "gen/\n", "ignore gen")
 	ws := create(t, m, p, "ws")
-	writeFile(t, filepath.Join(ws.Path, "gen", "out.txt"), "x")
+	testenv.WriteFile(t, filepath.Join(ws.Path, "gen", "out.txt"), "x")
 	runCached(t, m)
 	if st, err := m.Status(context.Background(), ws.Path); err != nil || st.IsDirty {
 		t.Fatalf("status = %+v, %v", st, err)
 	}
 	t0 := time.Now()
-	writeFile(t, filepath.Join(ws.Path, ".gitignore"), "# nothing ignored\n")
+	testenv.WriteFile(t, filepath.Join(ws.Path, ".gitignore"), "# nothing ignored\n")
 	testenv.Git(t, ws.Path, "add", "-A")
 	testenv.Git(t, ws.Path, "commit", "-q", "-m", "track gen")
 	waitCached(t, m, ws.Path, t0, showsWithin, "clean", isClean)
 	t1 := time.Now()
-	writeFile(t, filepath.Join(ws.Path, "gen", "out.txt"), "changed")
+	testenv.WriteFile(t, filepath.Join(ws.Path, "gen", "out.txt"), "changed")
 	waitCached(t, m, ws.Path, t1, showsWithin, "dirty", isDirty)
 }
 
@@ -434,7 +434,7 @@ func TestStatusCacheFallsBackToPollingWhenWatchesRunOut(t *testing.T) {
 		t.Fatalf("watches left on the worktree after the fallback: %v", dirs)
 	}
 	t0 := time.Now()
-	writeFile(t, filepath.Join(ws.Path, "new.txt"), "x")
+	testenv.WriteFile(t, filepath.Join(ws.Path, "new.txt"), "x")
 	waitStatus(t, m, ws.Path, t0, 2*time.Second, "dirty", isDirty)
 }
 
@@ -455,7 +455,7 @@ func TestStatusCachePollsWhenNoWatcherCanBeMade(t *testing.T) {
 		t.Fatalf("the fallback was not logged:\n%s", logs)
 	}
 	t0 := time.Now()
-	writeFile(t, filepath.Join(ws.Path, "new.txt"), "x")
+	testenv.WriteFile(t, filepath.Join(ws.Path, "new.txt"), "x")
 	waitStatus(t, m, ws.Path, t0, 2*time.Second, "dirty", isDirty)
 }
 
@@ -476,7 +476,7 @@ func TestStatusCacheForgetsADeletedWorkspace(t *testing.T) {
 	t.Parallel()
 	m, p := setup(t)
 	ws := create(t, m, p, "ws")
-	writeFile(t, filepath.Join(ws.Path, "sub", "x.txt"), "x")
+	testenv.WriteFile(t, filepath.Join(ws.Path, "sub", "x.txt"), "x")
 	testenv.Git(t, ws.Path, "add", "-A")
 	testenv.Git(t, ws.Path, "commit", "-q", "-m", "sub")
 	runCached(t, m)
@@ -512,7 +512,7 @@ func TestWorkspacesAreWarmedUpInTheBackground(t *testing.T) {
 func TestStatusCacheStopsWithRun(t *testing.T) {
 	m, p := setup(t)
 	ws := create(t, m, p, "ws")
-	writeFile(t, filepath.Join(ws.Path, "d", "x.txt"), "x")
+	testenv.WriteFile(t, filepath.Join(ws.Path, "d", "x.txt"), "x")
 	goroutines, inotify := runtime.NumGoroutine(), inotifyInstances(t)
 
 	c := New(m.Manager, Options{})
@@ -526,7 +526,7 @@ func TestStatusCacheStopsWithRun(t *testing.T) {
 	}()
 	cacheOf(t, m)
 	waitCached(t, m, ws.Path, time.Now(), soon, "a status", func(workspace.Status) bool { return true })
-	writeFile(t, filepath.Join(ws.Path, "d", "y.txt"), "y") // a refresh may be in flight
+	testenv.WriteFile(t, filepath.Join(ws.Path, "d", "y.txt"), "y") // a refresh may be in flight
 	cancel()
 	select {
 	case <-done:
@@ -574,7 +574,7 @@ func BenchmarkStatusWarm(b *testing.B) {
 	m, p := setup(b)
 	ws := create(b, m, p, "bench")
 	for i := range 50 {
-		writeFile(b, filepath.Join(ws.Path, "files", fmt.Sprint(i)), "x")
+		testenv.WriteFile(b, filepath.Join(ws.Path, "files", fmt.Sprint(i)), "x")
 	}
 	runCached(b, m)
 	ctx := context.Background()

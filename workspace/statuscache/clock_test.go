@@ -117,7 +117,7 @@ func TestTheDebounceRunsOnTheInjectedClockAndGrowsWithTheLastRefresh(t *testing.
 		{defaultDebounce, 0},
 	} {
 		tmp := filepath.Join(outside, "f")
-		writeFile(t, tmp, "x")
+		testenv.WriteFile(t, tmp, "x")
 		if err := os.Rename(tmp, filepath.Join(ws.Path, "f"+string(rune('a'+i)))); err != nil {
 			t.Fatal(err)
 		}

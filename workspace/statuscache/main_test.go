@@ -172,21 +172,3 @@ func (c countedCache) GitStatus(ctx context.Context, ws workspace.Workspace) (wo
 	}
 	return st, err
 }
-
-// commitFile writes name in dir and commits it.
-func commitFile(t testing.TB, dir, name, content, msg string) {
-	t.Helper()
-	writeFile(t, filepath.Join(dir, name), content)
-	testenv.Git(t, dir, "add", "--", name)
-	testenv.Git(t, dir, "commit", "-q", "-m", msg)
-}
-
-func writeFile(t testing.TB, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
