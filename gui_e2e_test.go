@@ -90,7 +90,7 @@ func TestGUITrayMenuSettingsNewWorkspaceAndQuit(t *testing.T) {
 	// branches, and ignores Return until then: press it until the worktree
 	// is there.
 	guiWaitUntil(t, 30*time.Second, "the New workspace dialog to create e2e-made", exited, func() (bool, string) {
-		list := guiGit(t, repo, "worktree", "list", "--porcelain")
+		list := testenv.Git(t, repo, "worktree", "list", "--porcelain") + "\n"
 		if strings.Contains(list, "branch refs/heads/e2e-made\n") {
 			return true, ""
 		}
@@ -165,7 +165,7 @@ func guiSetup(t *testing.T) (bin, repo string) {
 	bin = builtApp(t)
 	isolate(t)
 	repo = testenv.GitRepo(t, "repo")
-	guiGit(t, repo, "worktree", "add", "-q", "-b", "feature-x", filepath.Join(t.TempDir(), "feature-x"))
+	testenv.Git(t, repo, "worktree", "add", "-q", "-b", "feature-x", filepath.Join(t.TempDir(), "feature-x"))
 	// No agents: the test is about the UI, and opencode is slow to start.
 	writeSettings(t, `{"opencodeBin": "/nonexistent/opencode"}`)
 	return bin, repo
@@ -366,11 +366,12 @@ func guiContains(list []string, s string) bool {
 // or as soon as the app exits, with cond's last explanation.
 func guiWaitUntil(t *testing.T, limit time.Duration, what string, exited chan error, cond func() (ok bool, why string)) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		ok, why := cond()
-		if ok {
-			return
+	var why string
+	// Each try reads the tray over D-Bus or takes a screenshot: 100 ms apart.
+	held := testenv.Poll(limit, 100*time.Millisecond, func() bool {
+		var ok bool
+		if ok, why = cond(); ok {
+			return true
 		}
 		select {
 		case err := <-exited:
@@ -378,23 +379,11 @@ func guiWaitUntil(t *testing.T, limit time.Duration, what string, exited chan er
 			t.Fatalf("the app exited (%v) while waiting for %s; last: %s", err, what, why)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within %v; last: %s", what, limit, why)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return false
+	})
+	if !held {
+		t.Fatalf("no %s within %v; last: %s", what, limit, why)
 	}
-}
-
-// guiGit runs git in dir and returns its output.
-func guiGit(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return string(out)
 }
 
 // guiDesktop is an X server and a session bus, stopped when the test ends.

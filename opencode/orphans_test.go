@@ -43,13 +43,10 @@ func runCrashingApp() {
 		PollInterval: 10 * time.Millisecond, ReadyTimeout: 10 * time.Second,
 	})
 	s.Start(workspace.Workspace{Name: "w", Path: spec.Workspace})
-	deadline := time.Now().Add(10 * time.Second)
-	for s.AgentStatus(spec.Workspace).State != workspace.AgentStateReady {
-		if time.Now().After(deadline) {
-			fmt.Println("agent not ready:", s.AgentStatus(spec.Workspace).Detail)
-			os.Exit(2)
-		}
-		time.Sleep(10 * time.Millisecond)
+	ready := func() bool { return s.AgentStatus(spec.Workspace).State == workspace.AgentStateReady }
+	if !testenv.Poll(10*time.Second, 10*time.Millisecond, ready) {
+		fmt.Println("agent not ready:", s.AgentStatus(spec.Workspace).Detail)
+		os.Exit(2)
 	}
 	fmt.Println("READY")
 	select {}

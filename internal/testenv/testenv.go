@@ -92,13 +92,24 @@ func (b *SyncBuffer) String() string {
 // waiting early (say, when the process it waits on has exited).
 func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
+	if !Poll(timeout, 5*time.Millisecond, cond) {
+		t.Fatalf("timed out after %s waiting for %s", timeout, what)
+	}
+}
+
+// Poll calls cond every interval until it holds or timeout passes, and
+// reports whether it held. It is WaitFor for the waits that must say more
+// when they fail, poll an expensive cond less often, or run without a test
+// (a helper process that a test started).
+func Poll(timeout, interval time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+			return false
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(interval)
 	}
+	return true
 }
 
 // Git runs git with args in dir ("" = the current folder) and returns its
