@@ -47,12 +47,7 @@ func TestListenFallsBackToDynamicPortWhenFixedPortIsTaken(t *testing.T) {
 }
 
 func TestListenBindsOnceOnAFixedFreePort(t *testing.T) {
-	probe, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := probe.Addr().(*net.TCPAddr).Port
-	probe.Close()
+	port := testenv.FreePort(t)
 
 	h := newHarness(t, func(o *Options) { o.Addr = "127.0.0.1:" + strconv.Itoa(port) })
 	if h.srv.Port() != port {

@@ -198,12 +198,7 @@ func TestFixedBasePortSkipsPortsInUse(t *testing.T) {
 }
 
 func TestChildBindFailureRetriesOnTheNextPort(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	base := testenv.FreePort(t)
 	// The port is free when the supervisor checks, but the child fails to
 	// bind it, as when another program takes it in between.
 	f := newFixture(t, "FAKEOC_FAIL_PORT="+strconv.Itoa(base))
@@ -239,12 +234,7 @@ func TestAgentThatIsNotReadyInTimeFailsWithItsOutput(t *testing.T) {
 			[]string{"did not become ready within 400ms", "/global/health never reported healthy"},
 			"opencode server listening on"},
 		{"MCP server unreachable", nil, func(t *testing.T, _ *fixture, o *SupervisorOptions) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			closed := ln.Addr().(*net.TCPAddr).Port
-			ln.Close()
+			closed := testenv.FreePort(t)
 			o.MCPPort = func() int { return closed }
 		}, []string{"not connected to CodeHydra's MCP server: failed: ", "connection refused"},
 			"opencode server listening on"},

@@ -7,6 +7,7 @@ package testenv
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -178,4 +179,16 @@ func CannotRun(t testing.TB, env, format string, args ...any) {
 		return
 	}
 	t.Skipf(format, args...)
+}
+
+// FreePort returns a loopback port that was free a moment ago: for tests of
+// code that must bind a given port, or must find nothing listening there.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }
