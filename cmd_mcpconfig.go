@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -109,6 +111,11 @@ func (s configSources) config(c *cli) (cfg mcp.ClientConfig, ok bool) {
 	// Without a running instance the config can still be right: a fixed
 	// port and the kept token are what the next launch will use.
 	token, err := mcp.ReadToken(paths.TokenFile())
+	if s.settings.MCPPort != 0 && err != nil && !errors.Is(err, fs.ErrNotExist) {
+		// The error names the file, never its content.
+		fmt.Fprintf(c.stderr, "codehydra mcp-config: %s, and the kept token cannot be used (%v); start CodeHydra once to replace it\n", notRunning, err)
+		return cfg, false
+	}
 	if s.settings.MCPPort == 0 || err != nil {
 		fmt.Fprintf(c.stderr, "codehydra mcp-config: %s, and the MCP port is not fixed or the token not created yet; the config needs both\n", notRunning)
 		return cfg, false

@@ -285,6 +285,23 @@ func TestMCPConfigPrintsAConfigThatWorks(t *testing.T) {
 			t.Fatalf("%d %q %q", code, out, errOut)
 		}
 	})
+	t.Run("not running, fixed port, a spoilt token file: refused, saying why", func(t *testing.T) {
+		writeSettings(t, `{"mcpPort":4777}`)
+		good, err := os.ReadFile(paths.TokenFile())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.WriteFile(paths.TokenFile(), good, 0o600) })
+		const spoilt = "not-a-token-SECRETISH"
+		if err := os.WriteFile(paths.TokenFile(), []byte(spoilt), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := runRemote(t, "mcp-config", "--client", "claude-code")
+		if code != 1 || out != "" || !strings.Contains(errOut, "holds no valid token") || !strings.Contains(errOut, "start CodeHydra once") ||
+			strings.Contains(errOut, spoilt) {
+			t.Fatalf("%d %q %q", code, out, errOut)
+		}
+	})
 	t.Run("not running, dynamic port: refused", func(t *testing.T) {
 		writeSettings(t, `{"mcpPort":0}`)
 		code, out, errOut := runRemote(t, "mcp-config", "--client", "claude-code")

@@ -156,10 +156,7 @@ func guiSetup(t *testing.T) (bin, repo string) {
 	}
 	if len(missing) > 0 {
 		msg := fmt.Sprintf("the GUI test needs %s (build/setup.sh installs them: xvfb dbus-x11 xdotool imagemagick)", strings.Join(missing, ", "))
-		if required {
-			t.Fatal(msg + "; " + requireGUIEnv + "=1 forbids skipping it")
-		}
-		t.Skip(msg)
+		testenv.CannotRun(t, requireGUIEnv, "%s", msg)
 	}
 
 	bin = builtApp(t)

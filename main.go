@@ -39,7 +39,8 @@ type command struct {
 }
 
 // commands lists the subcommands in the order usage shows them. project,
-// workspace and mcp-config talk to the running instance (cmd_remote.go).
+// workspace and mcp-config (cmd_project.go, cmd_workspace.go,
+// cmd_mcpconfig.go) talk to the running instance through cmd_remote.go.
 func commands() []command {
 	return []command{
 		{"serve", "run headless: MCP server and agents, no GUI", runServe},

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"codehydra/workspace"
 	"codehydra/workspace/statuscache"
@@ -77,14 +76,16 @@ func (s *server) loadAndAddProjects(ctx context.Context) error {
 // first.
 func (s *server) watchProjects(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
-	cache := statuscache.New(s.manager, statuscache.Options{Logger: s.log})
-	s.manager.SetStatusCache(cache)
-	var wg sync.WaitGroup
-	wg.Go(func() { s.manager.Run(ctx) })
-	wg.Go(func() { cache.Run(ctx) })
+	_, waitCache := statuscache.Start(ctx, s.manager, statuscache.Options{Logger: s.log})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.manager.Run(ctx)
+	}()
 	s.onShutdown("stop watching projects", func(context.Context) error {
 		cancel()
-		wg.Wait()
+		<-done
+		waitCache()
 		return nil
 	})
 	return nil

@@ -13,6 +13,8 @@ import (
 
 	"github.com/godbus/dbus/v5"
 	"github.com/godbus/dbus/v5/prop"
+
+	"codehydra/internal/testenv"
 )
 
 // sessionBus starts a private dbus-daemon and returns its address.
@@ -21,10 +23,7 @@ func sessionBus(t *testing.T) string {
 	if _, err := exec.LookPath("dbus-daemon"); err != nil {
 		// make test installs it (build/setup.sh) and sets
 		// CODEHYDRA_REQUIRE_GUI; there a skip would hide a broken install.
-		if os.Getenv("CODEHYDRA_REQUIRE_GUI") == "1" {
-			t.Fatal("no dbus-daemon, and CODEHYDRA_REQUIRE_GUI=1 forbids skipping:", err)
-		}
-		t.Skip("no dbus-daemon:", err)
+		testenv.CannotRun(t, "CODEHYDRA_REQUIRE_GUI", "no dbus-daemon: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, "dbus-daemon", "--session", "--nofork", "--nopidfile",

@@ -35,9 +35,9 @@ type toolDef struct {
 	// needsWorkspace: the call acts on the workspace named by
 	// X-Workspace-Path, which must resolve before the handler runs.
 	needsWorkspace bool
-	// handler registers tool with its typed handler bound to s.
-	handler func(s *Server, tool *sdk.Tool)
-	tool    *sdk.Tool
+	// register adds tool to s with its typed handler bound to s.
+	register func(s *Server, tool *sdk.Tool)
+	tool     *sdk.Tool
 }
 
 type (
@@ -105,7 +105,7 @@ func toolTable() []toolDef {
 	return []toolDef{
 		{
 			needsWorkspace: true,
-			handler:        handle((*Server).getStatus),
+			register:       bind((*Server).getStatus),
 			tool: &sdk.Tool{
 				Name:  ToolGetStatus,
 				Title: "Get workspace status",
@@ -118,7 +118,7 @@ func toolTable() []toolDef {
 		},
 		{
 			needsWorkspace: true,
-			handler:        handle((*Server).getMetadata),
+			register:       bind((*Server).getMetadata),
 			tool: &sdk.Tool{
 				Name:  ToolGetMetadata,
 				Title: "Get workspace metadata",
@@ -130,7 +130,7 @@ func toolTable() []toolDef {
 		},
 		{
 			needsWorkspace: true,
-			handler:        handle((*Server).setMetadata),
+			register:       bind((*Server).setMetadata),
 			tool: &sdk.Tool{
 				Name:  ToolSetMetadata,
 				Title: "Set workspace metadata",
@@ -144,7 +144,7 @@ func toolTable() []toolDef {
 		},
 		{
 			needsWorkspace: true,
-			handler:        handle((*Server).getOpencodePort),
+			register:       bind((*Server).getOpencodePort),
 			tool: &sdk.Tool{
 				Name:  ToolGetOpencodePort,
 				Title: "Get OpenCode port",
@@ -155,7 +155,7 @@ func toolTable() []toolDef {
 		},
 		{
 			needsWorkspace: true,
-			handler:        handle((*Server).deleteWorkspace),
+			register:       bind((*Server).deleteWorkspace),
 			tool: &sdk.Tool{
 				Name:  ToolDelete,
 				Title: "Delete this workspace",
@@ -168,7 +168,7 @@ func toolTable() []toolDef {
 		},
 		{
 			needsWorkspace: false,
-			handler:        handle((*Server).projectList),
+			register:       bind((*Server).projectList),
 			tool: &sdk.Tool{
 				Name:  ToolProjectList,
 				Title: "List projects",
@@ -180,7 +180,7 @@ func toolTable() []toolDef {
 		},
 		{
 			needsWorkspace: false,
-			handler:        handle((*Server).createWorkspace),
+			register:       bind((*Server).createWorkspace),
 			tool: &sdk.Tool{
 				Name:  ToolCreate,
 				Title: "Create a workspace",
@@ -193,7 +193,7 @@ func toolTable() []toolDef {
 		},
 		{
 			needsWorkspace: false,
-			handler:        handle((*Server).projectAdd),
+			register:       bind((*Server).projectAdd),
 			tool: &sdk.Tool{
 				Name:  ToolProjectAdd,
 				Title: "Add a project",
@@ -204,7 +204,7 @@ func toolTable() []toolDef {
 		},
 		{
 			needsWorkspace: false,
-			handler:        handle((*Server).projectRemove),
+			register:       bind((*Server).projectRemove),
 			tool: &sdk.Tool{
 				Name:  ToolProjectRemove,
 				Title: "Remove a project",
@@ -232,14 +232,14 @@ func setMetadataSchema() *jsonschema.Schema {
 func (s *Server) registerTools() map[string]toolDef {
 	defs := make(map[string]toolDef)
 	for _, d := range toolTable() {
-		d.handler(s, d.tool)
+		d.register(s, d.tool)
 		defs[d.tool.Name] = d
 	}
 	return defs
 }
 
-// handle binds a handler method of Server to the tool it serves.
-func handle[In, Out any](h func(*Server, context.Context, *sdk.CallToolRequest, In) (*sdk.CallToolResult, Out, error)) func(*Server, *sdk.Tool) {
+// bind ties a handler method of Server to the tool it serves.
+func bind[In, Out any](h func(*Server, context.Context, *sdk.CallToolRequest, In) (*sdk.CallToolResult, Out, error)) func(*Server, *sdk.Tool) {
 	return func(s *Server, t *sdk.Tool) {
 		addTool(s.mcp, t, func(ctx context.Context, req *sdk.CallToolRequest, in In) (*sdk.CallToolResult, Out, error) {
 			return h(s, ctx, req, in)

@@ -38,7 +38,7 @@ type agent struct {
 type outcome int
 
 const (
-	outReady    outcome = iota // the process is ready (startUntilReady only)
+	outReady    outcome = iota // the process is ready (from starting it, not an end)
 	outStopped                 // ctx ended
 	outRestart                 // the user asked for a restart
 	outCrashed                 // the process exited on its own
@@ -191,8 +191,10 @@ func (s *Supervisor) runOnce(ctx context.Context, key string, a *agent) (res out
 	return s.serveUntilEnd(ctx, key, a, r)
 }
 
-// readyProcess is an agent process that became ready.
-type readyProcess struct {
+// startedProcess is an agent process that a start spawned. startUntilReady
+// hands one over only once it is ready; startOnce also when it did not get
+// ready, stopped by then and kept for its output and port.
+type startedProcess struct {
 	p       *process
 	port    int // where it listens
 	askPort int // the --port it was given (0 = its own choice), reserved until it ends
@@ -205,7 +207,7 @@ const maxBindRetries = 10
 // startUntilReady starts a process and waits until it is ready, trying the
 // next port when a fixed one turned out to be taken. Unless the outcome is
 // outReady, no process runs afterwards and the agent's state says why.
-func (s *Supervisor) startUntilReady(ctx context.Context, key string, a *agent) (*readyProcess, outcome, string) {
+func (s *Supervisor) startUntilReady(ctx context.Context, key string, a *agent) (*startedProcess, outcome, string) {
 	bin, found := s.FindBinary()
 	if !found {
 		detail := s.notFoundDetail()
@@ -214,7 +216,7 @@ func (s *Supervisor) startUntilReady(ctx context.Context, key string, a *agent) 
 		return nil, outNotFound, detail
 	}
 	release, res := s.takeStartSlot(ctx, a)
-	if res != outReady {
+	if release == nil {
 		return nil, res, ""
 	}
 	defer release()
@@ -238,11 +240,12 @@ func (s *Supervisor) startUntilReady(ctx context.Context, key string, a *agent) 
 
 // takeStartSlot waits for one of the MaxStarting start slots: each
 // opencode needs a couple of seconds of CPU to come up, and a dozen at once
-// would time out. The outcome is outReady once a slot is taken.
+// would time out. Without a slot (release nil), res says why the wait
+// ended.
 func (s *Supervisor) takeStartSlot(ctx context.Context, a *agent) (release func(), res outcome) {
 	select {
 	case s.sem <- struct{}{}:
-		return func() { <-s.sem }, outReady
+		return func() { <-s.sem }, 0
 	case <-ctx.Done():
 		return nil, outStopped
 	case <-a.restart:
@@ -254,7 +257,7 @@ func (s *Supervisor) takeStartSlot(ctx context.Context, a *agent) (release func(
 // spawn, wait until ready. A process that did not become ready is stopped
 // and forgotten; r then still names it so that the caller can read its
 // output and port.
-func (s *Supervisor) startOnce(ctx context.Context, key string, a *agent, bin string, skip map[int]bool) (r *readyProcess, res outcome, why string) {
+func (s *Supervisor) startOnce(ctx context.Context, key string, a *agent, bin string, skip map[int]bool) (r *startedProcess, res outcome, why string) {
 	askPort := 0
 	if s.opts.BasePort > 0 {
 		var ok bool
@@ -274,7 +277,7 @@ func (s *Supervisor) startOnce(ctx context.Context, key string, a *agent, bin st
 		s.setState(key, a, workspace.AgentStateFailed, detail)
 		return nil, outFailed, detail
 	}
-	r = &readyProcess{p: p, askPort: askPort}
+	r = &startedProcess{p: p, askPort: askPort}
 	r.port, why, res = s.waitReady(ctx, a, p)
 	if res == outReady {
 		return r, res, ""
@@ -292,7 +295,7 @@ func (s *Supervisor) startOnce(ctx context.Context, key string, a *agent, bin st
 // serveUntilEnd reports the ready process r, follows its events, and
 // stops it when ctx ends or the user restarts it; it returns when r is
 // gone. ranFor is how long it was ready.
-func (s *Supervisor) serveUntilEnd(ctx context.Context, key string, a *agent, r *readyProcess) (res outcome, ranFor time.Duration, why string) {
+func (s *Supervisor) serveUntilEnd(ctx context.Context, key string, a *agent, r *startedProcess) (res outcome, ranFor time.Duration, why string) {
 	p := r.p
 	readyAt := s.opts.Now()
 	s.updateRecord(p, r.port, a.ws.Path)

@@ -204,12 +204,16 @@ type eventWatcher struct {
 	publish func(SessionSummary)
 
 	tracker *Tracker
+	// warnedPending records which lists of pending requests could not be
+	// read and were warned about (see pendingUnreadable).
+	warnedPending map[string]bool
 }
 
-// run follows the stream until ctx ends. A broken stream is logged as a
-// warning once, with each failed attempt to reopen it after that at debug
-// level, so that a server that stays unreachable does not flood the log;
-// the reconnect that ends the outage is logged too.
+// run follows the stream until ctx ends. A stream that breaks after it was
+// open is logged as a warning; while it cannot be reopened, each further
+// attempt is logged at debug level, so that a server that stays
+// unreachable does not flood the log; the reopening that ends the outage
+// is logged too.
 func (w *eventWatcher) run(ctx context.Context) {
 	w.tracker = NewTracker()
 	delay := w.retryMin
@@ -276,14 +280,16 @@ func (w *eventWatcher) follow(ctx context.Context, reopening bool) (connected bo
 	if reopening {
 		w.log.Info("agent event stream reopened; status read afresh", slog.String("server", w.api.base))
 	}
-	return true, w.read(cctx, resp.Body)
+	return true, w.read(cctx, resp.Body, func() { watchdog.Reset(w.idle) })
 }
 
-// read applies the events of an open stream until it breaks.
-func (w *eventWatcher) read(ctx context.Context, body io.Reader) error {
+// read applies the events of an open stream until it breaks, calling alive
+// on everything the stream delivers (heartbeats included).
+func (w *eventWatcher) read(ctx context.Context, body io.Reader, alive func()) error {
 	er := NewEventReader(body)
 	for {
 		e, err := er.Next()
+		alive()
 		if err != nil {
 			if errors.Is(err, ErrBadEvent) || errors.Is(err, ErrEventTooLarge) {
 				continue
@@ -301,6 +307,22 @@ func (w *eventWatcher) read(ctx context.Context, body io.Reader) error {
 			w.publish(w.tracker.Summary())
 		}
 	}
+}
+
+// pendingUnreadable logs that a list of pending requests could not be
+// read: as a warning the first time for this agent (its needs-input count
+// may be low), then at debug level, since every resync would repeat it.
+func (w *eventWatcher) pendingUnreadable(what string, err error) {
+	level := slog.LevelDebug
+	if !w.warnedPending[what] {
+		level = slog.LevelWarn
+		if w.warnedPending == nil {
+			w.warnedPending = map[string]bool{}
+		}
+		w.warnedPending[what] = true
+	}
+	w.log.Log(context.Background(), level, "cannot list the agent's pending "+what+"; its needs-input count may be low",
+		slog.String("server", w.api.base), slog.Any("err", err))
 }
 
 // resyncTimeout bounds each read of a resync.
@@ -326,12 +348,10 @@ func (w *eventWatcher) resync(ctx context.Context) error {
 	// Pending requests are a refinement; a server without these lists
 	// still reports busy and idle.
 	if err := w.api.getJSON(ctx, "/permission", resyncTimeout, &perms); err != nil && ctx.Err() == nil {
-		w.log.Warn("cannot list the agent's pending permissions; its needs-input count may be low",
-			slog.String("server", w.api.base), slog.Any("err", err))
+		w.pendingUnreadable("permissions", err)
 	}
 	if err := w.api.getJSON(ctx, "/question", resyncTimeout, &questions); err != nil && ctx.Err() == nil {
-		w.log.Warn("cannot list the agent's pending questions; its needs-input count may be low",
-			slog.String("server", w.api.base), slog.Any("err", err))
+		w.pendingUnreadable("questions", err)
 	}
 	snap.Pending = map[string]string{}
 	for _, r := range append(perms, questions...) {

@@ -809,3 +809,50 @@ func changed(c *changes, path string) bool {
 		}
 	}
 }
+
+// countingTransport counts the event streams the supervisor opens.
+type countingTransport struct {
+	base   http.RoundTripper
+	events atomic.Int32
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Path == "/event" {
+		c.events.Add(1)
+	}
+	return c.base.RoundTrip(r)
+}
+
+func TestAnEventStreamWithHeartbeatsStaysOpenAndASilentOneIsReopened(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		heartbeat string
+		reopened  bool
+	}{
+		{"heartbeats well within the idle limit", "50ms", false},
+		{"silent past the idle limit", "1h", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, "FAKEOC_HEARTBEAT="+tc.heartbeat)
+			counter := &countingTransport{base: &http.Transport{Proxy: nil}}
+			o := f.options()
+			o.HTTPClient = &http.Client{Transport: counter}
+			o.EventIdle = 400 * time.Millisecond
+			s := f.start(o)
+			ws := f.workspace("a")
+			s.Start(ws)
+			port := waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second).Port
+			testenv.WaitFor(t, "event stream connected", 5*time.Second, func() bool { return eventClients(t, port) > 0 })
+			if tc.reopened {
+				testenv.WaitFor(t, "the silent stream reopened twice", 10*time.Second, func() bool { return counter.events.Load() >= 3 })
+				return
+			}
+			// Nothing is awaited here: the stream must stay as it is for
+			// several idle limits.
+			time.Sleep(5 * o.EventIdle)
+			if n := counter.events.Load(); n != 1 {
+				t.Errorf("event streams opened = %d over %s of heartbeats, want 1", n, 5*o.EventIdle)
+			}
+		})
+	}
+}

@@ -7,9 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -57,17 +55,16 @@ func newManager(projects []string, root string) *workspace.Manager {
 // cache.
 func runManager(m *workspace.Manager) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	cache := statuscache.New(m, statuscache.Options{})
-	m.SetStatusCache(cache)
-	var wg sync.WaitGroup
-	wg.Go(func() { m.Run(ctx) })
-	wg.Go(func() { cache.Run(ctx) })
-	for !cache.Running() {
-		runtime.Gosched()
-	}
+	_, waitCache := statuscache.Start(ctx, m, statuscache.Options{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.Run(ctx)
+	}()
 	return func() {
 		cancel()
-		wg.Wait()
+		<-done
+		waitCache()
 	}
 }
 

@@ -188,6 +188,25 @@ func (c *Cache) Run(ctx context.Context) {
 	<-ctx.Done()
 }
 
+// Start makes a cache over m, hands it to m (SetStatusCache) and runs it
+// until ctx is done: the wiring of the app. The cache answers as soon as
+// Start returns; wait returns once it has stopped.
+func Start(ctx context.Context, m interface {
+	Manager
+	SetStatusCache(workspace.StatusCache)
+}, o Options) (c *Cache, wait func()) {
+	c = New(m, o)
+	stop, _ := c.start(ctx) // a new cache: nothing else runs it
+	m.SetStatusCache(c)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer stop()
+		<-ctx.Done()
+	}()
+	return c, func() { <-done }
+}
+
 // watchRole says why a folder is watched for an entry, which decides what
 // an event in it invalidates.
 type watchRole uint8

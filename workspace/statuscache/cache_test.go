@@ -587,3 +587,40 @@ func BenchmarkStatusWarm(b *testing.B) {
 		}
 	}
 }
+
+func TestStartAnswersAtOnceAndWaitReturnsOnceTheContextEnds(t *testing.T) {
+	m, p := setup(t)
+	ws := create(t, m, p, "ws")
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		m.Run(ctx)
+	}()
+	defer func() {
+		cancel()
+		<-ran
+	}()
+	c, wait := Start(ctx, m.Manager, Options{})
+	if !c.Running() {
+		t.Fatal("the cache does not answer when Start returns")
+	}
+	testenv.WriteFile(t, filepath.Join(ws.Path, "new.txt"), "x")
+	m.cache = c
+	waitCached(t, m, ws.Path, time.Now(), soon, "the new file", func(st workspace.Status) bool { return st.IsDirty })
+
+	cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		wait()
+	}()
+	select {
+	case <-done:
+	case <-time.After(soon):
+		t.Fatal("wait did not return after the context ended")
+	}
+	if c.Running() {
+		t.Fatal("the cache still answers after wait returned")
+	}
+}
