@@ -60,7 +60,7 @@ func callRemote(ctx context.Context, c *cli, wsPath, tool string, args any, out 
 // running is false when none runs. A running instance without an MCP
 // server is an error.
 func runningInstance() (info instance.Info, running bool, err error) {
-	info, running, err = instance.Running(paths.InstanceFile())
+	info, running, err = instance.Running(paths.InstanceFile(), paths.LockFile())
 	if err != nil || !running {
 		return info, false, err
 	}

@@ -62,6 +62,7 @@ func startRemoteInstance(t *testing.T) *remoteInstance {
 	if err := instance.Write(paths.InstanceFile(), info); err != nil {
 		t.Fatal(err)
 	}
+	holdLock(t)
 	return &remoteInstance{mgr: mgr, srv: srv, project: project, token: token.Value()}
 }
 

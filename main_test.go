@@ -298,11 +298,14 @@ func TestStatus(t *testing.T) {
 		wantOut    []string
 		notOut     []string
 		wantErrOut string
+		unlocked   bool // the file names a live pid, but no one holds the lock
 	}{
 		{name: "no instance file", args: nil, wantCode: 1, wantOut: []string{"CodeHydra is not running"}},
 		{name: "no instance file, json", args: []string{"--json"}, wantCode: 1, wantErrOut: "CodeHydra is not running"},
 		{name: "stale file of an exited process", file: &instance.Info{PID: exited.Process.Pid}, wantCode: 1, wantOut: []string{"CodeHydra is not running"}},
 		{name: "unreadable file", raw: "{", wantCode: 1, wantErrOut: "instance file"},
+		{name: "a live pid without the lock (reused by another program)", file: &live, unlocked: true, wantCode: 1,
+			wantOut: []string{"CodeHydra is not running"}, notOut: []string{"s3cret"}},
 		{name: "human summary hides the token", file: &live, wantCode: 0,
 			wantOut: []string{"CodeHydra is running", "pid:", itoa(os.Getpid()), "http://127.0.0.1:4711/mcp"}, notOut: []string{"s3cret"}},
 		{name: "json redacts the token", file: &live, args: []string{"--json"}, wantCode: 0,
@@ -319,6 +322,9 @@ func TestStatus(t *testing.T) {
 			case tt.file != nil:
 				if err := instance.Write(paths.InstanceFile(), *tt.file); err != nil {
 					t.Fatal(err)
+				}
+				if !tt.unlocked && tt.file.PID == os.Getpid() {
+					holdLock(t)
 				}
 			case tt.raw != "":
 				if err := instance.EnsureDir(paths.RuntimeDir()); err != nil {
@@ -453,4 +459,15 @@ func TestWhereNamesPidAndMCPAddress(t *testing.T) {
 			t.Errorf("where(%d, %q) = %q, want %q", tt.pid, tt.url, got, tt.want)
 		}
 	}
+}
+
+// holdLock takes the single-instance lock until the test ends, as a running
+// instance holds it.
+func holdLock(t *testing.T) {
+	t.Helper()
+	l, err := instance.Acquire(paths.LockFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Release() })
 }

@@ -30,7 +30,7 @@ func (s *server) takeLock() error {
 // reportRunningInstance tells the user where the instance that holds the
 // lock is.
 func (s *server) reportRunningInstance() {
-	info, running, err := instance.Running(paths.InstanceFile())
+	info, running, err := instance.Running(paths.InstanceFile(), paths.LockFile())
 	if err != nil || !running {
 		fmt.Fprintln(s.cli.stdout, "CodeHydra is already running (it is still starting up; run `codehydra status` in a moment).")
 		return

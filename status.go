@@ -32,7 +32,7 @@ func runStatus(_ context.Context, c *cli, args []string) int {
 	if code, ok := parseFlags(fs, c, args); !ok {
 		return code
 	}
-	info, running, err := instance.Running(paths.InstanceFile())
+	info, running, err := instance.Running(paths.InstanceFile(), paths.LockFile())
 	if err != nil {
 		fmt.Fprintf(c.stderr, "codehydra status: %v\n", err)
 		return 1

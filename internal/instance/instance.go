@@ -71,10 +71,12 @@ func Remove(path string) error {
 }
 
 // Running reads the instance file at path and reports whether the instance
-// it names still runs. No file, or the file of a process that is gone (an
-// instance that crashed), gives running false and no error; a file that
-// cannot be read gives an error that tells the user what to do.
-func Running(path string) (info Info, running bool, err error) {
+// it names still runs, which the single-instance lock at lockPath tells
+// (not the pid, which the system may have given to another process). No
+// file, or the file of an instance that is gone (one that crashed), gives
+// running false and no error; a file that cannot be read gives an error
+// that tells the user what to do.
+func Running(path, lockPath string) (info Info, running bool, err error) {
 	info, err = Read(path)
 	if errors.Is(err, ErrNotRunning) {
 		return Info{}, false, nil
@@ -82,5 +84,9 @@ func Running(path string) (info Info, running bool, err error) {
 	if err != nil {
 		return Info{}, false, fmt.Errorf("%w (remove the file if CodeHydra is not running)", err)
 	}
-	return info, Alive(info.PID), nil
+	held, err := Held(lockPath)
+	if err != nil {
+		return Info{}, false, err
+	}
+	return info, held, nil
 }

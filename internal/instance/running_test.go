@@ -8,41 +8,60 @@ import (
 	"testing"
 )
 
-func TestRunningTellsALiveInstanceFromAGoneOne(t *testing.T) {
+func TestRunningAsksTheLockNotThePid(t *testing.T) {
 	exited := exec.Command("true")
 	if err := exited.Run(); err != nil {
 		t.Fatal(err)
 	}
-	live := Info{PID: os.Getpid(), MCPURL: "http://127.0.0.1:4711/mcp", MCPPort: 4711, Token: "t"}
+	// A live process that is not CodeHydra: this test's own. Its pid in
+	// an instance file proves nothing while no one holds the lock (the
+	// pid of a crashed instance reused by another program).
+	stranger := Info{PID: os.Getpid(), MCPURL: "http://127.0.0.1:4711/mcp", MCPPort: 4711, Token: "t"}
 	tests := []struct {
 		name        string
 		file        *Info  // nil: no file
 		raw         string // written instead of file when set
+		locked      bool   // someone holds the lock
 		wantRunning bool
 		wantErr     string // "" for no error
 	}{
 		{name: "no instance file"},
+		{name: "no instance file, lock held", locked: true},
 		{name: "the file of an exited process", file: &Info{PID: exited.Process.Pid}},
-		{name: "the file of this process", file: &live, wantRunning: true},
+		{name: "a live pid that holds no lock", file: &stranger},
+		{name: "the file of the lock's holder", file: &stranger, locked: true, wantRunning: true},
 		{name: "an unreadable file", raw: "{", wantErr: "remove the file if CodeHydra is not running"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "run", "instance.json")
+			dir := filepath.Join(t.TempDir(), "run")
+			path, lockPath := filepath.Join(dir, "instance.json"), filepath.Join(dir, "lock")
+			if err := EnsureDir(dir); err != nil {
+				t.Fatal(err)
+			}
 			switch {
 			case tt.file != nil:
 				if err := Write(path, *tt.file); err != nil {
 					t.Fatal(err)
 				}
 			case tt.raw != "":
-				if err := EnsureDir(filepath.Dir(path)); err != nil {
-					t.Fatal(err)
-				}
 				if err := os.WriteFile(path, []byte(tt.raw), 0o600); err != nil {
 					t.Fatal(err)
 				}
 			}
-			info, running, err := Running(path)
+			if tt.locked {
+				l, err := Acquire(lockPath)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer l.Release()
+			} else if l, err := Acquire(lockPath); err != nil {
+				t.Fatal(err)
+			} else if err := l.Release(); err != nil {
+				// The file exists, unlocked, as after an instance ended.
+				t.Fatal(err)
+			}
+			info, running, err := Running(path, lockPath)
 			if running != tt.wantRunning {
 				t.Errorf("running = %v, want %v", running, tt.wantRunning)
 			}
@@ -52,6 +71,19 @@ func TestRunningTellsALiveInstanceFromAGoneOne(t *testing.T) {
 			if running && info != *tt.file {
 				t.Errorf("info = %+v, want %+v", info, *tt.file)
 			}
+			if held, err := Held(lockPath); err != nil || held != tt.locked {
+				t.Errorf("Held = %v, %v; want %v", held, err, tt.locked)
+			}
 		})
+	}
+}
+
+func TestHeldIsFalseForAMissingLockFileAndCreatesNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "none", "lock")
+	if held, err := Held(path); held || err != nil {
+		t.Fatalf("Held = %v, %v; want false, nil", held, err)
+	}
+	if _, err := os.Stat(filepath.Dir(path)); !os.IsNotExist(err) {
+		t.Fatalf("Held created %s", filepath.Dir(path))
 	}
 }
