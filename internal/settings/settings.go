@@ -105,6 +105,13 @@ func (s Settings) Validate() error {
 	if t := s.ToolTimeoutSeconds; t < 1 || t > 600 {
 		errs = append(errs, fmt.Errorf("toolTimeoutSeconds is %d: use 1 to 600", t))
 	}
+	if strings.ContainsAny(s.OpencodeBin, `/\`) && !filepath.IsAbs(s.OpencodeBin) {
+		// A relative path would be found from wherever an agent starts:
+		// in a workspace, that is a folder of the repository's content. A
+		// bare command name is looked up on PATH only (Go's exec refuses
+		// to find it in the current folder).
+		errs = append(errs, fmt.Errorf("opencodeBin %q is a relative path: use the absolute path of the opencode executable, a command name to look up on PATH, or \"\" to search PATH and the tools folder", s.OpencodeBin))
+	}
 	if s.WorktreeRoot != "" && !filepath.IsAbs(s.WorktreeRoot) {
 		errs = append(errs, fmt.Errorf("worktreeRoot %q is not an absolute path: use an absolute path or \"\" for the default", s.WorktreeRoot))
 	}

@@ -390,3 +390,28 @@ func TestKnownKeysMatchStructTags(t *testing.T) {
 		t.Fatalf("knownKeys() = %v, want %v", got, want)
 	}
 }
+
+func TestOpencodeBinMustNotBeARelativePath(t *testing.T) {
+	for _, tc := range []struct {
+		bin string
+		ok  bool
+	}{
+		{"", true},
+		{"opencode", true}, // looked up on PATH only
+		{"/usr/local/bin/opencode", true},
+		{"./opencode", false},
+		{"node_modules/.bin/opencode", false},
+		{"../tools/opencode", false},
+		{`bin\opencode`, false},
+	} {
+		s := Default()
+		s.OpencodeBin = tc.bin
+		err := s.Validate()
+		if tc.ok && err != nil {
+			t.Errorf("opencodeBin %q refused: %v", tc.bin, err)
+		}
+		if !tc.ok && (err == nil || !strings.Contains(err.Error(), "relative path")) {
+			t.Errorf("opencodeBin %q: Validate() = %v, want a relative-path error", tc.bin, err)
+		}
+	}
+}
