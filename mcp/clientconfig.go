@@ -35,6 +35,12 @@ func ClientTitle(client string) string {
 	return client
 }
 
+// MCPRemoteVersion is the mcp-remote bridge that Claude Desktop's config
+// runs through npx. It is pinned: an unpinned npx name runs whatever the
+// registry serves that day, with the token in its environment. 0.15.1 was
+// checked against this server (initialize, tools/call through the bridge).
+const MCPRemoteVersion = "0.15.1"
+
 // ClientConfig is what an MCP client needs to reach the running server.
 type ClientConfig struct {
 	// URL is the endpoint, e.g. http://127.0.0.1:4321/mcp.
@@ -91,7 +97,7 @@ func RenderClientConfig(client string, c ClientConfig) ([]byte, error) {
 			Args    []string          `json:"args"`
 			Env     map[string]string `json:"env"`
 		}
-		args := []string{"-y", "mcp-remote", c.URL, "--transport", "http-only",
+		args := []string{"-y", "mcp-remote@" + MCPRemoteVersion, c.URL, "--transport", "http-only",
 			"--header", "Authorization:${CODEHYDRA_AUTHORIZATION}"}
 		env := map[string]string{"CODEHYDRA_AUTHORIZATION": "Bearer " + c.Token}
 		if ws != "" {

@@ -19,7 +19,7 @@ func TestRenderClientConfigShapes(t *testing.T) {
 			"headers":{"Authorization":"Bearer tok","X-Workspace-Path":"/home/u/ws & co"},"enabled":true}}}`},
 		{ClientClaudeCode, `{"mcpServers":{"codehydra":{"type":"http","url":"http://127.0.0.1:4321/mcp",
 			"headers":{"Authorization":"Bearer tok","X-Workspace-Path":"/home/u/ws & co"}}}}`},
-		{ClientClaudeDesktop, `{"mcpServers":{"codehydra":{"command":"npx","args":["-y","mcp-remote","http://127.0.0.1:4321/mcp",
+		{ClientClaudeDesktop, `{"mcpServers":{"codehydra":{"command":"npx","args":["-y","mcp-remote@0.15.1","http://127.0.0.1:4321/mcp",
 			"--transport","http-only","--header","Authorization:${CODEHYDRA_AUTHORIZATION}","--header","X-Workspace-Path:${CODEHYDRA_WORKSPACE_PATH}"],
 			"env":{"CODEHYDRA_AUTHORIZATION":"Bearer tok","CODEHYDRA_WORKSPACE_PATH":"/home/u/ws & co"}}}}`},
 	}
