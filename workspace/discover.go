@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// worktreeEntry is one record of `git worktree list --porcelain`.
+// worktreeEntry is one record of `git worktree list --porcelain -z`.
 type worktreeEntry struct {
 	Path       string // as git reports it, cleaned
 	Head       string
@@ -19,14 +19,15 @@ type worktreeEntry struct {
 	Prunable   bool
 }
 
-// parseWorktreeList parses `git worktree list --porcelain`: records of
-// "key value" lines separated by blank lines, the main worktree first.
+// parseWorktreeList parses `git worktree list --porcelain -z`: records of
+// "key value" fields, each ended by a NUL, a record ended by an empty
+// field, the main worktree first. NUL is the one byte no path holds, so a
+// folder name with a newline in it cannot pass for a record of its own.
 func parseWorktreeList(out string) []worktreeEntry {
 	var entries []worktreeEntry
 	var cur *worktreeEntry
-	for line := range strings.Lines(out) {
-		line = strings.TrimRight(line, "\r\n")
-		key, value, _ := strings.Cut(line, " ")
+	for field := range strings.SplitSeq(out, "\x00") {
+		key, value, _ := strings.Cut(field, " ")
 		switch key {
 		case "worktree":
 			entries = append(entries, worktreeEntry{Path: filepath.Clean(value)})
@@ -55,11 +56,11 @@ func parseWorktreeList(out string) []worktreeEntry {
 	return entries
 }
 
-// listWorktrees runs `git worktree list --porcelain` in the project.
+// listWorktrees runs `git worktree list --porcelain -z` in the project.
 func (m *Manager) listWorktrees(ctx context.Context, p *project) ([]worktreeEntry, error) {
 	p.worktreesMu.RLock()
 	defer p.worktreesMu.RUnlock()
-	out, err := m.git.run(ctx, p.Path, "worktree", "list", "--porcelain")
+	out, err := m.git.run(ctx, p.Path, "worktree", "list", "--porcelain", "-z")
 	if err != nil {
 		return nil, err
 	}
