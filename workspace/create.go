@@ -258,7 +258,7 @@ func (m *Manager) undoCreate(ctx context.Context, p *project, target, branch str
 	folderForeign := !branchForeign && strings.Contains(stderr, "already exists")
 	if !folderForeign {
 		if entries, err := m.listWorktrees(ctx, p); err == nil {
-			if _, ok := findEntry(entries, target); ok {
+			if _, ok := findEntry(entries, registeredPath(target)); ok {
 				if _, err := m.changeWorktrees(ctx, p, "worktree", "remove", "--force", target); err != nil {
 					m.log.Warn("undo create: remove worktree", "path", target, "err", err)
 				}
@@ -274,7 +274,7 @@ func (m *Manager) undoCreate(ctx context.Context, p *project, target, branch str
 			m.log.Warn("undo create: remove folder", "path", target, "err", err)
 		}
 		if entries, err := m.listWorktrees(ctx, p); err == nil {
-			if _, ok := findEntry(entries, target); ok {
+			if _, ok := findEntry(entries, registeredPath(target)); ok {
 				if _, err := m.changeWorktrees(ctx, p, "worktree", "prune"); err != nil {
 					m.log.Warn("undo create: prune worktrees", "err", err)
 				}

@@ -42,7 +42,10 @@ func removeBackoff(attempt int) time.Duration {
 // a crash or a kill of the app: the next Load finishes such a delete.
 // Delete refuses the project's main checkout (CodeInvalidInput), a path
 // that is no workspace (CodeWorkspaceNotFound), a workspace that holds a
-// project, and a second delete of a workspace while one runs (CodeConflict).
+// project or another workspace, a worktree folder replaced by a symlink or
+// a file, a fallback removal of a folder that is not git's worktree (see
+// checkWorktreeFolder), and a second delete of a workspace while one runs
+// (CodeConflict).
 func (m *Manager) Delete(ctx context.Context, wsPath string, o DeleteOptions) error {
 	run, err := m.StartDelete(ctx, wsPath, o)
 	if err != nil {
@@ -109,8 +112,11 @@ func (m *Manager) deleteTarget(ctx context.Context, real, clean string) (Workspa
 	return Workspace{}, nil, Errorf(CodeWorkspaceNotFound, "no workspace at %s; nothing was deleted", clean)
 }
 
+// findForDelete finds the workspace registered at clean, else at real
+// (clean with its symlinks resolved): a worktree folder replaced by a
+// symlink is deleted as itself, never as the folder the symlink names.
 func (m *Manager) findForDelete(real, clean string) (Workspace, *project, error) {
-	keys := []string{pathKey(real), pathKey(clean)}
+	keys := []string{pathKey(registeredPath(clean)), pathKey(real)}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, p := range m.projects {
@@ -138,10 +144,8 @@ func (m *Manager) findForDelete(real, clean string) (Workspace, *project, error)
 		if owner == nil {
 			continue
 		}
-		for _, p := range m.projects {
-			if isWithin(pathKey(p.Path), pathKey(ws.Path)) {
-				return Workspace{}, nil, Errorf(CodeConflict, "project %s lives inside workspace %s; remove that project first", p.Path, ws.Path)
-			}
+		if err := m.nestedLocked(ws.Path); err != nil {
+			return Workspace{}, nil, err
 		}
 		return ws, owner, nil
 	}
@@ -283,7 +287,10 @@ func (m *Manager) removeWorktree(ctx context.Context, p *project, ws Workspace, 
 		}
 		return Errorf(CodeConflict, "worktree %s is locked%s; unlock it with `git worktree unlock %s`, then delete again", ws.Path, reason, ws.Path)
 	}
-	if _, err := m.changeWorktrees(ctx, p, "worktree", "remove", "--force", e.Path); err != nil {
+	if err := checkNotReplaced(ws.Path); err != nil {
+		return err
+	}
+	if _, err := m.changeWorktrees(ctx, p, "worktree", "remove", "--force", "--", e.Path); err != nil {
 		if ctx.Err() != nil {
 			return err
 		}
@@ -291,6 +298,9 @@ func (m *Manager) removeWorktree(ctx context.Context, p *project, ws Workspace, 
 			return classify(err, CodeConflict, "cannot remove worktree %s", ws.Path)
 		}
 		m.log.Warn("git worktree remove failed; removing the folder instead", "path", ws.Path, "err", err)
+		if err := checkWorktreeFolder(p.commonDir, ws.Path); err != nil {
+			return err
+		}
 		if err := m.removeFolder(ctx, ws.Path); err != nil {
 			return err
 		}
@@ -312,8 +322,10 @@ func (m *Manager) removeWorktree(ctx context.Context, p *project, ws Workspace, 
 }
 
 // removeFolder removes exactly the worktree folder dir. It refuses a
-// symlink or a folder that holds a project. os.RemoveAll removes symlinks
-// inside dir without following them, so nothing outside dir is touched.
+// symlink or a folder that holds a project or another workspace.
+// os.RemoveAll removes symlinks inside dir without following them, and
+// only unlinks dir itself should it become a symlink after the checks, so
+// nothing outside dir is touched.
 func (m *Manager) removeFolder(ctx context.Context, dir string) error {
 	fi, err := os.Lstat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -326,13 +338,11 @@ func (m *Manager) removeFolder(ctx context.Context, dir string) error {
 		return Errorf(CodeConflict, "%s is not a folder (a symlink or a file), so it is not deleted; remove it yourself", dir)
 	}
 	m.mu.Lock()
-	for _, p := range m.projects {
-		if isWithin(pathKey(p.Path), pathKey(dir)) {
-			m.mu.Unlock()
-			return Errorf(CodeConflict, "project %s lives inside %s, so it is not deleted; remove that project first", p.Path, dir)
-		}
-	}
+	err = m.nestedLocked(dir)
 	m.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	for attempt := range removeAttempts {
 		if attempt > 0 {
 			if err := m.sleep(ctx, removeBackoff(attempt)); err != nil {

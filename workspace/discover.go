@@ -82,8 +82,8 @@ func (m *Manager) changeWorktrees(ctx context.Context, p *project, args ...strin
 
 // discover lists the worktrees of p: the workspaces (main checkout
 // excluded, folder present) and, apart, the worktrees git still has
-// registered whose folder is missing, both keyed by pathKey of the
-// resolved path.
+// registered whose folder is missing (or replaced by a symlink), both
+// keyed by pathKey of the registeredPath.
 func (m *Manager) discover(ctx context.Context, p *project) (found, missing map[string]Workspace, err error) {
 	entries, err := m.listWorktrees(ctx, p)
 	if err != nil {
@@ -101,38 +101,43 @@ func (m *Manager) discover(ctx context.Context, p *project) (found, missing map[
 			Head:        e.Head,
 			Detached:    e.Detached || e.Branch == "",
 		}
-		real, err := filepath.EvalSymlinks(e.Path)
-		if err != nil {
-			ws.Path = resolveMaybeMissing(e.Path)
-			if ws.Name == "" {
-				ws.Name = filepath.Base(ws.Path)
-			}
+		ws.Path = registeredPath(e.Path)
+		if pathKey(ws.Path) == pathKey(p.Path) {
+			continue
+		}
+		if ws.Name == "" {
+			ws.Name = filepath.Base(ws.Path)
+		}
+		// A folder replaced by a symlink (or a file) is no longer the
+		// worktree: it stays under the path git registered, as missing,
+		// never under the symlink's target, which the app must not act on.
+		if fi, err := os.Lstat(ws.Path); err != nil || !fi.IsDir() {
 			missing[pathKey(ws.Path)] = ws
 			continue
 		}
-		if pathKey(real) == pathKey(p.Path) {
-			continue
-		}
-		if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
-			ws.Path = real
-			missing[pathKey(real)] = ws
-			continue
-		}
-		ws.Path = real
-		if ws.Name == "" {
-			ws.Name = filepath.Base(real)
-		}
-		found[pathKey(real)] = ws
+		found[pathKey(ws.Path)] = ws
 	}
 	return found, missing, nil
 }
 
-// findEntry returns the entry of entries whose folder is path (a resolved
-// path, which may no longer exist).
+// registeredPath is the worktree folder git registered at p, with the
+// symlinks of its parent folders resolved but not one put in place of the
+// folder itself.
+func registeredPath(p string) string {
+	p = filepath.Clean(p)
+	dir, base := filepath.Split(p)
+	if base == "" {
+		return p
+	}
+	return filepath.Join(resolveMaybeMissing(dir), base)
+}
+
+// findEntry returns the entry of entries whose folder is path (a
+// registeredPath, which may no longer exist).
 func findEntry(entries []worktreeEntry, path string) (worktreeEntry, bool) {
 	key := pathKey(path)
 	for _, e := range entries {
-		if pathKey(resolveMaybeMissing(e.Path)) == key {
+		if pathKey(registeredPath(e.Path)) == key {
 			return e, true
 		}
 	}

@@ -159,7 +159,7 @@ func keepReason(d pendingDelete, entries []worktreeEntry) string {
 	}
 	if d.Branch != "" {
 		for _, e := range entries {
-			if e.Branch == d.Branch && pathKey(resolveMaybeMissing(e.Path)) != pathKey(d.Path) {
+			if e.Branch == d.Branch && pathKey(registeredPath(e.Path)) != pathKey(d.Path) {
 				return "its branch is checked out at " + e.Path
 			}
 		}
