@@ -159,7 +159,7 @@ func (m *Manager) createBase(ctx context.Context, p *project, o CreateOptions) (
 	base = o.Base
 	switch {
 	case base != "":
-		if _, err := m.git.run(ctx, p.Path, "rev-parse", "--verify", "-q", base+"^{commit}"); err != nil {
+		if _, err := m.git.run(ctx, p.Path, "rev-parse", "--verify", "-q", "--end-of-options", base+"^{commit}"); err != nil {
 			if ctx.Err() != nil {
 				return "", false, err
 			}
@@ -183,9 +183,11 @@ func (m *Manager) createBase(ctx context.Context, p *project, o CreateOptions) (
 // unless branchExisted), records base as its metadata, and returns the
 // worktree's resolved path and HEAD commit.
 func (m *Manager) addWorktree(ctx context.Context, p *project, name, target, base string, branchExisted bool) (real, head string, err error) {
-	args := []string{"worktree", "add", target, name}
+	// "--" (and -b taking the next word whole) keeps a name, a path or a
+	// base from reading as an option.
+	args := []string{"worktree", "add", "--", target, name}
 	if !branchExisted {
-		args = []string{"worktree", "add", "--no-track", "-b", name, target, base}
+		args = []string{"worktree", "add", "--no-track", "-b", name, "--", target, base}
 	}
 	if _, err := m.changeWorktrees(ctx, p, args...); err != nil {
 		return "", "", err
@@ -259,7 +261,7 @@ func (m *Manager) undoCreate(ctx context.Context, p *project, target, branch str
 	if !folderForeign {
 		if entries, err := m.listWorktrees(ctx, p); err == nil {
 			if _, ok := findEntry(entries, registeredPath(target)); ok {
-				if _, err := m.changeWorktrees(ctx, p, "worktree", "remove", "--force", target); err != nil {
+				if _, err := m.changeWorktrees(ctx, p, "worktree", "remove", "--force", "--", target); err != nil {
 					m.log.Warn("undo create: remove worktree", "path", target, "err", err)
 				}
 			}
@@ -285,7 +287,7 @@ func (m *Manager) undoCreate(ctx context.Context, p *project, target, branch str
 		return
 	}
 	if ok, err := m.refExists(ctx, p.Path, "refs/heads/"+branch); err == nil && ok {
-		if _, err := m.changeWorktrees(ctx, p, "branch", "-D", branch); err != nil {
+		if _, err := m.changeWorktrees(ctx, p, "branch", "-D", "--", branch); err != nil {
 			m.log.Warn("undo create: delete branch", "branch", branch, "err", err)
 		}
 	}
@@ -293,7 +295,7 @@ func (m *Manager) undoCreate(ctx context.Context, p *project, target, branch str
 
 // refExists reports whether the full ref name exists in the repository at dir.
 func (m *Manager) refExists(ctx context.Context, dir, ref string) (bool, error) {
-	_, err := m.git.run(ctx, dir, "show-ref", "--verify", "--quiet", ref)
+	_, err := m.git.run(ctx, dir, "show-ref", "--verify", "--quiet", "--", ref)
 	if err == nil {
 		return true, nil
 	}

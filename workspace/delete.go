@@ -366,7 +366,7 @@ func (m *Manager) deleteBranch(ctx context.Context, p *project, branch string) e
 	if !ok {
 		return nil
 	}
-	if _, err := m.changeWorktrees(ctx, p, "branch", "-D", branch); err != nil {
+	if _, err := m.changeWorktrees(ctx, p, "branch", "-D", "--", branch); err != nil {
 		if strings.Contains(stderrOf(err), "checked out at") {
 			return &Error{Code: CodeConflict, Message: fmt.Sprintf("branch %s is checked out elsewhere, so it was kept; delete it yourself once it is free", branch), Err: err}
 		}
