@@ -195,6 +195,9 @@ func (m *Manager) addWorktree(ctx context.Context, p *project, name, target, bas
 	if err := m.configSet(ctx, p, metadataVar(name, "base"), base); err != nil {
 		return "", "", err
 	}
+	if err := m.recordCreatedBranch(ctx, p, name, !branchExisted); err != nil {
+		return "", "", err
+	}
 	if real, err = filepath.EvalSymlinks(target); err != nil {
 		return "", "", err
 	}

@@ -35,7 +35,7 @@ func TestDeleteTakesABranchNamedLikeAnOptionAsAName(t *testing.T) {
 	if err != nil || ws.Branch != "-x" {
 		t.Fatalf("Resolve = %+v, %v; want the workspace on branch -x", ws, err)
 	}
-	if err := m.Delete(context.Background(), wtPath, DeleteOptions{}); err != nil {
+	if err := m.Delete(context.Background(), wtPath, DeleteOptions{DeleteBranch: true}); err != nil {
 		t.Fatal(err)
 	}
 	if exists(wtPath) || branchExists(t, repo, "-x") {

@@ -13,8 +13,14 @@ import (
 
 // DeleteOptions say how to delete a workspace.
 type DeleteOptions struct {
-	// KeepBranch keeps the workspace's branch; by default it is deleted.
+	// KeepBranch keeps the workspace's branch; by default it is deleted
+	// when CodeHydra created it (see DeleteBranch).
 	KeepBranch bool
+	// DeleteBranch deletes the branch (unless KeepBranch) even when it
+	// existed before the workspace: given to Create as an existing
+	// branch, or checked out by a worktree made outside the app. Without
+	// it such a branch is kept, and the delete says so.
+	DeleteBranch bool
 }
 
 // removeAttempts is how often a delete tries to remove a worktree folder
@@ -31,8 +37,10 @@ func removeBackoff(attempt int) time.Duration {
 // event: stop the agent, remove the branch's metadata, remove the worktree
 // (`git worktree remove --force`, else removing exactly the worktree folder
 // — never following a symlink out of it — and `git worktree prune`), delete
-// the branch unless o.KeepBranch or the HEAD is detached. Then it publishes
-// workspace-removed and delete-progress with StepDone.
+// the branch unless o.KeepBranch or the HEAD is detached; a branch that
+// CodeHydra did not create is kept unless o.DeleteBranch. Then it
+// publishes workspace-removed and delete-progress with StepDone, whose
+// Note says which branch was kept because it existed before the workspace.
 //
 // A failure publishes delete-failed with the step and the error and leaves
 // a state from which a second Delete of the same path finishes the job: a
@@ -161,6 +169,8 @@ type deletion struct {
 	o        DeleteOptions
 	step     DeleteStep
 	recorded bool
+	// note says what the delete kept on purpose (Event.Note).
+	note string
 }
 
 // runDelete runs the steps of a reserved delete (see Delete).
@@ -186,7 +196,7 @@ func (m *Manager) runDelete(ctx context.Context, p *project, ws Workspace, o Del
 
 	d.progress(StepDeleteBranch)
 	if !o.KeepBranch && d.ws.Branch != "" {
-		if err := m.deleteBranch(ctx, p, d.ws.Branch); err != nil {
+		if err := d.deleteBranch(ctx); err != nil {
 			// The worktree is gone, so the workspace is; the tombstone lets
 			// a second Delete of the path delete the branch.
 			m.Publish(Event{Kind: EventWorkspaceRemoved, ProjectPath: p.Path, Workspace: d.ws})
@@ -244,7 +254,8 @@ func (d *deletion) stopAgent(ctx context.Context) (entry worktreeEntry, register
 func (d *deletion) removeWorktree(ctx context.Context, entry worktreeEntry, registered bool) error {
 	// From here on the delete may leave a branch without a worktree,
 	// which no listing shows; the record lets the next launch finish it.
-	if err := writePending(d.p.commonDir, pendingDelete{Path: d.ws.Path, Branch: d.ws.Branch, KeepBranch: d.o.KeepBranch}); err != nil {
+	rec := pendingDelete{Path: d.ws.Path, Branch: d.ws.Branch, KeepBranch: d.o.KeepBranch, DeleteBranch: d.o.DeleteBranch}
+	if err := writePending(d.p.commonDir, rec); err != nil {
 		return &Error{Code: CodeInternal, Message: fmt.Sprintf("cannot record the delete in the git folder %s; check that it is writable and delete again", d.p.commonDir), Err: err}
 	}
 	d.recorded = true
@@ -273,9 +284,27 @@ func (d *deletion) done() {
 	if err := removePending(d.p.commonDir, d.ws.Path); err != nil {
 		d.m.log.Warn("cannot drop a delete record; the next launch drops it", "path", d.ws.Path, "err", err)
 	}
-	d.m.log.Info("workspace deleted", "path", d.ws.Path, "branch", d.ws.Branch, "keepBranch", d.o.KeepBranch)
+	d.m.log.Info("workspace deleted", "path", d.ws.Path, "branch", d.ws.Branch, "keepBranch", d.o.KeepBranch, "note", d.note)
 	d.m.Publish(Event{Kind: EventWorkspaceRemoved, ProjectPath: d.p.Path, Workspace: d.ws})
-	d.progress(StepDone)
+	d.step = StepDone
+	d.m.Publish(Event{Kind: EventDeleteProgress, ProjectPath: d.p.Path, Workspace: d.ws, Step: StepDone, Note: d.note})
+}
+
+// deleteBranch deletes the workspace's branch if CodeHydra created it or
+// the caller asked for it; otherwise it keeps the branch and notes why.
+func (d *deletion) deleteBranch(ctx context.Context) error {
+	b := d.ws.Branch
+	if !d.o.DeleteBranch {
+		created, err := d.m.createdBranch(ctx, d.p, b)
+		if err != nil {
+			return classify(err, CodeInternal, "cannot read whether CodeHydra created branch %s; try the delete again", b)
+		}
+		if !created {
+			d.note = fmt.Sprintf("kept branch %s: it existed before the workspace", b)
+			return nil
+		}
+	}
+	return d.m.deleteBranch(ctx, d.p, b)
 }
 
 // removeWorktree removes the registered worktree e (folder ws.Path).
