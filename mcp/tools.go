@@ -49,7 +49,7 @@ type (
 	}
 
 	deleteInput struct {
-		KeepBranch bool `json:"keepBranch,omitempty" jsonschema:"keep the git branch after removing the worktree (default false: the branch is deleted too)"`
+		KeepBranch bool `json:"keepBranch,omitempty" jsonschema:"keep the git branch after removing the worktree (default false: the branch is deleted too if CodeHydra created it; a branch that existed before the workspace is always kept)"`
 	}
 
 	createInput struct {
@@ -160,7 +160,7 @@ func toolTable() []toolDef {
 				Name:  ToolDelete,
 				Title: "Delete this workspace",
 				Description: "Deletes your own workspace: stops its agent (you), removes its metadata and its git worktree " +
-					"(uncommitted changes are lost) and deletes its branch unless keepBranch is true. It answers " +
+					"(uncommitted changes are lost) and deletes its branch, if CodeHydra created it, unless keepBranch is true. It answers " +
 					"{\"started\":true} at once and the deletion continues in the background; this conversation ends " +
 					"with it. Only call it when the user asked for it or your work is merged and nothing is left to do.",
 				Annotations: &sdk.ToolAnnotations{DestructiveHint: new(true), OpenWorldHint: new(false)},

@@ -159,7 +159,7 @@ func (m *Manager) createBase(ctx context.Context, p *project, o CreateOptions) (
 	base = o.Base
 	switch {
 	case base != "":
-		if _, err := m.git.run(ctx, p.Path, "rev-parse", "--verify", "-q", base+"^{commit}"); err != nil {
+		if _, err := m.git.run(ctx, p.Path, "rev-parse", "--verify", "-q", "--end-of-options", base+"^{commit}"); err != nil {
 			if ctx.Err() != nil {
 				return "", false, err
 			}
@@ -183,14 +183,19 @@ func (m *Manager) createBase(ctx context.Context, p *project, o CreateOptions) (
 // unless branchExisted), records base as its metadata, and returns the
 // worktree's resolved path and HEAD commit.
 func (m *Manager) addWorktree(ctx context.Context, p *project, name, target, base string, branchExisted bool) (real, head string, err error) {
-	args := []string{"worktree", "add", target, name}
+	// "--" (and -b taking the next word whole) keeps a name, a path or a
+	// base from reading as an option.
+	args := []string{"worktree", "add", "--", target, name}
 	if !branchExisted {
-		args = []string{"worktree", "add", "--no-track", "-b", name, target, base}
+		args = []string{"worktree", "add", "--no-track", "-b", name, "--", target, base}
 	}
 	if _, err := m.changeWorktrees(ctx, p, args...); err != nil {
 		return "", "", err
 	}
 	if err := m.configSet(ctx, p, metadataVar(name, "base"), base); err != nil {
+		return "", "", err
+	}
+	if err := m.recordCreatedBranch(ctx, p, name, !branchExisted); err != nil {
 		return "", "", err
 	}
 	if real, err = filepath.EvalSymlinks(target); err != nil {
@@ -258,8 +263,8 @@ func (m *Manager) undoCreate(ctx context.Context, p *project, target, branch str
 	folderForeign := !branchForeign && strings.Contains(stderr, "already exists")
 	if !folderForeign {
 		if entries, err := m.listWorktrees(ctx, p); err == nil {
-			if _, ok := findEntry(entries, target); ok {
-				if _, err := m.changeWorktrees(ctx, p, "worktree", "remove", "--force", target); err != nil {
+			if _, ok := findEntry(entries, registeredPath(target)); ok {
+				if _, err := m.changeWorktrees(ctx, p, "worktree", "remove", "--force", "--", target); err != nil {
 					m.log.Warn("undo create: remove worktree", "path", target, "err", err)
 				}
 			}
@@ -274,7 +279,7 @@ func (m *Manager) undoCreate(ctx context.Context, p *project, target, branch str
 			m.log.Warn("undo create: remove folder", "path", target, "err", err)
 		}
 		if entries, err := m.listWorktrees(ctx, p); err == nil {
-			if _, ok := findEntry(entries, target); ok {
+			if _, ok := findEntry(entries, registeredPath(target)); ok {
 				if _, err := m.changeWorktrees(ctx, p, "worktree", "prune"); err != nil {
 					m.log.Warn("undo create: prune worktrees", "err", err)
 				}
@@ -285,7 +290,7 @@ func (m *Manager) undoCreate(ctx context.Context, p *project, target, branch str
 		return
 	}
 	if ok, err := m.refExists(ctx, p.Path, "refs/heads/"+branch); err == nil && ok {
-		if _, err := m.changeWorktrees(ctx, p, "branch", "-D", branch); err != nil {
+		if _, err := m.changeWorktrees(ctx, p, "branch", "-D", "--", branch); err != nil {
 			m.log.Warn("undo create: delete branch", "branch", branch, "err", err)
 		}
 	}
@@ -293,7 +298,7 @@ func (m *Manager) undoCreate(ctx context.Context, p *project, target, branch str
 
 // refExists reports whether the full ref name exists in the repository at dir.
 func (m *Manager) refExists(ctx context.Context, dir, ref string) (bool, error) {
-	_, err := m.git.run(ctx, dir, "show-ref", "--verify", "--quiet", ref)
+	_, err := m.git.run(ctx, dir, "show-ref", "--verify", "--quiet", "--", ref)
 	if err == nil {
 		return true, nil
 	}

@@ -13,8 +13,14 @@ import (
 
 // DeleteOptions say how to delete a workspace.
 type DeleteOptions struct {
-	// KeepBranch keeps the workspace's branch; by default it is deleted.
+	// KeepBranch keeps the workspace's branch; by default it is deleted
+	// when CodeHydra created it (see DeleteBranch).
 	KeepBranch bool
+	// DeleteBranch deletes the branch (unless KeepBranch) even when it
+	// existed before the workspace: given to Create as an existing
+	// branch, or checked out by a worktree made outside the app. Without
+	// it such a branch is kept, and the delete says so.
+	DeleteBranch bool
 }
 
 // removeAttempts is how often a delete tries to remove a worktree folder
@@ -31,8 +37,10 @@ func removeBackoff(attempt int) time.Duration {
 // event: stop the agent, remove the branch's metadata, remove the worktree
 // (`git worktree remove --force`, else removing exactly the worktree folder
 // — never following a symlink out of it — and `git worktree prune`), delete
-// the branch unless o.KeepBranch or the HEAD is detached. Then it publishes
-// workspace-removed and delete-progress with StepDone.
+// the branch unless o.KeepBranch or the HEAD is detached; a branch that
+// CodeHydra did not create is kept unless o.DeleteBranch. Then it
+// publishes workspace-removed and delete-progress with StepDone, whose
+// Note says which branch was kept because it existed before the workspace.
 //
 // A failure publishes delete-failed with the step and the error and leaves
 // a state from which a second Delete of the same path finishes the job: a
@@ -42,7 +50,10 @@ func removeBackoff(attempt int) time.Duration {
 // a crash or a kill of the app: the next Load finishes such a delete.
 // Delete refuses the project's main checkout (CodeInvalidInput), a path
 // that is no workspace (CodeWorkspaceNotFound), a workspace that holds a
-// project, and a second delete of a workspace while one runs (CodeConflict).
+// project or another workspace, a worktree folder replaced by a symlink or
+// a file, a fallback removal of a folder that is not git's worktree (see
+// checkWorktreeFolder), and a second delete of a workspace while one runs
+// (CodeConflict).
 func (m *Manager) Delete(ctx context.Context, wsPath string, o DeleteOptions) error {
 	run, err := m.StartDelete(ctx, wsPath, o)
 	if err != nil {
@@ -109,8 +120,11 @@ func (m *Manager) deleteTarget(ctx context.Context, real, clean string) (Workspa
 	return Workspace{}, nil, Errorf(CodeWorkspaceNotFound, "no workspace at %s; nothing was deleted", clean)
 }
 
+// findForDelete finds the workspace registered at clean, else at real
+// (clean with its symlinks resolved): a worktree folder replaced by a
+// symlink is deleted as itself, never as the folder the symlink names.
 func (m *Manager) findForDelete(real, clean string) (Workspace, *project, error) {
-	keys := []string{pathKey(real), pathKey(clean)}
+	keys := []string{pathKey(registeredPath(clean)), pathKey(real)}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, p := range m.projects {
@@ -138,10 +152,8 @@ func (m *Manager) findForDelete(real, clean string) (Workspace, *project, error)
 		if owner == nil {
 			continue
 		}
-		for _, p := range m.projects {
-			if isWithin(pathKey(p.Path), pathKey(ws.Path)) {
-				return Workspace{}, nil, Errorf(CodeConflict, "project %s lives inside workspace %s; remove that project first", p.Path, ws.Path)
-			}
+		if err := m.nestedLocked(ws.Path); err != nil {
+			return Workspace{}, nil, err
 		}
 		return ws, owner, nil
 	}
@@ -157,6 +169,8 @@ type deletion struct {
 	o        DeleteOptions
 	step     DeleteStep
 	recorded bool
+	// note says what the delete kept on purpose (Event.Note).
+	note string
 }
 
 // runDelete runs the steps of a reserved delete (see Delete).
@@ -182,7 +196,7 @@ func (m *Manager) runDelete(ctx context.Context, p *project, ws Workspace, o Del
 
 	d.progress(StepDeleteBranch)
 	if !o.KeepBranch && d.ws.Branch != "" {
-		if err := m.deleteBranch(ctx, p, d.ws.Branch); err != nil {
+		if err := d.deleteBranch(ctx); err != nil {
 			// The worktree is gone, so the workspace is; the tombstone lets
 			// a second Delete of the path delete the branch.
 			m.Publish(Event{Kind: EventWorkspaceRemoved, ProjectPath: p.Path, Workspace: d.ws})
@@ -240,7 +254,8 @@ func (d *deletion) stopAgent(ctx context.Context) (entry worktreeEntry, register
 func (d *deletion) removeWorktree(ctx context.Context, entry worktreeEntry, registered bool) error {
 	// From here on the delete may leave a branch without a worktree,
 	// which no listing shows; the record lets the next launch finish it.
-	if err := writePending(d.p.commonDir, pendingDelete{Path: d.ws.Path, Branch: d.ws.Branch, KeepBranch: d.o.KeepBranch}); err != nil {
+	rec := pendingDelete{Path: d.ws.Path, Branch: d.ws.Branch, KeepBranch: d.o.KeepBranch, DeleteBranch: d.o.DeleteBranch}
+	if err := writePending(d.p.commonDir, rec); err != nil {
 		return &Error{Code: CodeInternal, Message: fmt.Sprintf("cannot record the delete in the git folder %s; check that it is writable and delete again", d.p.commonDir), Err: err}
 	}
 	d.recorded = true
@@ -269,9 +284,27 @@ func (d *deletion) done() {
 	if err := removePending(d.p.commonDir, d.ws.Path); err != nil {
 		d.m.log.Warn("cannot drop a delete record; the next launch drops it", "path", d.ws.Path, "err", err)
 	}
-	d.m.log.Info("workspace deleted", "path", d.ws.Path, "branch", d.ws.Branch, "keepBranch", d.o.KeepBranch)
+	d.m.log.Info("workspace deleted", "path", d.ws.Path, "branch", d.ws.Branch, "keepBranch", d.o.KeepBranch, "note", d.note)
 	d.m.Publish(Event{Kind: EventWorkspaceRemoved, ProjectPath: d.p.Path, Workspace: d.ws})
-	d.progress(StepDone)
+	d.step = StepDone
+	d.m.Publish(Event{Kind: EventDeleteProgress, ProjectPath: d.p.Path, Workspace: d.ws, Step: StepDone, Note: d.note})
+}
+
+// deleteBranch deletes the workspace's branch if CodeHydra created it or
+// the caller asked for it; otherwise it keeps the branch and notes why.
+func (d *deletion) deleteBranch(ctx context.Context) error {
+	b := d.ws.Branch
+	if !d.o.DeleteBranch {
+		created, err := d.m.createdBranch(ctx, d.p, b)
+		if err != nil {
+			return classify(err, CodeInternal, "cannot read whether CodeHydra created branch %s; try the delete again", b)
+		}
+		if !created {
+			d.note = fmt.Sprintf("kept branch %s: it existed before the workspace", b)
+			return nil
+		}
+	}
+	return d.m.deleteBranch(ctx, d.p, b)
 }
 
 // removeWorktree removes the registered worktree e (folder ws.Path).
@@ -283,7 +316,10 @@ func (m *Manager) removeWorktree(ctx context.Context, p *project, ws Workspace, 
 		}
 		return Errorf(CodeConflict, "worktree %s is locked%s; unlock it with `git worktree unlock %s`, then delete again", ws.Path, reason, ws.Path)
 	}
-	if _, err := m.changeWorktrees(ctx, p, "worktree", "remove", "--force", e.Path); err != nil {
+	if err := checkNotReplaced(ws.Path); err != nil {
+		return err
+	}
+	if _, err := m.changeWorktrees(ctx, p, "worktree", "remove", "--force", "--", e.Path); err != nil {
 		if ctx.Err() != nil {
 			return err
 		}
@@ -291,6 +327,9 @@ func (m *Manager) removeWorktree(ctx context.Context, p *project, ws Workspace, 
 			return classify(err, CodeConflict, "cannot remove worktree %s", ws.Path)
 		}
 		m.log.Warn("git worktree remove failed; removing the folder instead", "path", ws.Path, "err", err)
+		if err := checkWorktreeFolder(p.commonDir, ws.Path); err != nil {
+			return err
+		}
 		if err := m.removeFolder(ctx, ws.Path); err != nil {
 			return err
 		}
@@ -312,8 +351,10 @@ func (m *Manager) removeWorktree(ctx context.Context, p *project, ws Workspace, 
 }
 
 // removeFolder removes exactly the worktree folder dir. It refuses a
-// symlink or a folder that holds a project. os.RemoveAll removes symlinks
-// inside dir without following them, so nothing outside dir is touched.
+// symlink or a folder that holds a project or another workspace.
+// os.RemoveAll removes symlinks inside dir without following them, and
+// only unlinks dir itself should it become a symlink after the checks, so
+// nothing outside dir is touched.
 func (m *Manager) removeFolder(ctx context.Context, dir string) error {
 	fi, err := os.Lstat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -326,13 +367,11 @@ func (m *Manager) removeFolder(ctx context.Context, dir string) error {
 		return Errorf(CodeConflict, "%s is not a folder (a symlink or a file), so it is not deleted; remove it yourself", dir)
 	}
 	m.mu.Lock()
-	for _, p := range m.projects {
-		if isWithin(pathKey(p.Path), pathKey(dir)) {
-			m.mu.Unlock()
-			return Errorf(CodeConflict, "project %s lives inside %s, so it is not deleted; remove that project first", p.Path, dir)
-		}
-	}
+	err = m.nestedLocked(dir)
 	m.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	for attempt := range removeAttempts {
 		if attempt > 0 {
 			if err := m.sleep(ctx, removeBackoff(attempt)); err != nil {
@@ -356,7 +395,7 @@ func (m *Manager) deleteBranch(ctx context.Context, p *project, branch string) e
 	if !ok {
 		return nil
 	}
-	if _, err := m.changeWorktrees(ctx, p, "branch", "-D", branch); err != nil {
+	if _, err := m.changeWorktrees(ctx, p, "branch", "-D", "--", branch); err != nil {
 		if strings.Contains(stderrOf(err), "checked out at") {
 			return &Error{Code: CodeConflict, Message: fmt.Sprintf("branch %s is checked out elsewhere, so it was kept; delete it yourself once it is free", branch), Err: err}
 		}

@@ -369,7 +369,8 @@ func TestDeleteFindsAWorktreeMadeOutsideBeforeTheWatcherDoes(t *testing.T) {
 	m, p := setup(t)
 	wt := filepath.Join(realDir(t), "fresh")
 	testenv.Git(t, p.Path, "worktree", "add", "-q", "-b", "fresh", wt)
-	if err := m.Delete(context.Background(), wt, DeleteOptions{}); err != nil {
+	// The branch was not made by CodeHydra, so deleting it is asked for.
+	if err := m.Delete(context.Background(), wt, DeleteOptions{DeleteBranch: true}); err != nil {
 		t.Fatal(err)
 	}
 	if exists(wt) || branchExists(t, p.Path, "fresh") {

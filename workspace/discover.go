@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// worktreeEntry is one record of `git worktree list --porcelain`.
+// worktreeEntry is one record of `git worktree list --porcelain -z`.
 type worktreeEntry struct {
 	Path       string // as git reports it, cleaned
 	Head       string
@@ -19,14 +19,15 @@ type worktreeEntry struct {
 	Prunable   bool
 }
 
-// parseWorktreeList parses `git worktree list --porcelain`: records of
-// "key value" lines separated by blank lines, the main worktree first.
+// parseWorktreeList parses `git worktree list --porcelain -z`: records of
+// "key value" fields, each ended by a NUL, a record ended by an empty
+// field, the main worktree first. NUL is the one byte no path holds, so a
+// folder name with a newline in it cannot pass for a record of its own.
 func parseWorktreeList(out string) []worktreeEntry {
 	var entries []worktreeEntry
 	var cur *worktreeEntry
-	for line := range strings.Lines(out) {
-		line = strings.TrimRight(line, "\r\n")
-		key, value, _ := strings.Cut(line, " ")
+	for field := range strings.SplitSeq(out, "\x00") {
+		key, value, _ := strings.Cut(field, " ")
 		switch key {
 		case "worktree":
 			entries = append(entries, worktreeEntry{Path: filepath.Clean(value)})
@@ -55,11 +56,11 @@ func parseWorktreeList(out string) []worktreeEntry {
 	return entries
 }
 
-// listWorktrees runs `git worktree list --porcelain` in the project.
+// listWorktrees runs `git worktree list --porcelain -z` in the project.
 func (m *Manager) listWorktrees(ctx context.Context, p *project) ([]worktreeEntry, error) {
 	p.worktreesMu.RLock()
 	defer p.worktreesMu.RUnlock()
-	out, err := m.git.run(ctx, p.Path, "worktree", "list", "--porcelain")
+	out, err := m.git.run(ctx, p.Path, "worktree", "list", "--porcelain", "-z")
 	if err != nil {
 		return nil, err
 	}
@@ -81,8 +82,8 @@ func (m *Manager) changeWorktrees(ctx context.Context, p *project, args ...strin
 
 // discover lists the worktrees of p: the workspaces (main checkout
 // excluded, folder present) and, apart, the worktrees git still has
-// registered whose folder is missing, both keyed by pathKey of the
-// resolved path.
+// registered whose folder is missing (or replaced by a symlink), both
+// keyed by pathKey of the registeredPath.
 func (m *Manager) discover(ctx context.Context, p *project) (found, missing map[string]Workspace, err error) {
 	entries, err := m.listWorktrees(ctx, p)
 	if err != nil {
@@ -100,38 +101,43 @@ func (m *Manager) discover(ctx context.Context, p *project) (found, missing map[
 			Head:        e.Head,
 			Detached:    e.Detached || e.Branch == "",
 		}
-		real, err := filepath.EvalSymlinks(e.Path)
-		if err != nil {
-			ws.Path = resolveMaybeMissing(e.Path)
-			if ws.Name == "" {
-				ws.Name = filepath.Base(ws.Path)
-			}
+		ws.Path = registeredPath(e.Path)
+		if pathKey(ws.Path) == pathKey(p.Path) {
+			continue
+		}
+		if ws.Name == "" {
+			ws.Name = filepath.Base(ws.Path)
+		}
+		// A folder replaced by a symlink (or a file) is no longer the
+		// worktree: it stays under the path git registered, as missing,
+		// never under the symlink's target, which the app must not act on.
+		if fi, err := os.Lstat(ws.Path); err != nil || !fi.IsDir() {
 			missing[pathKey(ws.Path)] = ws
 			continue
 		}
-		if pathKey(real) == pathKey(p.Path) {
-			continue
-		}
-		if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
-			ws.Path = real
-			missing[pathKey(real)] = ws
-			continue
-		}
-		ws.Path = real
-		if ws.Name == "" {
-			ws.Name = filepath.Base(real)
-		}
-		found[pathKey(real)] = ws
+		found[pathKey(ws.Path)] = ws
 	}
 	return found, missing, nil
 }
 
-// findEntry returns the entry of entries whose folder is path (a resolved
-// path, which may no longer exist).
+// registeredPath is the worktree folder git registered at p, with the
+// symlinks of its parent folders resolved but not one put in place of the
+// folder itself.
+func registeredPath(p string) string {
+	p = filepath.Clean(p)
+	dir, base := filepath.Split(p)
+	if base == "" {
+		return p
+	}
+	return filepath.Join(resolveMaybeMissing(dir), base)
+}
+
+// findEntry returns the entry of entries whose folder is path (a
+// registeredPath, which may no longer exist).
 func findEntry(entries []worktreeEntry, path string) (worktreeEntry, bool) {
 	key := pathKey(path)
 	for _, e := range entries {
-		if pathKey(resolveMaybeMissing(e.Path)) == key {
+		if pathKey(registeredPath(e.Path)) == key {
 			return e, true
 		}
 	}

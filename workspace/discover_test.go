@@ -49,10 +49,10 @@ func TestDiscoverFindsWorktreesMadeOutsideTheApp(t *testing.T) {
 
 func TestParseWorktreeList(t *testing.T) {
 	t.Parallel()
-	out := "worktree /r\nHEAD aaa\nbranch refs/heads/main\n\n" +
-		"worktree /w1\nHEAD bbb\ndetached\n\n" +
-		"worktree /w2\nHEAD ccc\nbranch refs/heads/a/b\nlocked on usb\n\n" +
-		"worktree /w3\nHEAD ddd\nbranch refs/heads/c\nprunable gitdir file points to non-existent location\n\n"
+	out := "worktree /r\x00HEAD aaa\x00branch refs/heads/main\x00\x00" +
+		"worktree /w1\x00HEAD bbb\x00detached\x00\x00" +
+		"worktree /w2\x00HEAD ccc\x00branch refs/heads/a/b\x00locked on usb\x00\x00" +
+		"worktree /w3\x00HEAD ddd\x00branch refs/heads/c\x00prunable gitdir file points to non-existent location\x00\x00"
 	got := parseWorktreeList(out)
 	want := []worktreeEntry{
 		{Path: "/r", Head: "aaa", Branch: "main"},
@@ -210,4 +210,38 @@ func projectOf(t *testing.T, m *Manager, path string) *project {
 		t.Fatal(err)
 	}
 	return p
+}
+
+func TestDiscoverListsAPathWithANewlineAsOneWorkspace(t *testing.T) {
+	t.Parallel()
+	repo := testenv.GitRepo(t, "project")
+	// The injected path exists, so a parser fooled by the newline would
+	// list it as a workspace.
+	other := filepath.Join(realDir(t), "other")
+	if err := os.Mkdir(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	odd := filepath.Join(realDir(t), "a\nworktree "+other)
+	testenv.Git(t, repo, "worktree", "add", "-q", "-b", "odd", odd)
+	m, _ := newManager(t, Options{Projects: []string{repo}})
+	if err := m.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := m.Workspaces(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Path != odd || got[0].Branch != "odd" {
+		t.Fatalf("workspaces = %+v, want one at %q on branch odd", got, odd)
+	}
+	if _, err := m.Resolve(other); CodeOf(err) != CodeWorkspaceNotFound {
+		t.Errorf("Resolve(%s) = %v, want workspace-not-found", other, err)
+	}
+	pr := projectOf(t, m, repo)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(pr.missing) != 0 {
+		t.Errorf("missing worktrees = %+v, want none", pr.missing)
+	}
 }

@@ -45,4 +45,7 @@ type Event struct {
 	Step DeleteStep `json:"step,omitempty"`
 	// Err describes a failure (delete-failed).
 	Err string `json:"error,omitempty"`
+	// Note tells what a finished delete (delete-progress, StepDone) kept
+	// on purpose, e.g. "kept branch X: it existed before the workspace".
+	Note string `json:"note,omitempty"`
 }

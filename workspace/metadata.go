@@ -203,3 +203,37 @@ func verb(value *string) string {
 	}
 	return "set"
 }
+
+// Which branches CodeHydra created is recorded beside the branch's own git
+// config (branch.<branch>.codehydracreated), not among its metadata: an
+// agent can set metadata, and must not be able to mark a branch of the
+// user's as the app's to delete. `git branch -D` removes the record with
+// the branch, so a later branch of the same name made by hand has none.
+
+// createdVar is the git config name of the record that CodeHydra created
+// branch.
+func createdVar(branch string) string { return "branch." + branch + ".codehydracreated" }
+
+// recordCreatedBranch records whether CodeHydra created branch: a branch
+// that Create reuses existed before the workspace, so it loses a record
+// an earlier workspace left.
+func (m *Manager) recordCreatedBranch(ctx context.Context, p *project, branch string, created bool) error {
+	p.configMu.Lock()
+	defer p.configMu.Unlock()
+	if created {
+		return m.configSetLocked(ctx, p, createdVar(branch), "true")
+	}
+	return m.configUnsetLocked(ctx, p, createdVar(branch))
+}
+
+// createdBranch reports whether CodeHydra created branch. For a branch
+// named "<X>.codehydra" the record shares its config name with a metadata
+// key of branch X, which an agent can set; such a branch counts as not
+// created, so it is kept.
+func (m *Manager) createdBranch(ctx context.Context, p *project, branch string) (bool, error) {
+	if strings.HasSuffix(branch, "."+metadataSection) {
+		return false, nil
+	}
+	v, err := m.configGet(ctx, p, createdVar(branch))
+	return v == "true", err
+}

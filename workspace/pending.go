@@ -24,9 +24,10 @@ import (
 
 // pendingDelete is the record of a delete in progress.
 type pendingDelete struct {
-	Path       string `json:"path"`
-	Branch     string `json:"branch,omitempty"`
-	KeepBranch bool   `json:"keepBranch,omitempty"`
+	Path         string `json:"path"`
+	Branch       string `json:"branch,omitempty"`
+	KeepBranch   bool   `json:"keepBranch,omitempty"`
+	DeleteBranch bool   `json:"deleteBranch,omitempty"`
 }
 
 // pendingDir is the folder of the records, under the git common dir.
@@ -137,7 +138,7 @@ func (m *Manager) finishPendingDeletes(ctx context.Context) error {
 				m.tombstones[key] = Workspace{Name: name, Branch: d.Branch, Path: d.Path, ProjectPath: p.Path, Detached: d.Branch == ""}
 			}
 			m.mu.Unlock()
-			if err := m.Delete(ctx, d.Path, DeleteOptions{KeepBranch: d.KeepBranch}); err != nil {
+			if err := m.Delete(ctx, d.Path, DeleteOptions{KeepBranch: d.KeepBranch, DeleteBranch: d.DeleteBranch}); err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
@@ -159,7 +160,7 @@ func keepReason(d pendingDelete, entries []worktreeEntry) string {
 	}
 	if d.Branch != "" {
 		for _, e := range entries {
-			if e.Branch == d.Branch && pathKey(resolveMaybeMissing(e.Path)) != pathKey(d.Path) {
+			if e.Branch == d.Branch && pathKey(registeredPath(e.Path)) != pathKey(d.Path) {
 				return "its branch is checked out at " + e.Path
 			}
 		}

@@ -424,7 +424,7 @@ func (m *Manager) defaultBase(ctx context.Context, p *project) (string, error) {
 	if out, err := m.git.run(ctx, p.Path, "symbolic-ref", "-q", "refs/remotes/origin/HEAD"); err == nil {
 		ref := strings.TrimSpace(out)
 		// origin/HEAD may point at a branch that was deleted since.
-		if _, err := m.git.run(ctx, p.Path, "rev-parse", "--verify", "-q", ref+"^{commit}"); err == nil {
+		if _, err := m.git.run(ctx, p.Path, "rev-parse", "--verify", "-q", "--end-of-options", ref+"^{commit}"); err == nil {
 			return strings.TrimPrefix(ref, "refs/remotes/"), nil
 		}
 	} else if ctx.Err() != nil {

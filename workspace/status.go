@@ -97,7 +97,7 @@ func (m *Manager) readAheadBehind(ctx context.Context, p *project, path, branch 
 	if base == "" || validateBase(base) != nil {
 		return base, 0, 0
 	}
-	out, err := m.git.run(ctx, path, "rev-list", "--left-right", "--count", base+"...HEAD")
+	out, err := m.git.run(ctx, path, "rev-list", "--left-right", "--count", "--end-of-options", base+"...HEAD")
 	if err != nil {
 		if ctx.Err() == nil {
 			m.log.Debug("cannot compare workspace with its base", "path", path, "base", base, "err", err)

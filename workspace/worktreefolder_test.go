@@ -1,0 +1,141 @@
+package workspace
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"codehydra/internal/testenv"
+)
+
+// userFolder is a folder of the user's outside every project, holding a
+// file; it returns the folder and the file.
+func userFolder(t *testing.T) (dir, file string) {
+	t.Helper()
+	dir = filepath.Join(realDir(t), "my-documents")
+	file = filepath.Join(dir, "thesis.txt")
+	testenv.WriteFile(t, file, "years of work")
+	return dir, file
+}
+
+// bothRemovals runs test once with git removing the worktree and once
+// with git failing, so that the delete falls back on removing the folder.
+func bothRemovals(t *testing.T, test func(t *testing.T, fallback bool)) {
+	for _, fallback := range []bool{false, true} {
+		t.Run(map[bool]string{false: "git worktree remove", true: "folder removal fallback"}[fallback], func(t *testing.T) {
+			test(t, fallback)
+		})
+	}
+}
+
+func wantFile(t *testing.T, file, content string) {
+	t.Helper()
+	if b, err := os.ReadFile(file); err != nil || string(b) != content {
+		t.Fatalf("%s = %q, %v; want %q", file, b, err, content)
+	}
+}
+
+func TestAWorktreeFolderReplacedByASymlinkIsNeitherListedNorDeletedAsItsTarget(t *testing.T) {
+	t.Parallel()
+	bothRemovals(t, func(t *testing.T, fallback bool) {
+		m, p := setup(t)
+		ws := create(t, m, p, "ws")
+		target, file := userFolder(t)
+		if err := os.RemoveAll(ws.Path); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, ws.Path); err != nil {
+			t.Fatal(err)
+		}
+
+		// A fresh launch discovers the project as it is now.
+		m, _ = newManager(t, Options{Projects: []string{p.Path}})
+		if err := m.Load(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if fallback {
+			failWorktreeRemove(m)
+		}
+		for _, w := range m.AllWorkspaces() {
+			if pathKey(w.Path) == pathKey(target) {
+				t.Fatalf("the symlink's target %s is listed as a workspace: %+v", target, w)
+			}
+		}
+
+		wantCode(t, m.Delete(context.Background(), target, DeleteOptions{}), CodeWorkspaceNotFound)
+		err := m.Delete(context.Background(), ws.Path, DeleteOptions{})
+		wantCode(t, err, CodeConflict)
+		if !strings.Contains(err.Error(), "symlink") {
+			t.Errorf("error %q does not say the folder is a symlink", err)
+		}
+		wantFile(t, file, "years of work")
+		if fi, err := os.Lstat(ws.Path); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("the symlink at %s was touched: %v", ws.Path, err)
+		}
+	})
+}
+
+func TestTheFallbackRemovesNoFolderWhoseGitFileDoesNotPointBack(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		tamper func(t *testing.T, ws, other Workspace, p Project)
+	}{
+		{"its .git names another worktree's admin folder", func(t *testing.T, ws, other Workspace, _ Project) {
+			admin := testenv.Git(t, other.Path, "rev-parse", "--absolute-git-dir")
+			testenv.WriteFile(t, filepath.Join(ws.Path, ".git"), "gitdir: "+admin+"\n")
+		}},
+		{"its .git names another repository", func(t *testing.T, ws, _ Workspace, _ Project) {
+			repo := testenv.GitRepo(t, "elsewhere")
+			testenv.WriteFile(t, filepath.Join(ws.Path, ".git"), "gitdir: "+filepath.Join(repo, ".git")+"\n")
+		}},
+		{"its .git is a repository of its own", func(t *testing.T, ws, _ Workspace, _ Project) {
+			if err := os.Remove(filepath.Join(ws.Path, ".git")); err != nil {
+				t.Fatal(err)
+			}
+			testenv.Git(t, ws.Path, "init", "-q")
+		}},
+		{"its .git is gone", func(t *testing.T, ws, _ Workspace, _ Project) {
+			if err := os.Remove(filepath.Join(ws.Path, ".git")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			m, p := setup(t)
+			ws := create(t, m, p, "ws")
+			other := create(t, m, p, "other")
+			file := filepath.Join(ws.Path, "work.txt")
+			testenv.WriteFile(t, file, "keep")
+			tc.tamper(t, ws, other, p)
+			failWorktreeRemove(m)
+
+			wantCode(t, m.Delete(context.Background(), ws.Path, DeleteOptions{}), CodeConflict)
+			wantFile(t, file, "keep")
+			if !exists(other.Path) {
+				t.Fatal("the other worktree was removed")
+			}
+		})
+	}
+}
+
+func TestDeleteRefusesAWorkspaceThatHoldsAnotherWorkspace(t *testing.T) {
+	t.Parallel()
+	bothRemovals(t, func(t *testing.T, fallback bool) {
+		m, p := setup(t)
+		outer := create(t, m, p, "outer")
+		inner := filepath.Join(outer.Path, "inner")
+		testenv.Git(t, p.Path, "worktree", "add", "-q", "-b", "inner", inner)
+		m.refresh(context.Background(), projectOf(t, m, p.Path), true)
+		if fallback {
+			failWorktreeRemove(m)
+		}
+		wantCode(t, m.Delete(context.Background(), outer.Path, DeleteOptions{}), CodeConflict)
+		if !exists(filepath.Join(inner, "README.md")) {
+			t.Fatal("the inner workspace was removed")
+		}
+	})
+}
