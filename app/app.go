@@ -48,6 +48,7 @@ type Workspaces interface {
 	Create(ctx context.Context, o workspace.CreateOptions) (workspace.Workspace, error)
 	Delete(ctx context.Context, wsPath string, o workspace.DeleteOptions) error
 	Status(ctx context.Context, wsPath string) (workspace.Status, error)
+	BranchCreated(ctx context.Context, wsPath string) (bool, error)
 	Metadata(ctx context.Context, wsPath string) (map[string]string, error)
 	SetMetadata(ctx context.Context, wsPath, key string, value *string) error
 	Branches(ctx context.Context, projectPath string) ([]string, error)

@@ -32,6 +32,12 @@ type deleteDialog struct {
 	del        *widget.Button
 	cancel     *widget.Button
 
+	// branchKnown: the dialog has learned whether CodeHydra created the
+	// branch. Only then does an unticked "Keep the branch" ask to delete a
+	// branch that existed before the workspace; a Delete clicked before
+	// that leaves such a branch, as the domain does by default.
+	branchKnown bool
+
 	running bool
 	done    bool
 	// failShown: a failure of the current attempt is on screen. Both the
@@ -103,7 +109,28 @@ func (u *ui) newDeleteDialog(ws workspace.Workspace) *deleteDialog {
 		st, err := u.deps.Workspaces.Status(ctx, ws.Path)
 		u.do(func() { d.showStatus(st, err) })
 	})
+	if ws.Branch != "" {
+		u.background(func(context.Context) {
+			created, err := u.deps.Workspaces.BranchCreated(ctx, ws.Path)
+			u.do(func() { d.showBranchOrigin(created, err) })
+		})
+	}
 	return d
+}
+
+// showBranchOrigin offers to keep, ticked, a branch that existed before
+// the workspace: deleting the workspace does not take it unless the user
+// unticks the box.
+func (d *deleteDialog) showBranchOrigin(created bool, err error) {
+	if err != nil || d.running || d.done {
+		return
+	}
+	d.branchKnown = true
+	if !created {
+		d.keepBranch.Text = "Keep the branch " + d.ws.Branch + " (it existed before this workspace)"
+		d.keepBranch.SetChecked(true)
+		d.keepBranch.Refresh()
+	}
 }
 
 // onEvents shows the steps and failures of this workspace's delete.
@@ -160,7 +187,7 @@ func (d *deleteDialog) submit() {
 	}
 	d.running = true
 	d.failShown = false
-	opts := workspace.DeleteOptions{KeepBranch: d.keepBranch.Checked}
+	opts := workspace.DeleteOptions{KeepBranch: d.keepBranch.Checked, DeleteBranch: d.branchKnown && !d.keepBranch.Checked}
 	d.del.Disable()
 	d.keepBranch.Disable()
 	d.cancel.SetText("Close")

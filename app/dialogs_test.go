@@ -201,6 +201,37 @@ func TestDeleteDialogFollowsTheStepsAndClosesWhenDone(t *testing.T) {
 	}
 }
 
+func TestDeleteDialogKeepsABranchThatExistedBeforeUnlessUnticked(t *testing.T) {
+	for _, untick := range []bool{false, true} {
+		t.Run(map[bool]string{false: "kept by default", true: "deleted when unticked"}[untick], func(t *testing.T) {
+			repo := testenv.GitRepo(t, "repo")
+			testenv.Git(t, repo, "branch", "mine")
+			m := realManager(t, repo)
+			ws, err := m.Create(context.Background(), workspace.CreateOptions{ProjectPath: repo, Name: "mine"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := newHarness(t, Deps{Workspaces: m})
+			d := h.u.openDelete(ws)
+			h.waitFor("the branch's origin", func() bool { return strings.Contains(d.keepBranch.Text, "existed before") })
+			if !d.keepBranch.Checked {
+				t.Fatal("a branch that existed before the workspace is not ticked to be kept")
+			}
+			if untick {
+				d.keepBranch.SetChecked(false)
+			}
+			test.Tap(d.del)
+			h.waitFor("the window to close", func() bool { return !h.windowOpen("Delete workspace") })
+			if _, err := os.Stat(ws.Path); !os.IsNotExist(err) {
+				t.Errorf("worktree still there: %v", err)
+			}
+			if kept := testenv.Git(t, repo, "branch", "--list", "mine") != ""; kept == untick {
+				t.Errorf("branch kept = %v after the box was unticked = %v", kept, untick)
+			}
+		})
+	}
+}
+
 func TestDeleteDialogProgressFollowsDeleteEvents(t *testing.T) {
 	f := newFake()
 	ws := f.addWorkspace("proj", "feat")

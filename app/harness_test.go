@@ -258,7 +258,9 @@ type fakeWorkspaces struct {
 	// deleteFail, when set, makes the next delete fail at that step.
 	deleteFail workspace.DeleteStep
 	deletes    []workspace.DeleteOptions
-	created    []workspace.CreateOptions
+	// existedBefore names workspaces whose branch CodeHydra did not create.
+	existedBefore map[string]bool
+	created       []workspace.CreateOptions
 }
 
 func newFake() *fakeWorkspaces {
@@ -384,6 +386,12 @@ func (f *fakeWorkspaces) Status(_ context.Context, path string) (workspace.Statu
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.status[path], nil
+}
+
+func (f *fakeWorkspaces) BranchCreated(_ context.Context, path string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return !f.existedBefore[path], nil
 }
 
 func (f *fakeWorkspaces) Metadata(_ context.Context, path string) (map[string]string, error) {

@@ -31,12 +31,15 @@ func TestDeleteKeepsABranchThatExistedBeforeTheWorkspace(t *testing.T) {
 		opts      DeleteOptions
 		wantKept  bool
 		wantNote  string
+		// wantCreated is what BranchCreated says before the delete.
+		wantCreated bool
 	}{
 		{
 			name: "a branch CodeHydra created is deleted",
 			workspace: func(t *testing.T, m *Manager, p Project, b string) string {
 				return create(t, m, p, b).Path
 			},
+			wantCreated: true,
 		},
 		{
 			name: "an existing branch given to Create is kept",
@@ -83,14 +86,18 @@ func TestDeleteKeepsABranchThatExistedBeforeTheWorkspace(t *testing.T) {
 			workspace: func(t *testing.T, m *Manager, p Project, b string) string {
 				return create(t, m, p, b).Path
 			},
-			opts:     DeleteOptions{KeepBranch: true, DeleteBranch: true},
-			wantKept: true,
+			opts:        DeleteOptions{KeepBranch: true, DeleteBranch: true},
+			wantKept:    true,
+			wantCreated: true,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			m, p := setup(t)
 			path := tc.workspace(t, m, p, "feature")
+			if created, err := m.BranchCreated(context.Background(), path); err != nil || created != tc.wantCreated {
+				t.Errorf("BranchCreated = %v, %v; want %v", created, err, tc.wantCreated)
+			}
 			note := deleteDone(t, m, path, tc.opts)
 			if exists(path) {
 				t.Fatal("worktree left")

@@ -226,6 +226,29 @@ func (m *Manager) recordCreatedBranch(ctx context.Context, p *project, branch st
 	return m.configUnsetLocked(ctx, p, createdVar(branch))
 }
 
+// BranchCreated reports whether CodeHydra created the branch of the
+// workspace at wsPath, so that deleting the workspace deletes the branch
+// too (a branch that existed before is kept unless DeleteBranch is set).
+// A detached HEAD has no branch: false.
+func (m *Manager) BranchCreated(ctx context.Context, wsPath string) (bool, error) {
+	ws, p, err := m.resolve(wsPath)
+	if err != nil {
+		return false, err
+	}
+	branch, err := m.currentBranch(ctx, ws.Path)
+	if err != nil {
+		return false, classify(err, CodeInternal, "cannot read the branch of %s", ws.Path)
+	}
+	if branch == "" {
+		return false, nil
+	}
+	created, err := m.createdBranch(ctx, p, branch)
+	if err != nil {
+		return false, classify(err, CodeInternal, "cannot read the records of branch %s", branch)
+	}
+	return created, nil
+}
+
 // createdBranch reports whether CodeHydra created branch. For a branch
 // named "<X>.codehydra" the record shares its config name with a metadata
 // key of branch X, which an agent can set; such a branch counts as not
