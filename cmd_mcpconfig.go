@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -20,17 +21,21 @@ import (
 const mcpConfigHelp = `Usage: codehydra mcp-config --client opencode|claude-code|claude-desktop [--workspace PATH]
 
 Prints a configuration for an MCP client outside CodeHydra, with the MCP
-server's URL, the access token and, with --workspace, the workspace the
-client acts on (sent as the X-Workspace-Path header) written out, so it
-works as printed:
+server's URL and a token written out, so it works as printed. Without
+--workspace it holds your master token, which may call every tool. With
+--workspace it holds that workspace's own token and names the workspace
+(sent as the X-Workspace-Path header): a client set up so acts on that
+workspace only, lists and creates workspaces in its project only, and
+cannot add or remove projects. Clients:
   opencode        an opencode.json (project folder or ~/.config/opencode/)
   claude-code     a .mcp.json (project folder)
   claude-desktop  an entry for claude_desktop_config.json; Claude Desktop only
                   starts local (stdio) servers, so it runs the mcp-remote
                   bridge with npx, which needs Node.js
 Without --workspace the workspace_* tools answer invalid-input; project_list
-and workspace_create work. The config holds the token: keep it private, and
-print it again after "Rotate token". With a dynamic MCP port (settings
+and workspace_create (with projectPath) work. The config holds a token: keep
+it private, and print it again after "Rotate token", which changes every
+token. With a dynamic MCP port (settings
 mcpPort 0) the port changes at every launch; set a fixed mcpPort to keep the
 config working.
 
@@ -79,7 +84,10 @@ func runMCPConfig(ctx context.Context, c *cli, args []string) int {
 	if !ok {
 		return 1
 	}
-	src.warn(ctx, c)
+	if ws != "" {
+		cfg = src.forWorkspace(ctx, c, cfg)
+	}
+	src.warn(c)
 	out, err := mcp.RenderClientConfig(*client, cfg)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "codehydra mcp-config: %v\n", err)
@@ -125,9 +133,30 @@ func (s configSources) config(c *cli) (cfg mcp.ClientConfig, ok bool) {
 	return cfg, true
 }
 
+// forWorkspace narrows cfg (which holds the master token) to the
+// workspace: its path as CodeHydra registered it (asked of the running
+// instance, else with symlinks resolved here) and that workspace's own
+// token, derived from the master token as the server derives it.
+func (s configSources) forWorkspace(ctx context.Context, c *cli, cfg mcp.ClientConfig) mcp.ClientConfig {
+	path := s.workspace
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	if s.running {
+		if registered, err := registeredPath(ctx, s.info, s.workspace); err != nil {
+			fmt.Fprintf(c.stderr, "warning: %v; this config works only once %s is a workspace of CodeHydra\n", err, s.workspace)
+		} else {
+			path = registered
+		}
+	}
+	cfg.WorkspacePath = path
+	cfg.Token = mcp.WorkspaceToken(cfg.Token, path)
+	return cfg
+}
+
 // warn says when the config will stop working (a dynamic or moved port)
 // or does not reach a workspace.
-func (s configSources) warn(ctx context.Context, c *cli) {
+func (s configSources) warn(c *cli) {
 	switch {
 	case s.settings.MCPPort == 0:
 		fmt.Fprintf(c.stderr, "warning: the MCP port is dynamic (settings mcpPort is 0), so it changes at every launch and this config stops working when CodeHydra restarts; set a fixed \"mcpPort\" in %s\n", paths.SettingsFile())
@@ -135,24 +164,30 @@ func (s configSources) warn(ctx context.Context, c *cli) {
 		fmt.Fprintf(c.stderr, "warning: CodeHydra runs on port %d because the configured port %d was taken; this config stops working when it restarts\n", s.info.MCPPort, s.settings.MCPPort)
 	}
 	if s.workspace == "" {
-		fmt.Fprintf(c.stderr, "note: no --workspace: workspace_* tools will answer invalid-input; project_list and workspace_create work\n")
-	} else if s.running {
-		warnIfNotWorkspace(ctx, c, s.info, s.workspace)
+		fmt.Fprintf(c.stderr, "note: no --workspace: the config holds your master token, which may call every tool; workspace_* tools will answer invalid-input\n")
 	}
 }
 
-// warnIfNotWorkspace asks the running instance whether ws resolves, so that
-// a typo shows now rather than as failing tool calls later.
-func warnIfNotWorkspace(ctx context.Context, c *cli, info instance.Info, ws string) {
+// registeredPath asks the running instance which workspace ws is, so that
+// the token is derived from the path the server knows it by, and a typo
+// shows now rather than as refused calls later.
+func registeredPath(ctx context.Context, info instance.Info, ws string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	r, err := mcp.Dial(ctx, mcp.DialOptions{URL: info.MCPURL, Token: info.Token, WorkspacePath: ws, Version: version})
 	if err != nil {
-		fmt.Fprintf(c.stderr, "warning: could not check the workspace: %v\n", err)
-		return
+		return "", fmt.Errorf("could not check the workspace: %w", err)
 	}
 	defer r.Close()
-	if _, err := r.Call(ctx, mcp.ToolGetStatus, nil); err != nil {
-		fmt.Fprintf(c.stderr, "warning: %v; workspace_* tools will fail with this --workspace\n", err)
+	raw, err := r.Call(ctx, mcp.ToolGetStatus, nil)
+	if err != nil {
+		return "", err
 	}
+	var st struct {
+		Path string `json:"path"`
+	}
+	if err := json.Unmarshal(raw, &st); err != nil || st.Path == "" {
+		return "", fmt.Errorf("could not check the workspace: %s answered %s", mcp.ToolGetStatus, raw)
+	}
+	return st.Path, nil
 }

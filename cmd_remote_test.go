@@ -221,8 +221,11 @@ func TestMCPConfigPrintsAConfigThatWorks(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("%d %q", code, errOut)
 			}
-			if !strings.Contains(out, ri.srv.URL()) || !strings.Contains(out, ri.token) || !strings.Contains(out, ws.Path) {
-				t.Fatalf("config lacks the URL, token or workspace:\n%s", out)
+			if !strings.Contains(out, ri.srv.URL()) || !strings.Contains(out, mcp.WorkspaceToken(ri.token, ws.Path)) || !strings.Contains(out, ws.Path) {
+				t.Fatalf("config lacks the URL, the workspace's token or the workspace:\n%s", out)
+			}
+			if strings.Contains(out, ri.token) {
+				t.Fatalf("the config of a workspace holds the master token:\n%s", out)
 			}
 			if !json.Valid([]byte(out)) {
 				t.Fatalf("not JSON: %s", out)
@@ -284,6 +287,10 @@ func TestMCPConfigPrintsAConfigThatWorks(t *testing.T) {
 		code, out, errOut := runRemote(t, "mcp-config", "--client", "claude-code")
 		if code != 0 || !strings.Contains(out, "http://127.0.0.1:4777/mcp") || !strings.Contains(out, ri.token) || !strings.Contains(errOut, "not running") {
 			t.Fatalf("%d %q %q", code, out, errOut)
+		}
+		code, out, errOut = runRemote(t, "mcp-config", "--client", "claude-code", "--workspace", ws.Path)
+		if code != 0 || !strings.Contains(out, mcp.WorkspaceToken(ri.token, ws.Path)) || strings.Contains(out, ri.token) {
+			t.Fatalf("--workspace, not running: %d %q %q", code, out, errOut)
 		}
 	})
 	t.Run("not running, fixed port, a spoilt token file: refused, saying why", func(t *testing.T) {

@@ -24,7 +24,7 @@ func (s *server) startAgents(ctx context.Context) error {
 		BasePort:   set.OpencodeBasePort,
 		ConfigPath: paths.OpencodeConfigFile(),
 		MCPPort:    func() int { return s.mcpPort },
-		MCPToken:   func() string { return s.token.Value() },
+		MCPToken:   func(ws string) string { return s.token.ForWorkspace(ws) },
 		OnChange: func(path string) {
 			s.manager.Publish(workspace.Event{Kind: workspace.EventAgentChanged, Workspace: workspace.Workspace{Path: path}})
 		},

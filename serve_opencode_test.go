@@ -162,15 +162,7 @@ func agentMCPEndpoint(t *testing.T, env map[string]string) (url, token, wsPath s
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cfg struct {
-		MCP map[string]struct {
-			URL     string            `json:"url"`
-			Headers map[string]string `json:"headers"`
-		} `json:"mcp"`
-	}
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		t.Fatalf("the OpenCode config: %v\n%s", err, b)
-	}
+	entry := codehydraEntry(t, b)
 	fill := func(s string) string {
 		for k, v := range env {
 			s = strings.ReplaceAll(s, "{env:"+k+"}", v)
@@ -180,11 +172,28 @@ func agentMCPEndpoint(t *testing.T, env map[string]string) (url, token, wsPath s
 		}
 		return s
 	}
-	entry := cfg.MCP["codehydra"]
 	auth := fill(entry.Headers["Authorization"])
 	token, ok := strings.CutPrefix(auth, "Bearer ")
 	if !ok || len(entry.Headers) != 2 {
 		t.Fatalf("the config's headers are %v, want Authorization: Bearer … and X-Workspace-Path", entry.Headers)
 	}
 	return fill(entry.URL), token, fill(entry.Headers["X-Workspace-Path"])
+}
+
+// opencodeMCPEntry is the codehydra MCP server of an OpenCode config file.
+type opencodeMCPEntry struct {
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers"`
+}
+
+// codehydraEntry reads the codehydra MCP server from the OpenCode config b.
+func codehydraEntry(t *testing.T, b []byte) opencodeMCPEntry {
+	t.Helper()
+	var cfg struct {
+		MCP map[string]opencodeMCPEntry `json:"mcp"`
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatalf("the OpenCode config: %v\n%s", err, b)
+	}
+	return cfg.MCP["codehydra"]
 }

@@ -10,11 +10,13 @@ import (
 	"time"
 )
 
-// auditEntry is one line of audit.jsonl. It names what was called, by which
-// workspace and how it ended — never the token, environment values or
-// argument values, which may be secrets. Args lists argument names only.
+// auditEntry is one line of audit.jsonl. It names who called (as the
+// token proves: "user" or the token's workspace), what, on which workspace
+// and how it ended — never the token, environment values or argument
+// values, which may be secrets. Args lists argument names only.
 type auditEntry struct {
 	Time       time.Time `json:"time"`
+	Caller     string    `json:"caller"`
 	Workspace  string    `json:"workspace"`
 	Tool       string    `json:"tool"`
 	Outcome    string    `json:"outcome"` // "ok" or an error code

@@ -60,7 +60,7 @@ func TestAuditRecordsEveryCallWithoutSecrets(t *testing.T) {
 	if len(lines) != len(steps) {
 		t.Fatalf("%d audit lines for %d calls:\n%s", len(lines), len(steps), data)
 	}
-	allowed := []string{"time", "workspace", "tool", "outcome", "durationMs", "args"}
+	allowed := []string{"time", "caller", "workspace", "tool", "outcome", "durationMs", "args"}
 	for i, line := range lines {
 		s := steps[i]
 		for k := range line {
@@ -68,8 +68,8 @@ func TestAuditRecordsEveryCallWithoutSecrets(t *testing.T) {
 				t.Errorf("line %d has key %q", i, k)
 			}
 		}
-		if line["tool"] != s.tool || line["outcome"] != s.outcome || line["workspace"] != s.workspace {
-			t.Errorf("line %d = %v, want tool %s outcome %s workspace %q", i, line, s.tool, s.outcome, s.workspace)
+		if line["caller"] != userCaller || line["tool"] != s.tool || line["outcome"] != s.outcome || line["workspace"] != s.workspace {
+			t.Errorf("line %d = %v, want caller user, tool %s outcome %s workspace %q", i, line, s.tool, s.outcome, s.workspace)
 		}
 		if _, err := time.Parse(time.RFC3339Nano, line["time"].(string)); err != nil {
 			t.Errorf("line %d time: %v", i, err)

@@ -17,7 +17,8 @@ import (
 )
 
 // The call pipeline: every tools/call passes through callTool, which
-// resolves the caller's workspace, applies the rate limit and the call
+// checks what the caller (as its token proves) may do, resolves the
+// workspace the call acts on, applies the rate limit and the call
 // timeout, turns every failure into DESIGN.md's error result and writes
 // one audit line. The handlers (tools_*.go) only adapt domain calls.
 
@@ -32,13 +33,16 @@ func (s *Server) toolCallMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 	}
 }
 
-// callTool is the one path of every tool call: resolve the workspace (a
-// workspace tool never runs for an unresolved one), take a token from the
-// (workspace, tool) bucket, run the handler under the call timeout, turn
-// any failure into DESIGN.md's error result, and write one audit line.
+// callTool is the one path of every tool call: check the caller's right
+// to the tool and resolve the workspace (a workspace tool never runs for
+// an unresolved one, nor for a workspace the caller's token is not for),
+// take a token from the (workspace, tool) bucket, run the handler under
+// the call timeout, turn any failure into DESIGN.md's error result, and
+// write one audit line.
 func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest, next func(context.Context) (sdk.Result, error)) (sdk.Result, error) {
 	start := s.now()
-	rec := auditEntry{Tool: req.Params.Name, Args: argNames(req.Params.Arguments), Outcome: "ok"}
+	who := callerOf(req)
+	rec := auditEntry{Caller: who.name(), Tool: req.Params.Name, Args: argNames(req.Params.Arguments), Outcome: "ok"}
 	defer s.recordCall(&rec, start)
 
 	def, known := s.tools[rec.Tool]
@@ -47,14 +51,14 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest, next fu
 		rec.Outcome = string(workspace.CodeInvalidInput)
 		return next(ctx)
 	}
-	ws, err := s.admit(&rec, def, req)
+	ws, err := s.admit(&rec, who, def, req)
 	if err != nil {
 		return s.failed(&rec, err), nil
 	}
 
 	callCtx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
 	defer cancel()
-	res, err := next(withWorkspace(callCtx, ws))
+	res, err := next(withCall(callCtx, who, ws))
 	if err != nil {
 		rec.Outcome = string(workspace.CodeInternal)
 		return res, err
@@ -66,21 +70,26 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest, next fu
 	return s.failed(&rec, s.callError(ctx, callCtx, rec.Tool, r)), nil
 }
 
-// admit resolves the workspace of a call to a workspace tool and takes a
-// token from the call's (workspace, tool) bucket. The workspace it returns
-// is the zero Workspace for a tool that needs none.
-func (s *Server) admit(rec *auditEntry, def toolDef, req *sdk.CallToolRequest) (workspace.Workspace, error) {
+// admit checks that the caller may call the tool, resolves the workspace
+// of a call to a workspace tool and takes a token from the call's
+// (workspace, tool) bucket. The workspace it returns is the zero Workspace
+// for a tool that needs none.
+func (s *Server) admit(rec *auditEntry, who caller, def toolDef, req *sdk.CallToolRequest) (workspace.Workspace, error) {
 	var header http.Header
 	if extra := req.GetExtra(); extra != nil {
 		header = extra.Header
 	}
 	var ws workspace.Workspace
-	var resolveErr error
-	if def.needsWorkspace {
+	var err error
+	switch {
+	case def.needsWorkspace:
 		rec.Workspace = strings.Join(header.Values(WorkspaceHeader), ",")
-		if ws, resolveErr = s.resolve(header); resolveErr == nil {
+		if ws, err = s.workspaceOf(who, header); err == nil {
 			rec.Workspace = ws.Path
 		}
+	case def.userOnly && !who.isUser():
+		err = workspace.Errorf(workspace.CodeForbidden,
+			"%s needs the user's token; a workspace's token (this one is for %s) may not add or remove projects", rec.Tool, who.ws.Path)
 	}
 	// Unresolved calls share the ("", tool) bucket, so floods of bad
 	// headers are limited too.
@@ -89,7 +98,31 @@ func (s *Server) admit(rec *auditEntry, def toolDef, req *sdk.CallToolRequest) (
 			"too many %s calls from this workspace (limit %g per second, burst %d); wait a moment and retry",
 			rec.Tool, float64(s.opts.RateLimit), s.opts.Burst)
 	}
-	return ws, resolveErr
+	return ws, err
+}
+
+// workspaceOf is the workspace a call to a workspace tool acts on: the one
+// X-Workspace-Path names, which for a workspace's token must be that
+// workspace (and is, when the header is left out).
+func (s *Server) workspaceOf(who caller, h http.Header) (workspace.Workspace, error) {
+	if who.isUser() {
+		return s.resolve(h)
+	}
+	vals := h.Values(WorkspaceHeader)
+	if len(vals) == 0 || len(vals) == 1 && vals[0] == "" {
+		return who.ws, nil
+	}
+	ws, err := s.resolve(h)
+	if workspace.CodeOf(err) == workspace.CodeInvalidInput {
+		return ws, err
+	}
+	// Whether another path is a workspace at all is none of this caller's
+	// business: every other answer is the same.
+	if err != nil || ws.Path != who.ws.Path {
+		return workspace.Workspace{}, workspace.Errorf(workspace.CodeForbidden,
+			"this token is the workspace %s's and acts on it only; %s names another folder (leave the header out to act on your own workspace)", who.ws.Path, WorkspaceHeader)
+	}
+	return ws, nil
 }
 
 // callError is the error that a handler's error result stands for: a
@@ -118,7 +151,7 @@ func (s *Server) recordCall(rec *auditEntry, start time.Time) {
 	if err := s.audit.record(*rec); err != nil {
 		s.log.Warn("audit log", slog.Any("error", err))
 	}
-	s.log.Debug("tool call", slog.String("tool", rec.Tool), slog.String("workspace", rec.Workspace),
+	s.log.Debug("tool call", slog.String("caller", rec.Caller), slog.String("tool", rec.Tool), slog.String("workspace", rec.Workspace),
 		slog.String("outcome", rec.Outcome), slog.Int64("durationMs", rec.DurationMs))
 }
 
@@ -135,17 +168,33 @@ func (s *Server) resolve(h http.Header) (workspace.Workspace, error) {
 	return s.opts.Workspaces.Resolve(vals[0])
 }
 
-type workspaceKey struct{}
-
-func withWorkspace(ctx context.Context, ws workspace.Workspace) context.Context {
-	return context.WithValue(ctx, workspaceKey{}, ws)
+// callInfo is what the pipeline learned of a call before its handler runs.
+type callInfo struct {
+	who caller
+	ws  workspace.Workspace
 }
 
-// callerWorkspace is the workspace resolved from the request's
-// X-Workspace-Path; the call pipeline guarantees it for workspace tools.
+type callKey struct{}
+
+func withCall(ctx context.Context, who caller, ws workspace.Workspace) context.Context {
+	return context.WithValue(ctx, callKey{}, callInfo{who: who, ws: ws})
+}
+
+// callerWorkspace is the workspace the call acts on, resolved from the
+// request's X-Workspace-Path (or the caller's token); the call pipeline
+// guarantees it for workspace tools.
 func callerWorkspace(ctx context.Context) workspace.Workspace {
-	ws, _ := ctx.Value(workspaceKey{}).(workspace.Workspace)
-	return ws
+	c, _ := ctx.Value(callKey{}).(callInfo)
+	return c.ws
+}
+
+// callerFrom is the caller of the call, as its token proves.
+func callerFrom(ctx context.Context) caller {
+	c, ok := ctx.Value(callKey{}).(callInfo)
+	if !ok {
+		return unidentified()
+	}
+	return c.who
 }
 
 // actionError marks an error returned by a tool's action, as opposed to the
@@ -175,7 +224,7 @@ type errorBody struct {
 
 var errorCodes = []any{
 	string(workspace.CodeWorkspaceNotFound), string(workspace.CodeProjectNotFound), string(workspace.CodeInvalidInput),
-	string(workspace.CodeConflict), string(workspace.CodeRateLimited), string(workspace.CodeTimeout), string(workspace.CodeInternal),
+	string(workspace.CodeConflict), string(workspace.CodeForbidden), string(workspace.CodeRateLimited), string(workspace.CodeTimeout), string(workspace.CodeInternal),
 }
 
 func errorSchema() *jsonschema.Schema {
@@ -193,7 +242,7 @@ func (s *Server) failed(rec *auditEntry, err error) *sdk.CallToolResult {
 	code := workspace.CodeOf(err)
 	rec.Outcome = string(code)
 	if code == workspace.CodeInternal {
-		s.log.Warn("tool call failed", slog.String("tool", rec.Tool), slog.String("workspace", rec.Workspace), slog.Any("error", err))
+		s.log.Warn("tool call failed", slog.String("caller", rec.Caller), slog.String("tool", rec.Tool), slog.String("workspace", rec.Workspace), slog.Any("error", err))
 	}
 	return errorToolResult(code, err.Error())
 }

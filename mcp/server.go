@@ -43,6 +43,7 @@ type Workspaces interface {
 	Create(ctx context.Context, o workspace.CreateOptions) (workspace.Workspace, error)
 	Projects() []workspace.Project
 	Workspaces(projectPath string) ([]workspace.Workspace, error)
+	AllWorkspaces() []workspace.Workspace
 	AddProject(ctx context.Context, path string) (workspace.Project, error)
 	RemoveProject(ctx context.Context, path string) error
 }
@@ -61,7 +62,9 @@ type Options struct {
 	// port is taken the server falls back to a free one and logs a warning.
 	// Default "127.0.0.1:0". Only loopback addresses are accepted.
 	Addr string
-	// Token is the access token every request must carry. Required.
+	// Token is the master token, the user's. Every request must carry it
+	// or the token of a registered workspace (WorkspaceToken), which
+	// restricts the call to that workspace. Required.
 	Token *Token
 	// Workspaces is the domain the tools act on. Required.
 	Workspaces Workspaces
@@ -93,6 +96,7 @@ type Server struct {
 	mcp     *sdk.Server
 	http    *http.Server
 	limiter *rateLimiter
+	ids     *identities
 	audit   *auditLog
 	tools   map[string]toolDef
 
@@ -135,6 +139,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
 	s.limiter = newRateLimiter(opts.RateLimit, opts.Burst, func() time.Time { return s.now() })
+	s.ids = &identities{master: opts.Token, workspaces: opts.Workspaces, now: func() time.Time { return s.now() }}
 
 	// The SDK logs every session's start at Info; one CLI command makes a
 	// session, so only its warnings and errors are worth the log file.
@@ -202,7 +207,7 @@ func (s *Server) newHTTPServer(sdkLogger *slog.Logger) *http.Server {
 		// check runs behind checkHost as a second line.
 	})
 	mux := http.NewServeMux()
-	mux.Handle(Path, checkToken(s.opts.Token, limitBody(s.opts.MaxBody, s.trackCalls(streamable))))
+	mux.Handle(Path, checkToken(s.ids, limitBody(s.opts.MaxBody, s.trackCalls(streamable))))
 	return &http.Server{
 		Handler:           s.refuseWhenClosing(checkHost(&s.port, checkOrigin(mux))),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -214,7 +219,7 @@ func (s *Server) newHTTPServer(sdkLogger *slog.Logger) *http.Server {
 
 const instructions = `CodeHydra runs one coding agent per git worktree ("workspace") of a project.
 Tools named workspace_* act on the workspace of the calling agent, named by the X-Workspace-Path header that CodeHydra configures for you; they never act on another workspace.
-project_list shows every project and its workspaces; workspace_create starts a new workspace (a new branch and worktree) with its own agent.`
+project_list shows your project and its workspaces; workspace_create starts a new workspace (a new branch and worktree) in your project, with its own agent.`
 
 var errShutDown = errors.New("the MCP server is shut down")
 

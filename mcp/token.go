@@ -1,7 +1,9 @@
 package mcp
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
@@ -111,6 +113,23 @@ func (t *Token) Rotate() error {
 func (t *Token) Matches(candidate string) bool {
 	v := t.Value()
 	return v != "" && subtle.ConstantTimeCompare([]byte(candidate), []byte(v)) == 1
+}
+
+// ForWorkspace returns the current token of the workspace at wsPath (see
+// WorkspaceToken).
+func (t *Token) ForWorkspace(wsPath string) string { return WorkspaceToken(t.Value(), wsPath) }
+
+// WorkspaceToken is the token of the workspace at wsPath (its canonical
+// path, as workspace.Workspace.Path holds it) under the master token:
+// hex(HMAC-SHA256(master, "workspace:" + wsPath)). It is what that
+// workspace's agent carries instead of the master token: it changes when
+// the master token rotates, it cannot be turned back into the master
+// token, and the server accepts it only while the workspace is
+// registered, and only for that workspace.
+func WorkspaceToken(master, wsPath string) string {
+	mac := hmac.New(sha256.New, []byte(master))
+	mac.Write([]byte("workspace:" + wsPath))
+	return hex.EncodeToString(mac.Sum(nil))
 }
 
 func validToken(v string) bool {

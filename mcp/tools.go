@@ -35,6 +35,9 @@ type toolDef struct {
 	// needsWorkspace: the call acts on the workspace named by
 	// X-Workspace-Path, which must resolve before the handler runs.
 	needsWorkspace bool
+	// userOnly: only the user's (master) token may call the tool; a
+	// workspace's token gets forbidden.
+	userOnly bool
 	// register adds tool to s with its typed handler bound to s.
 	register func(s *Server, tool *sdk.Tool)
 	tool     *sdk.Tool
@@ -53,7 +56,7 @@ type (
 	}
 
 	createInput struct {
-		ProjectPath string `json:"projectPath" jsonschema:"absolute path of the project (see project_list)"`
+		ProjectPath string `json:"projectPath,omitempty" jsonschema:"absolute path of the project (see project_list); default: your own workspace's project, the only one an agent may create workspaces in"`
 		Name        string `json:"name" jsonschema:"name of the new workspace; it becomes the git branch name"`
 		Base        string `json:"base,omitempty" jsonschema:"branch or commit to start from; default: the project's default branch"`
 	}
@@ -172,9 +175,9 @@ func toolTable() []toolDef {
 			tool: &sdk.Tool{
 				Name:  ToolProjectList,
 				Title: "List projects",
-				Description: "Lists every project (git repository) CodeHydra manages, each with its workspaces (git worktrees: " +
-					"name, branch, path). Needs no workspace; use it to find a projectPath for workspace_create or to see " +
-					"what other agents work on.",
+				Description: "Lists the projects (git repositories) CodeHydra manages, each with its workspaces (git worktrees: " +
+					"name, branch, path). An agent sees its own project only. Use it to see what the other agents of your " +
+					"project work on.",
 				Annotations: readOnly,
 			},
 		},
@@ -184,32 +187,34 @@ func toolTable() []toolDef {
 			tool: &sdk.Tool{
 				Name:  ToolCreate,
 				Title: "Create a workspace",
-				Description: "Creates a new workspace in a project: a new git branch named name, starting from base (default: " +
-					"the project's default branch), checked out in its own worktree, with its own agent started by " +
-					"CodeHydra. Returns the new workspace. Use it to hand a separate task to a new agent; the name must " +
-					"be a valid branch name that does not exist yet.",
+				Description: "Creates a new workspace in your project (an agent may not create one in another project): a new " +
+					"git branch named name, starting from base (default: the project's default branch), checked out in its " +
+					"own worktree, with its own agent started by CodeHydra. Returns the new workspace. Use it to hand a " +
+					"separate task to a new agent; the name must be a valid branch name that does not exist yet.",
 				Annotations: &sdk.ToolAnnotations{DestructiveHint: new(false), OpenWorldHint: new(false)},
 			},
 		},
 		{
-			needsWorkspace: false,
-			register:       bind((*Server).projectAdd),
+			userOnly: true,
+			register: bind((*Server).projectAdd),
 			tool: &sdk.Tool{
 				Name:  ToolProjectAdd,
 				Title: "Add a project",
 				Description: "Adds a git repository to CodeHydra by its absolute path; its existing worktrees become " +
-					"workspaces. Returns the project. Adding a project that is already managed returns it unchanged.",
+					"workspaces. Returns the project. Adding a project that is already managed returns it unchanged. " +
+					"Only for the user (the master token); an agent gets forbidden.",
 				Annotations: &sdk.ToolAnnotations{IdempotentHint: true, DestructiveHint: new(false), OpenWorldHint: new(false)},
 			},
 		},
 		{
-			needsWorkspace: false,
-			register:       bind((*Server).projectRemove),
+			userOnly: true,
+			register: bind((*Server).projectRemove),
 			tool: &sdk.Tool{
 				Name:  ToolProjectRemove,
 				Title: "Remove a project",
 				Description: "Stops managing a project (by its absolute path) and stops its agents. No file, worktree or " +
-					"branch is deleted; adding the project again brings its workspaces back.",
+					"branch is deleted; adding the project again brings its workspaces back. Only for the user (the " +
+					"master token); an agent gets forbidden.",
 				Annotations: &sdk.ToolAnnotations{IdempotentHint: true, DestructiveHint: new(false), OpenWorldHint: new(false)},
 			},
 		},

@@ -75,7 +75,7 @@ func TestToolsListHasDesignNamesSchemasAndDescriptions(t *testing.T) {
 	if key["pattern"] != metadataKeyPattern {
 		t.Errorf("metadata key pattern %v", key["pattern"])
 	}
-	if req := schemaMap(t, byName[ToolCreate].InputSchema)["required"]; !jsonEqual(t, mustJSON(t, req), []byte(`["projectPath","name"]`)) {
+	if req := schemaMap(t, byName[ToolCreate].InputSchema)["required"]; !jsonEqual(t, mustJSON(t, req), []byte(`["name"]`)) {
 		t.Errorf("workspace_create requires %v", req)
 	}
 }

@@ -365,7 +365,7 @@ func (s *Supervisor) watchEvents(ctx context.Context, key string, a *agent, port
 // spawn starts the process of a with the current MCP port and token and
 // records it for orphan reaping.
 func (s *Supervisor) spawn(ctx context.Context, a *agent, bin string, port int) (*process, error) {
-	env := agentEnv(s.opts.Env, s.opts.ConfigPath, a.ws.Path, s.opts.MCPPort(), s.opts.MCPToken())
+	env := agentEnv(s.opts.Env, s.opts.ConfigPath, a.ws.Path, s.opts.MCPPort(), s.opts.MCPToken(a.ws.Path))
 	p, err := startProcess(ctx, s.spawner, processSpec{bin: bin, dir: a.ws.Path, env: env, port: port, lines: s.opts.OutputLines})
 	if err != nil {
 		return nil, err

@@ -190,7 +190,7 @@ func newRealStack(t *testing.T, ctx context.Context, bin string, model *fakemode
 	supOpts := opencode.SupervisorOptions{
 		Bin:      bin,
 		MCPPort:  func() int { return srv.Port() },
-		MCPToken: token.Value,
+		MCPToken: token.ForWorkspace,
 		OnChange: func(path string) {
 			if ws, err := mgr.Resolve(path); err == nil {
 				mgr.Publish(workspace.Event{Kind: workspace.EventAgentChanged, ProjectPath: ws.ProjectPath, Workspace: ws})

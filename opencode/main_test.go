@@ -140,7 +140,7 @@ func (f *fixture) options() SupervisorOptions {
 		Bin:           fakeBin,
 		ConfigPath:    f.config,
 		MCPPort:       func() int { return f.mcp.port },
-		MCPToken:      func() string { return "tok-1" },
+		MCPToken:      func(string) string { return "tok-1" },
 		OnChange:      f.changes.onChange,
 		Logger:        testLogger(f.t),
 		Env:           f.env,

@@ -21,11 +21,13 @@ type SupervisorOptions struct {
 	BasePort int
 	// ConfigPath is the file WriteConfig wrote ("" = paths.OpencodeConfigFile()).
 	ConfigPath string
-	// MCPPort and MCPToken give the MCP server's port and current token;
-	// they are asked at every (re)start, so a rotated token reaches an
-	// agent when it restarts (see RestartAll).
+	// MCPPort gives the MCP server's port and MCPToken the current token
+	// of the workspace at workspacePath (never the master token: an agent
+	// may act on its own workspace only); they are asked at every
+	// (re)start, so a rotated token reaches an agent when it restarts (see
+	// RestartAll).
 	MCPPort  func() int
-	MCPToken func() string
+	MCPToken func(workspacePath string) string
 	// OnChange is told the workspace path whenever what AgentStatus
 	// reports for it changed. It is called from the supervisor's
 	// goroutines and must not block.
@@ -98,7 +100,7 @@ func (o *SupervisorOptions) setDefaults() {
 		o.MCPPort = func() int { return 0 }
 	}
 	if o.MCPToken == nil {
-		o.MCPToken = func() string { return "" }
+		o.MCPToken = func(string) string { return "" }
 	}
 	if o.OnChange == nil {
 		o.OnChange = func(string) {}

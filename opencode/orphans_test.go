@@ -39,7 +39,7 @@ func runCrashingApp() {
 	}
 	s := NewSupervisor(SupervisorOptions{
 		Bin: spec.Bin, AgentsDir: spec.AgentsDir, ConfigPath: spec.Config, Env: spec.Env,
-		MCPPort: func() int { return spec.MCPPort }, MCPToken: func() string { return spec.MCPToken },
+		MCPPort: func() int { return spec.MCPPort }, MCPToken: func(string) string { return spec.MCPToken },
 		PollInterval: 10 * time.Millisecond, ReadyTimeout: 10 * time.Second,
 	})
 	s.Start(workspace.Workspace{Name: "w", Path: spec.Workspace})

@@ -139,7 +139,7 @@ func TestRestartPicksUpARotatedToken(t *testing.T) {
 	var token atomic.Value
 	token.Store("tok-1")
 	o := f.options()
-	o.MCPToken = func() string { return token.Load().(string) }
+	o.MCPToken = func(string) string { return token.Load().(string) }
 	s := f.start(o)
 	ws := f.workspace("a")
 	s.Start(ws)
@@ -239,7 +239,7 @@ func TestAgentThatIsNotReadyInTimeFailsWithItsOutput(t *testing.T) {
 		}, []string{"not connected to CodeHydra's MCP server: failed: ", "connection refused"},
 			"opencode server listening on"},
 		{"MCP server refuses the token", nil, func(_ *testing.T, _ *fixture, o *SupervisorOptions) {
-			o.MCPToken = func() string { return "stale" }
+			o.MCPToken = func(string) string { return "stale" }
 		}, []string{"not connected to CodeHydra's MCP server: failed: ", "Unauthorized"},
 			"opencode server listening on"},
 		{"no codehydra MCP configured", nil, func(t *testing.T, f *fixture, _ *SupervisorOptions) {

@@ -116,6 +116,7 @@ const (
 	CodeProjectNotFound   Code = "project-not-found"
 	CodeInvalidInput      Code = "invalid-input"
 	CodeConflict          Code = "conflict"
+	CodeForbidden         Code = "forbidden"
 	CodeRateLimited       Code = "rate-limited"
 	CodeTimeout           Code = "timeout"
 	CodeInternal          Code = "internal-error"
