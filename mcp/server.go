@@ -106,6 +106,10 @@ type Server struct {
 	ln      net.Listener
 	closing bool
 
+	// Connections that have sent no request yet (see closeNewConns).
+	connMu   sync.Mutex
+	newConns map[net.Conn]struct{}
+
 	// Hooks that run once the HTTP response of a tools/call is flushed,
 	// keyed by the call ID that trackCalls puts in an internal header.
 	callSeq atomic.Uint64
@@ -210,6 +214,7 @@ func (s *Server) newHTTPServer(sdkLogger *slog.Logger) *http.Server {
 	mux.Handle(Path, checkToken(s.ids, limitBody(s.opts.MaxBody, s.trackCalls(streamable))))
 	return &http.Server{
 		Handler:           s.refuseWhenClosing(checkHost(&s.port, checkOrigin(mux))),
+		ConnState:         s.trackNewConns,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
@@ -324,6 +329,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	// http.Server.Shutdown would wait for it until ctx ends.
 	s.closeSessions()
 	var errs []error
+	// http.Server.Shutdown waits up to 5 s for a connection that was
+	// accepted but has sent no request yet (Go's HTTP client dials spares
+	// that it may never use): it carries no call, so close it now.
+	s.closeNewConns()
 	if err := s.http.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("stop MCP server: %w", err))
 		s.http.Close()
@@ -352,6 +361,31 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("close audit log: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// trackNewConns keeps the connections that have sent no request yet, for
+// closeNewConns.
+func (s *Server) trackNewConns(c net.Conn, state http.ConnState) {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	if state == http.StateNew {
+		if s.newConns == nil {
+			s.newConns = map[net.Conn]struct{}{}
+		}
+		s.newConns[c] = struct{}{}
+		return
+	}
+	delete(s.newConns, c)
+}
+
+// closeNewConns closes the connections that have sent no request yet.
+func (s *Server) closeNewConns() {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	for c := range s.newConns {
+		c.Close()
+		delete(s.newConns, c)
+	}
 }
 
 func (s *Server) closeSessions() {
