@@ -380,8 +380,7 @@ func (s *Supervisor) spawn(ctx context.Context, a *agent, bin string, port int) 
 }
 
 func (s *Supervisor) updateRecord(p *process, port int, ws string) {
-	err := writeRecord(s.agentsDir, AgentRecord{PID: p.pid, PGID: p.pid, Port: port, Workspace: ws,
-		StartedAt: p.startedAt.UTC(), OwnerPID: os.Getpid()})
+	err := writeRecord(s.agentsDir, newAgentRecord(p, port, ws, os.Getpid()))
 	if err != nil {
 		s.log.Warn("cannot record agent; a crash may leave it running", slog.Any("err", err))
 	}

@@ -1,6 +1,7 @@
 package opencode
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"codehydra/internal/atomicfile"
@@ -19,15 +21,36 @@ import (
 
 // AgentRecord is the file kept for each running agent under the agents
 // folder, so that the next launch can reap agents a crashed app left
-// behind.
+// behind. BootID, StartTime and AgentID prove which processes are the
+// agent's; a record without them (an older CodeHydra's, or one written
+// where they cannot be read) proves nothing, and nothing is killed for it.
 type AgentRecord struct {
 	PID       int       `json:"pid"`
 	PGID      int       `json:"pgid"`
 	Port      int       `json:"port"`
 	Workspace string    `json:"workspace"`
 	StartedAt time.Time `json:"startedAt"`
-	// OwnerPID is the CodeHydra process that started the agent.
-	OwnerPID int `json:"ownerPid"`
+	// BootID is the machine's boot when the agent started (see bootID).
+	BootID string `json:"bootId,omitempty"`
+	// StartTime is when the kernel started the agent, in clock ticks
+	// since boot (see processStartTime): a process with the agent's pid
+	// but another start time is not the agent.
+	StartTime uint64 `json:"startTime,omitempty"`
+	// AgentID is the marker in the environment of the agent and of
+	// everything it started (CODEHYDRA_AGENT_ID).
+	AgentID string `json:"agentId,omitempty"`
+	// OwnerPID is the CodeHydra process that started the agent, and
+	// OwnerStartTime when that process started.
+	OwnerPID       int    `json:"ownerPid"`
+	OwnerStartTime uint64 `json:"ownerStartTime,omitempty"`
+}
+
+// newAgentRecord is the record of p, started by this process (owner, its
+// pid) for the workspace at ws and listening on port.
+func newAgentRecord(p *process, port int, ws string, owner int) AgentRecord {
+	ownerStart, _ := processStartTime(owner)
+	return AgentRecord{PID: p.pid, PGID: p.pid, Port: port, Workspace: ws, StartedAt: p.startedAt.UTC(),
+		BootID: bootID(), StartTime: p.startTime, AgentID: p.agentID, OwnerPID: owner, OwnerStartTime: ownerStart}
 }
 
 // recordPath names the record of pid.
@@ -106,12 +129,11 @@ func looksLikeOpencodeServe(words []string) bool {
 }
 
 // ReapOrphans ends agents that an earlier run of the app left behind (it
-// crashed, or was killed) and removes their records. A record's process
-// group is killed — SIGTERM, then SIGKILL after the stop timeout — only if
-// its leader still runs, still leads that group, and is an opencode
-// process; a pid that was reused by something else is never touched.
-// Records of this process's own agents are left alone. It returns how many
-// groups it killed. Call it at launch, before starting agents.
+// crashed, or was killed) and removes their records. It kills only
+// processes it can prove to be an agent's (see reap) and leaves alone the
+// records of this process and of any other CodeHydra still running. It
+// returns how many agents' processes it killed. Call it at launch, before
+// starting agents.
 func (s *Supervisor) ReapOrphans() (int, error) {
 	recs, bad, err := readRecords(s.agentsDir)
 	if err != nil {
@@ -120,20 +142,25 @@ func (s *Supervisor) ReapOrphans() (int, error) {
 	for _, name := range bad {
 		_ = os.Remove(filepath.Join(s.agentsDir, name))
 	}
-	self := os.Getpid()
+	self, boot := os.Getpid(), bootID()
+	selfStart, _ := processStartTime(self)
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex
 		killed int
 	)
 	for _, r := range recs {
-		if r.OwnerPID == self {
+		if r.OwnerPID == self && r.BootID == boot && r.OwnerStartTime == selfStart {
+			continue // ours: a pid alone could be of another boot
+		}
+		keep, reap := s.triage(r, boot)
+		if keep {
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if s.reap(r) {
+			if reap && s.reap(r) {
 				mu.Lock()
 				killed++
 				mu.Unlock()
@@ -147,46 +174,84 @@ func (s *Supervisor) ReapOrphans() (int, error) {
 	return killed, nil
 }
 
-// reap kills the orphan of r if it is one and reports whether it did.
-func (s *Supervisor) reap(r AgentRecord) bool {
-	pgid := r.PGID
-	if pgid == 0 {
-		pgid = r.PID
-	}
-	got, err := processGroup(r.PID)
-	cl, clErr := processCommandLine(r.PID)
-	// A dead process that nobody collected yet (or one in the middle of
-	// exiting) still has its group but no command line.
-	leaderDead := err != nil || (got == pgid && clErr == nil && strings.TrimSpace(cl) == "")
+// triage says what to do with the record r of another CodeHydra process:
+// keep it (its owner still runs), or drop it, after reaping its agent if
+// reap is set.
+func (s *Supervisor) triage(r AgentRecord, boot string) (keep, reap bool) {
+	log := s.log.With(slog.Int("pid", r.PID), slog.String("workspace", r.Workspace))
 	switch {
-	case leaderDead && pgid == r.PID:
-		// The agent died with the app (Pdeathsig), but what it started —
-		// a language server, a tool — was not told and stays in its
-		// group. While any of them lives, the group's id (the agent's
-		// pid) cannot be given to another process, so whatever is in the
-		// group is the agent's.
-		if !liveMembers(pgid) {
+	case r.BootID != "" && r.BootID != boot:
+		log.Info("agent record of an earlier boot; its processes are gone")
+		return false, false
+	case ownerRuns(r):
+		log.Info("agent record of a CodeHydra that is still running; leaving it alone", slog.Int("owner", r.OwnerPID))
+		return true, false
+	case r.BootID == "" || r.StartTime == 0 || r.AgentID == "":
+		// An older CodeHydra's record, or one written where boot ids and
+		// start times cannot be read: its pid and group may be anyone's
+		// by now.
+		log.Info("agent record cannot prove which processes are the agent's; killing nothing for it")
+		return false, false
+	}
+	return false, true
+}
+
+// ownerRuns reports whether the CodeHydra that wrote r still runs: its pid
+// lives with the start time it recorded (on the same boot, which the
+// caller checked), so it is the same process.
+func ownerRuns(r AgentRecord) bool {
+	if r.OwnerPID <= 0 || r.OwnerStartTime == 0 {
+		return false
+	}
+	start, err := processStartTime(r.OwnerPID)
+	return err == nil && start == r.OwnerStartTime
+}
+
+// reap kills the orphan of r, a record of this boot, and reports whether
+// it found any process to kill. Only the processes of the agent's group
+// whose environment carries the record's marker are signalled — SIGTERM,
+// then SIGKILL after the stop timeout — whether the recorded leader still
+// runs or not: the agent itself, and what it started (a language server, a
+// tool) that its death did not end. A stranger that took the group's id
+// after they all ended, or joined it, carries no marker.
+func (s *Supervisor) reap(r AgentRecord) bool {
+	pgid := cmp.Or(r.PGID, r.PID)
+	marker := agentIDEnv + "=" + r.AgentID
+	log := s.log.With(slog.Int("pid", r.PID), slog.Int("pgid", pgid), slog.String("workspace", r.Workspace))
+	if start, err := processStartTime(r.PID); err == nil {
+		if start != r.StartTime {
+			// The agent's pid was given to a later process, which
+			// also means no process is left in the agent's group.
+			log.Info("agent record names a process started after the agent; leaving it alone")
 			return false
 		}
-		s.log.Info("reaping processes an orphaned opencode left behind", slog.Int("pgid", pgid),
-			slog.String("workspace", r.Workspace), slog.Time("startedAt", r.StartedAt))
-	case err != nil || got != pgid:
-		return false // gone, or no longer the group we started
-	case clErr != nil || !looksLikeOpencodeServe(strings.Fields(cl)):
-		s.log.Info("agent record names a process that is not opencode; leaving it alone",
-			slog.Int("pid", r.PID), slog.String("workspace", r.Workspace))
-		return false
-	default:
-		s.log.Info("reaping orphaned opencode", slog.Int("pid", r.PID), slog.Int("pgid", pgid),
-			slog.String("workspace", r.Workspace), slog.Time("startedAt", r.StartedAt))
+		if cl, err := processCommandLine(r.PID); err != nil || !looksLikeOpencodeServe(strings.Fields(cl)) {
+			log.Info("agent record names a process that is not opencode; leaving it alone")
+			return false
+		}
 	}
-	killGroup(pgid, sigTerm)
+	if signalMarked(pgid, marker, nil) == 0 {
+		return false
+	}
+	log.Info("reaping the processes of an orphaned opencode", slog.Time("startedAt", r.StartedAt))
+	signalMarked(pgid, marker, syscall.SIGTERM)
 	deadline := time.Now().Add(s.opts.StopTimeout)
-	for liveMembers(pgid) && time.Now().Before(deadline) {
+	for signalMarked(pgid, marker, nil) > 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if liveMembers(pgid) {
-		killGroup(pgid, sigKill)
-	}
+	signalMarked(pgid, marker, syscall.SIGKILL)
 	return true
+}
+
+// signalMarked sends sig (none if nil) to the live processes of group pgid
+// that carry marker, and returns how many there were.
+func signalMarked(pgid int, marker string, sig os.Signal) int {
+	procs := markedMembers(pgid, marker)
+	for _, p := range procs {
+		if sig != nil {
+			_ = p.Signal(sig)
+		}
+		_ = p.Release()
+	}
+	return len(procs)
 }

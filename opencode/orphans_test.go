@@ -92,6 +92,9 @@ func agentRecords(t *testing.T, dir string) []AgentRecord {
 }
 
 func TestReapOrphansKillsTheAgentOfACrashedApp(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("only Linux can prove a process is an agent's (see markedMembers); elsewhere nothing is reaped")
+	}
 	f := newFixture(t, "FAKEOC_IGNORE_TERM=1") // survives the death signal, like an agent on macOS
 	ws := f.workspace("a")
 	gcFile := filepath.Join(f.dir, "grandchild.pid")
@@ -103,7 +106,8 @@ func TestReapOrphansKillsTheAgentOfACrashedApp(t *testing.T) {
 		t.Fatalf("records = %v, want one", recs)
 	}
 	r := recs[0]
-	if r.Workspace != ws.Path || r.PGID != r.PID || r.Port == 0 || r.OwnerPID != app.Process.Pid || r.StartedAt.IsZero() {
+	if r.Workspace != ws.Path || r.PGID != r.PID || r.Port == 0 || r.OwnerPID != app.Process.Pid || r.StartedAt.IsZero() ||
+		r.BootID != bootID() || r.StartTime == 0 || r.AgentID == "" || r.OwnerStartTime == 0 {
 		t.Errorf("record = %+v", r)
 	}
 	fi, err := os.Stat(recordPath(f.agentsDir, r.PID))
@@ -209,9 +213,10 @@ func TestReapOrphansNeverKillsAProcessThatIsNotOpencode(t *testing.T) {
 func TestReapOrphansSkipsAnOpencodeThatNoLongerLeadsTheRecordedGroup(t *testing.T) {
 	f := newFixture(t)
 	// An opencode in the test's own process group: its pid matches a
-	// record, but the group does not, so it is someone else's.
+	// record, and it even carries the record's marker, but the group does
+	// not match, so it is someone else's.
 	oc := exec.Command(fakeBin, "serve", "--hostname", "127.0.0.1", "--port", "0")
-	oc.Env = f.env
+	oc.Env = append(f.env, agentIDEnv+"=the-marker")
 	if err := oc.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +225,9 @@ func TestReapOrphansSkipsAnOpencodeThatNoLongerLeadsTheRecordedGroup(t *testing.
 		_ = oc.Wait()
 	})
 	pid := oc.Process.Pid
-	if err := writeRecord(f.agentsDir, AgentRecord{PID: pid, PGID: pid, OwnerPID: 999999}); err != nil {
+	start, _ := processStartTime(pid)
+	rec := AgentRecord{PID: pid, PGID: pid, OwnerPID: 999999, BootID: bootID(), StartTime: start, AgentID: "the-marker"}
+	if err := writeRecord(f.agentsDir, rec); err != nil {
 		t.Fatal(err)
 	}
 	s := f.start(f.options())

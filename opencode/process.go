@@ -3,11 +3,13 @@ package opencode
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -113,6 +115,12 @@ type process struct {
 	port int // the --port asked for; 0 = dynamic
 
 	startedAt time.Time
+	// agentID is the marker in the agent's environment (agentIDEnv) that
+	// every process of the agent inherits; startTime is when the kernel
+	// started it (see processStartTime; 0 if unknown). The orphan reaper
+	// needs both to prove that a process is this agent's.
+	agentID   string
+	startTime uint64
 
 	// listening receives the port from the listening line, once.
 	listening chan int
@@ -131,12 +139,17 @@ type processSpec struct {
 	lines int
 }
 
-// startProcess starts `opencode serve` in its own process group and
-// collects its output.
+// agentIDEnv names the variable that marks every process of one agent
+// with its random id.
+const agentIDEnv = "CODEHYDRA_AGENT_ID"
+
+// startProcess starts `opencode serve` in its own process group, marked
+// with a new agent id, and collects its output.
 func startProcess(ctx context.Context, sp *spawner, spec processSpec) (*process, error) {
 	cmd := exec.Command(spec.bin, "serve", "--hostname", "127.0.0.1", "--port", fmt.Sprint(spec.port))
 	cmd.Dir = spec.dir
-	cmd.Env = spec.env
+	agentID := rand.Text()
+	cmd.Env = append(slices.Clip(spec.env), agentIDEnv+"="+agentID)
 	cmd.SysProcAttr = sysProcAttr()
 	// A grandchild that inherited stdout would keep Wait waiting for the
 	// pipe after opencode itself is gone; WaitDelay bounds that wait, and
@@ -144,6 +157,7 @@ func startProcess(ctx context.Context, sp *spawner, spec processSpec) (*process,
 	cmd.WaitDelay = time.Second
 	p := &process{
 		cmd:       cmd,
+		agentID:   agentID,
 		out:       newLineRing(spec.lines),
 		port:      spec.port,
 		listening: make(chan int, 1),
@@ -155,6 +169,9 @@ func startProcess(ctx context.Context, sp *spawner, spec processSpec) (*process,
 		return nil, fmt.Errorf("start %s: %w", spec.bin, err)
 	}
 	p.pid = cmd.Process.Pid
+	// Read before Wait may collect the process, after which its pid could
+	// be anyone's.
+	p.startTime, _ = processStartTime(p.pid)
 	go func() {
 		p.err = cmd.Wait()
 		// Wait has finished copying output, so the writers are idle.

@@ -2,10 +2,7 @@
 
 package opencode
 
-import (
-	"errors"
-	"syscall"
-)
+import "syscall"
 
 const (
 	sigTerm = syscall.SIGTERM
@@ -20,15 +17,3 @@ func killGroup(pgid int, sig syscall.Signal) {
 	}
 	_ = syscall.Kill(-pgid, sig)
 }
-
-// groupAlive reports whether any process of group pgid still exists.
-func groupAlive(pgid int) bool {
-	if pgid <= 1 {
-		return false
-	}
-	err := syscall.Kill(-pgid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
-
-// processGroup returns the process group of pid.
-func processGroup(pid int) (int, error) { return syscall.Getpgid(pid) }

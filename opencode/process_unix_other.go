@@ -11,7 +11,8 @@ import (
 
 // sysProcAttr puts an agent in its own process group, so that stopping it
 // reaches its children too. Without Pdeathsig (Linux only) agents outlive
-// a crashed app; the next launch reaps them (see ReapOrphans).
+// a crashed app (and ReapOrphans cannot prove them ours: see
+// markedMembers).
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
@@ -24,6 +25,3 @@ func processCommandLine(pid int) (string, error) {
 	}
 	return strings.TrimSpace(string(out)), nil
 }
-
-// liveMembers reports whether group pgid still has a process.
-func liveMembers(pgid int) bool { return groupAlive(pgid) }

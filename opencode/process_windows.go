@@ -2,7 +2,6 @@ package opencode
 
 import (
 	"errors"
-	"os"
 	"os/exec"
 	"strconv"
 	"syscall"
@@ -29,24 +28,7 @@ func killGroup(pid int, _ signal) {
 	_ = exec.Command("taskkill", "/T", "/F", "/PID", strconv.Itoa(pid)).Run()
 }
 
-// groupAlive reports whether pid still runs.
-func groupAlive(pid int) bool {
-	p, err := os.FindProcess(pid)
-	if err != nil {
-		return false
-	}
-	p.Release()
-	return true
-}
-
-// processGroup is the pid itself: an agent leads its group.
-func processGroup(pid int) (int, error) { return pid, nil }
-
-// processCommandLine is not available without extra APIs; ReapOrphans
-// then never kills anything on Windows.
+// processCommandLine is not available without extra APIs.
 func processCommandLine(int) (string, error) {
 	return "", errors.New("command lines are not readable on windows")
 }
-
-// liveMembers reports whether the process tree of pid still runs.
-func liveMembers(pid int) bool { return groupAlive(pid) }

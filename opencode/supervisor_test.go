@@ -80,7 +80,8 @@ func healthPort(t *testing.T, port int) bool {
 }
 
 func TestAgentGetsDesignEnvironmentWorkdirAndFlags(t *testing.T) {
-	f := newFixture(t, "FOO=bar", "OPENCODE_CONFIG=/wrong.json", "CODEHYDRA_MCP_TOKEN=inherited", "CODEHYDRA_STALE=1")
+	f := newFixture(t, "FOO=bar", "OPENCODE_CONFIG=/wrong.json", "CODEHYDRA_MCP_TOKEN=inherited", "CODEHYDRA_STALE=1",
+		"CODEHYDRA_AGENT_ID=inherited")
 	dump := filepath.Join(f.dir, "env.json")
 	f.env = append(f.env, "FAKEOC_ENV_FILE="+dump)
 	s := f.start(f.options())
@@ -101,6 +102,16 @@ func TestAgentGetsDesignEnvironmentWorkdirAndFlags(t *testing.T) {
 			t.Errorf("%s = %q, want exactly [%q]", k, got, v)
 		}
 	}
+	// The agent's own marker, the one its record names, for the orphan
+	// reaper.
+	recs := agentRecords(t, f.agentsDir)
+	if len(recs) != 1 || len(recs[0].AgentID) < 20 {
+		t.Fatalf("records = %+v, want one with an agent id", recs)
+	}
+	if got := envValues(d.Env, "CODEHYDRA_AGENT_ID"); !slices.Equal(got, []string{recs[0].AgentID}) {
+		t.Errorf("CODEHYDRA_AGENT_ID = %q, want exactly the record's [%q]", got, recs[0].AgentID)
+	}
+	want["CODEHYDRA_AGENT_ID"] = recs[0].AgentID
 	for _, kv := range d.Env {
 		k, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(k, "CODEHYDRA_") && want[k] == "" {
