@@ -764,7 +764,14 @@ func TestCrashResetsTheStatusAndNotifies(t *testing.T) {
 	emit(t, port, false, EventSessionStatus, status("ses_1", "busy"))
 	testenv.WaitFor(t, "busy", 5*time.Second, func() bool { return s.AgentStatus(ws.Path).Type == workspace.AgentBusy })
 	drain(f.changes)
-	st := waitState(t, s, ws.Path, workspace.AgentStateStarting, 5*time.Second)
+	// The crash is published as starting first, then with the reason and
+	// the delay: wait for the latter, which must come well before the 2 s
+	// restart.
+	var st workspace.AgentStatus
+	testenv.WaitFor(t, "starting, with the crash's reason", 5*time.Second, func() bool {
+		st = s.AgentStatus(ws.Path)
+		return st.State == workspace.AgentStateStarting && st.Detail != ""
+	})
 	if st.Type != workspace.AgentNone || st.Port != 0 || !strings.Contains(st.Detail, "stopped unexpectedly") ||
 		!strings.Contains(st.Detail, "restarting in 2s") {
 		t.Errorf("status after crash = %+v", st)
