@@ -60,8 +60,12 @@ type Agents interface {
 	// AgentStatus reports what the workspace's agent is doing; it must be
 	// cheap (no I/O), as the tray asks on every agent-changed event.
 	AgentStatus(path string) workspace.AgentStatus
-	// OpencodePort is the port of the workspace's `opencode serve`.
-	OpencodePort(path string) (port int, ok bool)
+	// OpencodeServer is the port of the workspace's `opencode serve` and
+	// the password it demands (HTTP basic auth as "opencode"); ok=false
+	// while none is ready. The password is a secret: it goes only into
+	// what the user asked for (the browser, the clipboard), never into a
+	// log or a notification.
+	OpencodeServer(path string) (port int, password string, ok bool)
 	// Restart stops the workspace's agent and starts it again (it also
 	// revives a failed one).
 	Restart(path string) error

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"net/url"
 	"os"
@@ -459,9 +460,10 @@ func (a *fakeAgents) AgentStatus(path string) workspace.AgentStatus {
 	return workspace.NoAgent
 }
 
-func (a *fakeAgents) OpencodePort(path string) (int, bool) {
+// OpencodeServer is the status's port; the password is "pw-" and the port.
+func (a *fakeAgents) OpencodeServer(path string) (int, string, bool) {
 	st := a.AgentStatus(path)
-	return st.Port, st.Port != 0
+	return st.Port, fmt.Sprintf("pw-%d", st.Port), st.Port != 0
 }
 
 func (a *fakeAgents) Restart(path string) error {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"strings"
 
@@ -144,18 +145,33 @@ func ProjectLabel(p ProjectState) string {
 	return name
 }
 
-// AgentURL is the web UI of an agent server.
-func AgentURL(port int) string { return fmt.Sprintf("http://127.0.0.1:%d/", port) }
+// AgentURL is the web UI of the agent server on port that demands
+// password, opened in one click. The credentials go in the URL's user
+// part: the browser answers the server's challenge with them and keeps
+// them for the page's scripts, styles and API calls. opencode's
+// ?auth_token= parameter would not do: it opens only the page itself,
+// and opencode 1.18 then challenges the browser for every script, which
+// asks the user for a password they do not know.
+func AgentURL(port int, password string) string {
+	u := url.URL{Scheme: "http", User: url.UserPassword("opencode", password), Host: fmt.Sprintf("127.0.0.1:%d", port), Path: "/"}
+	return u.String()
+}
 
-// AttachCommand attaches a terminal to an agent server.
-func AttachCommand(port int) string {
-	return fmt.Sprintf("opencode attach http://127.0.0.1:%d", port)
+// AttachCommand attaches a terminal to the agent server on port that
+// demands password, as pasted into a shell. The user name is given too,
+// since opencode attach would otherwise take OPENCODE_SERVER_USERNAME
+// from the user's shell.
+func AttachCommand(port int, password string) string {
+	return fmt.Sprintf("opencode attach http://127.0.0.1:%d --username opencode --password %s", port, password)
 }
 
 // Actions are what the menu's items do. BuildMenu binds them to the items'
 // workspaces; a nil action leaves its item disabled.
 type Actions struct {
-	OpenAgent     func(port int)
+	// OpenAgent and CopyAttach act on the agent server of the workspace
+	// at path; they ask for its password only when clicked.
+	OpenAgent     func(path string)
+	CopyAttach    func(path string)
 	CopyText      func(text string)
 	RestartAgent  func(path string)
 	Delete        func(ws workspace.Workspace)
@@ -219,13 +235,13 @@ func workspaceItem(s State, w WorkspaceState, a Actions) *fyne.MenuItem {
 	ws, port := w.Workspace, w.Port()
 	var open, copyPath, attach, restart, del func()
 	if a.OpenAgent != nil && port != 0 {
-		open = func() { a.OpenAgent(port) }
+		open = func() { a.OpenAgent(ws.Path) }
+	}
+	if a.CopyAttach != nil && port != 0 {
+		attach = func() { a.CopyAttach(ws.Path) }
 	}
 	if a.CopyText != nil {
 		copyPath = func() { a.CopyText(ws.Path) }
-		if port != 0 {
-			attach = func() { a.CopyText(AttachCommand(port)) }
-		}
 	}
 	// An agent the supervisor never started (no state) has nothing to
 	// restart.

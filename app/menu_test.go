@@ -1,6 +1,7 @@
 package app
 
 import (
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -41,7 +42,8 @@ func oneProject(ws ...WorkspaceState) State {
 func allActions(calls *[]string) Actions {
 	rec := func(s string) { *calls = append(*calls, s) }
 	return Actions{
-		OpenAgent:     func(port int) { rec("open " + AgentURL(port)) },
+		OpenAgent:     func(path string) { rec("open " + path) },
+		CopyAttach:    func(path string) { rec("attach " + path) },
 		CopyText:      func(text string) { rec("copy " + text) },
 		RestartAgent:  func(path string) { rec("restart " + path) },
 		Delete:        func(ws workspace.Workspace) { rec("delete " + ws.Path) },
@@ -221,9 +223,9 @@ func TestBuildMenuItemsCallTheirActionsWithTheirWorkspace(t *testing.T) {
 		it.Action()
 	}
 	want := []string{
-		"open http://127.0.0.1:4101/",
+		"open /wt/a",
 		"copy /wt/a",
-		"copy opencode attach http://127.0.0.1:4101",
+		"attach /wt/a",
 		"restart /wt/a",
 		"delete /wt/a",
 		"new workspace",
@@ -312,5 +314,26 @@ func TestSummaryCountsWorkspacesByPhase(t *testing.T) {
 				t.Errorf("Summary = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestAgentURLAndAttachCommandCarryTheServerPassword(t *testing.T) {
+	const password = "0123abcd"
+	if got, want := AgentURL(4101, password), "http://opencode:0123abcd@127.0.0.1:4101/"; got != want {
+		t.Errorf("AgentURL = %q, want %q", got, want)
+	}
+	u, err := url.Parse(AgentURL(4101, password))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pw, _ := u.User.Password(); u.User.Username() != "opencode" || pw != password || u.Host != "127.0.0.1:4101" {
+		t.Errorf("AgentURL parses as user %q password %q host %q", u.User.Username(), pw, u.Host)
+	}
+	// As pasted into a shell: opencode attach <url> with flags that need
+	// no quoting.
+	got := strings.Fields(AttachCommand(4101, password))
+	want := []string{"opencode", "attach", "http://127.0.0.1:4101", "--username", "opencode", "--password", password}
+	if !slices.Equal(got, want) {
+		t.Errorf("AttachCommand = %q, want %q", got, want)
 	}
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/url"
 	"reflect"
@@ -169,7 +170,7 @@ func (t *Tray) agentStatus(path string) workspace.AgentStatus {
 	}
 	st := a.AgentStatus(path)
 	if st.Port == 0 && st.State != workspace.AgentStateStarting {
-		if port, ok := a.OpencodePort(path); ok {
+		if port, _, ok := a.OpencodeServer(path); ok {
 			st.Port = port
 		}
 	}
@@ -242,19 +243,14 @@ func (t *Tray) notify(notes []Notice) {
 	})
 }
 
+// errAgentGone is what an agent action says when the agent stopped after
+// the menu was built.
+var errAgentGone = errors.New("the agent is not ready now; wait until it is, or restart it")
+
 // actions are the menu's actions; they run on the Fyne thread.
 func (t *Tray) actions() Actions {
 	u := t.u
 	a := Actions{
-		OpenAgent: func(port int) {
-			link, err := url.Parse(AgentURL(port))
-			if err == nil {
-				err = u.app.OpenURL(link)
-			}
-			if err != nil {
-				u.showError("Open agent", err)
-			}
-		},
 		CopyText:     func(text string) { u.app.Clipboard().SetContent(text) },
 		Delete:       func(ws workspace.Workspace) { u.openDelete(ws) },
 		NewWorkspace: func() { u.openCreate("") },
@@ -263,6 +259,29 @@ func (t *Tray) actions() Actions {
 		Quit:         u.app.Quit,
 	}
 	if agents := u.deps.Agents; agents != nil {
+		a.OpenAgent = func(path string) {
+			port, password, ok := agents.OpencodeServer(path)
+			if !ok {
+				u.showError("Open agent", errAgentGone)
+				return
+			}
+			link, err := url.Parse(AgentURL(port, password))
+			if err == nil {
+				err = u.app.OpenURL(link)
+			}
+			if err != nil {
+				// Not err itself: it may quote the URL, password and all.
+				u.showError("Open agent", errors.New("the browser could not be started; use Copy attach command instead"))
+			}
+		}
+		a.CopyAttach = func(path string) {
+			port, password, ok := agents.OpencodeServer(path)
+			if !ok {
+				u.showError("Copy attach command", errAgentGone)
+				return
+			}
+			u.app.Clipboard().SetContent(AttachCommand(port, password))
+		}
 		a.RestartAgent = func(path string) {
 			u.background(func(ctx context.Context) {
 				if err := agents.Restart(path); err != nil {

@@ -205,8 +205,8 @@ func TestTrayActionsOpenCopyAndRestart(t *testing.T) {
 	label := "○ feat (idle)"
 
 	find(m, label, LabelOpenAgent).Action()
-	if got := h.app.urls; !slices.Equal(got, []string{"http://127.0.0.1:4101/"}) {
-		t.Errorf("opened %q", got)
+	if got := h.app.urls; !slices.Equal(got, []string{"http://opencode:pw-4101@127.0.0.1:4101/"}) {
+		t.Errorf("opened %q, want the web UI with the server's password", got)
 	}
 	clip := h.app.Clipboard()
 	find(m, label, LabelCopyPath).Action()
@@ -214,7 +214,7 @@ func TestTrayActionsOpenCopyAndRestart(t *testing.T) {
 		t.Errorf("clipboard = %q, want the path", got)
 	}
 	find(m, label, LabelCopyAttach).Action()
-	if got := clip.Content(); got != "opencode attach http://127.0.0.1:4101" {
+	if got := clip.Content(); got != "opencode attach http://127.0.0.1:4101 --username opencode --password pw-4101" {
 		t.Errorf("clipboard = %q, want the attach command", got)
 	}
 	find(m, LabelCopyMCPConfig, "Claude Code").Action()

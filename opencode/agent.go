@@ -27,11 +27,14 @@ type agent struct {
 	publishing sync.Mutex
 
 	// guarded by Supervisor.mu
-	state   workspace.AgentState
-	detail  string
-	port    int // the ready server's port, else 0
-	summary SessionSummary
-	out     *lineRing // output of the current or last process
+	state  workspace.AgentState
+	detail string
+	port   int // the ready server's port, else 0
+	// password is what the ready server demands (basic auth as
+	// serverUser), else "". A secret: never logged, never recorded.
+	password string
+	summary  SessionSummary
+	out      *lineRing // output of the current or last process
 }
 
 // outcome is how one run of an agent process ended.
@@ -82,7 +85,9 @@ func (s *Supervisor) run(ctx context.Context, key string, a *agent) {
 		res, ranFor, why := s.runOnce(ctx, key, a)
 		switch res {
 		case outStopped:
-			s.set(key, a, func() { a.state, a.detail, a.port, a.summary = workspace.AgentStateStopped, "", 0, SessionSummary{} })
+			s.set(key, a, func() {
+				a.state, a.detail, a.port, a.password, a.summary = workspace.AgentStateStopped, "", 0, "", SessionSummary{}
+			})
 			return
 		case outRestart:
 			fresh()
@@ -195,9 +200,10 @@ func (s *Supervisor) runOnce(ctx context.Context, key string, a *agent) (res out
 // hands one over only once it is ready; startOnce also when it did not get
 // ready, stopped by then and kept for its output and port.
 type startedProcess struct {
-	p       *process
-	port    int // where it listens
-	askPort int // the --port it was given (0 = its own choice), reserved until it ends
+	p        *process
+	port     int    // where it listens
+	askPort  int    // the --port it was given (0 = its own choice), reserved until it ends
+	password string // what it demands; new for every start
 }
 
 // maxBindRetries bounds how many ports a start tries when the child finds
@@ -267,7 +273,13 @@ func (s *Supervisor) startOnce(ctx context.Context, key string, a *agent, bin st
 			return nil, outFailed, detail
 		}
 	}
-	p, err := s.spawn(ctx, a, bin, askPort)
+	// A fresh password for every start, so that one that leaked (a
+	// browser's history) dies with the process.
+	password, err := newServerPassword(s.opts.Random)
+	var p *process
+	if err == nil {
+		p, err = s.spawn(ctx, a, bin, askPort, password)
+	}
 	if err != nil {
 		s.releasePort(askPort)
 		if ctx.Err() != nil {
@@ -277,8 +289,8 @@ func (s *Supervisor) startOnce(ctx context.Context, key string, a *agent, bin st
 		s.setState(key, a, workspace.AgentStateFailed, detail)
 		return nil, outFailed, detail
 	}
-	r = &startedProcess{p: p, askPort: askPort}
-	r.port, why, res = s.waitReady(ctx, a, p)
+	r = &startedProcess{p: p, askPort: askPort, password: password}
+	r.port, why, res = s.waitReady(ctx, a, p, password)
 	if res == outReady {
 		return r, res, ""
 	}
@@ -300,11 +312,12 @@ func (s *Supervisor) serveUntilEnd(ctx context.Context, key string, a *agent, r 
 	readyAt := s.opts.Now()
 	s.updateRecord(p, r.port, a.ws.Path)
 	s.set(key, a, func() {
-		a.state, a.detail, a.port, a.summary = workspace.AgentStateReady, "", r.port, SessionSummary{Type: workspace.AgentNone}
+		a.state, a.detail, a.port, a.password = workspace.AgentStateReady, "", r.port, r.password
+		a.summary = SessionSummary{Type: workspace.AgentNone}
 	})
 	s.log.Info("agent ready", slog.String("workspace", a.ws.Path), slog.Int("port", r.port), slog.Int("pid", p.pid))
 
-	stopWatch := s.watchEvents(ctx, key, a, r.port)
+	stopWatch := s.watchEvents(ctx, key, a, newAgentAPI(s.opts.HTTPClient, r.port, r.password))
 	select {
 	case <-ctx.Done():
 		res = outStopped
@@ -321,7 +334,7 @@ func (s *Supervisor) serveUntilEnd(ctx context.Context, key string, a *agent, r 
 	s.set(key, a, func() {
 		// The server is gone or going: no longer ready, so that nobody
 		// reads "ready" without a port (or a type) meanwhile.
-		a.port, a.summary = 0, SessionSummary{}
+		a.port, a.password, a.summary = 0, "", SessionSummary{}
 		a.state = workspace.AgentStateStarting
 		if res == outStopped {
 			a.state = workspace.AgentStateStopped
@@ -335,37 +348,11 @@ func (s *Supervisor) serveUntilEnd(ctx context.Context, key string, a *agent, r 
 	return res, ranFor, why
 }
 
-// watchEvents follows the event stream of the agent server on port and
-// publishes its summary while a is ready. The returned func stops the
-// watcher and waits until it is gone.
-func (s *Supervisor) watchEvents(ctx context.Context, key string, a *agent, port int) (stop func()) {
-	wctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	w := &eventWatcher{
-		api: newAgentAPI(s.opts.HTTPClient, port), log: s.log.With(slog.String("workspace", a.ws.Path)),
-		retryMin: s.opts.EventRetryMin, retryMax: s.opts.EventRetryMax, idle: s.opts.EventIdle,
-		publish: func(sum SessionSummary) {
-			s.set(key, a, func() {
-				if a.state == workspace.AgentStateReady {
-					a.summary = sum
-				}
-			})
-		},
-	}
-	go func() {
-		defer close(done)
-		w.run(wctx)
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
-}
-
 // spawn starts the process of a with the current MCP port and token and
-// records it for orphan reaping.
-func (s *Supervisor) spawn(ctx context.Context, a *agent, bin string, port int) (*process, error) {
+// the server password, and records it for orphan reaping.
+func (s *Supervisor) spawn(ctx context.Context, a *agent, bin string, port int, password string) (*process, error) {
 	env := agentEnv(s.opts.Env, s.opts.ConfigPath, a.ws.Path, s.opts.MCPPort(), s.opts.MCPToken(a.ws.Path))
+	env = withServerAuth(env, password)
 	p, err := startProcess(ctx, s.spawner, processSpec{bin: bin, dir: a.ws.Path, env: env, port: port, lines: s.opts.OutputLines})
 	if err != nil {
 		return nil, err
@@ -408,7 +395,7 @@ func (s *Supervisor) finish(p *process, port int) {
 // one POST /mcp/codehydra/connect if it was not). It returns the port, or
 // why it is not ready and the outcome: outCrashed if the process exited,
 // outFailed on timeout.
-func (s *Supervisor) waitReady(ctx context.Context, a *agent, p *process) (port int, why string, res outcome) {
+func (s *Supervisor) waitReady(ctx context.Context, a *agent, p *process, password string) (port int, why string, res outcome) {
 	deadline := time.NewTimer(s.opts.ReadyTimeout)
 	defer deadline.Stop()
 	timeout := fmt.Sprintf("opencode did not become ready within %s", s.opts.ReadyTimeout)
@@ -423,7 +410,7 @@ func (s *Supervisor) waitReady(ctx context.Context, a *agent, p *process) (port 
 	case <-a.restart:
 		return 0, "", outRestart
 	}
-	api := newAgentAPI(s.opts.HTTPClient, port)
+	api := newAgentAPI(s.opts.HTTPClient, port, password)
 	tick := time.NewTicker(s.opts.PollInterval)
 	defer tick.Stop()
 	healthy, asked := false, false

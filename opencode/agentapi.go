@@ -13,14 +13,26 @@ import (
 // agentAPI is the HTTP API of one agent server as the supervisor uses it:
 // the readiness probes (health, the MCP connection) and the reads of the
 // event watcher's resync. One client for both keeps the timeouts and the
-// size limits of every request to an agent in one place.
+// size limits of every request to an agent in one place, and its
+// credentials: every request carries the server's basic auth.
 type agentAPI struct {
-	base   string // http://127.0.0.1:<port>
-	client *http.Client
+	base     string // http://127.0.0.1:<port>
+	client   *http.Client
+	password string // the server's; a secret, never logged
 }
 
-func newAgentAPI(client *http.Client, port int) agentAPI {
-	return agentAPI{base: "http://127.0.0.1:" + strconv.Itoa(port), client: client}
+func newAgentAPI(client *http.Client, port int, password string) agentAPI {
+	return agentAPI{base: "http://127.0.0.1:" + strconv.Itoa(port), client: client, password: password}
+}
+
+// request is a request to the agent's server with its credentials.
+func (c agentAPI) request(ctx context.Context, method, path string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.SetBasicAuth(serverUser, c.password)
+	return req, nil
 }
 
 // maxAnswer bounds an answer of the agent's API; the lists a resync reads
@@ -48,7 +60,7 @@ func (c agentAPI) post(ctx context.Context, path string, timeout time.Duration) 
 func (c agentAPI) do(ctx context.Context, method, path string, timeout time.Duration, read func(io.Reader) error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
+	req, err := c.request(ctx, method, path)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", method, path, err)
 	}

@@ -5,14 +5,16 @@ package opencode_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"codehydra/internal/paths"
 	"codehydra/internal/testenv"
 	"codehydra/opencode"
 	"codehydra/opencode/internal/fakemodel"
@@ -54,11 +56,7 @@ func (st *realStack) waitReady(t *testing.T, ws workspace.Workspace, notPID int)
 		pid := agentPID(t, ws.Path)
 		return s.State == workspace.AgentStateReady && pid != 0 && pid != notPID
 	})
-	port, ok := st.sup.OpencodePort(ws.Path)
-	if !ok {
-		t.Fatalf("no port for the ready agent of %s", ws.Name)
-	}
-	return agentAPI{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", port)}
+	return serverAPI(t, st.sup, ws.Path)
 }
 
 // pending lists the IDs of the requests the server waits on: path is
@@ -283,4 +281,83 @@ func TestRealOpencodeReconnectsWithARotatedToken(t *testing.T) {
 	if logs := st.logs.String(); strings.Contains(logs, old) || strings.Contains(logs, st.token.Value()) {
 		t.Error("the log holds an MCP token")
 	}
+}
+
+// TestRealOpencodeAgentServerIsLocked pins DESIGN.md's
+// OPENCODE_SERVER_PASSWORD with the real opencode: an agent started by the
+// supervisor answers 401 on every route to a request without its password
+// (another user or process on the machine), 200 with it, and still became
+// ready (health, MCP connected) and reports status, so the supervisor
+// sends it everywhere. The password is in no log line and no agent record.
+func TestRealOpencodeAgentServerIsLocked(t *testing.T) {
+	bin := testenv.RealOpencode(t)
+	model := startModel(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st := newRealStack(t, ctx, bin, model, realStackOptions{})
+	ws, api := st.readyAgent(t, ctx, "locked")
+	if api.password == "" {
+		t.Fatal("the agent's server has no password")
+	}
+	anonymous := api
+	anonymous.password = ""
+	wrong := api
+	wrong.password = st.token.Value()
+	for _, path := range []string{"/", "/global/health", "/session", "/event", "/mcp", "/config", "/file?path=.", "/provider", "/path", "/session/status"} {
+		if got := anonymous.status(ctx, path); got != http.StatusUnauthorized {
+			t.Errorf("GET %s without the password = %d, want 401", path, got)
+		}
+		if got := wrong.status(ctx, path); got != http.StatusUnauthorized {
+			t.Errorf("GET %s with the MCP token as password = %d, want 401", path, got)
+		}
+		if got := api.status(ctx, path); got != http.StatusOK {
+			t.Errorf("GET %s with the password = %d, want 200", path, got)
+		}
+	}
+	if err := anonymous.do(ctx, http.MethodPost, "/session", map[string]any{}, nil); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("POST /session without the password = %v, want 401", err)
+	}
+
+	// The event stream, read with the password, reports a turn.
+	if err := api.prompt(ctx, api.newSession(), "hello"); err != nil {
+		t.Fatal(err)
+	}
+	st.waitNeedsInput(t, ws, 0, workspace.AgentIdle, "the turn reported idle")
+
+	var records []byte
+	entries, _ := os.ReadDir(paths.AgentsDir())
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(paths.AgentsDir(), e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		records = append(records, b...)
+	}
+	if len(records) == 0 {
+		t.Fatal("no agent record to check")
+	}
+	if strings.Contains(string(records), api.password) || strings.Contains(st.logs.String(), api.password) {
+		t.Errorf("the password is in the agent record or the log:\n%s\n%s", records, st.logs.String())
+	}
+}
+
+// status is the status code of GET path, read without the body (a stream
+// would never end).
+func (a agentAPI) status(ctx context.Context, path string) int {
+	a.t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+path, nil)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	if a.password != "" {
+		req.SetBasicAuth("opencode", a.password)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		a.t.Fatalf("GET %s: %v", path, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }

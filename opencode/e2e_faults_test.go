@@ -127,8 +127,8 @@ func TestRealOpencodeKilledMidTurnIsReadyWithinFiveSeconds(t *testing.T) {
 				})
 				return st
 			}
-			st := ready("the agent ready", 90*time.Second, 0)
-			api := agentAPI{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", st.Port)}
+			ready("the agent ready", 90*time.Second, 0)
+			api := serverAPI(t, sup, ws.Path)
 			session := api.newSession()
 			gate.hold()
 			turn := make(chan error, 1)
@@ -155,7 +155,7 @@ func TestRealOpencodeKilledMidTurnIsReadyWithinFiveSeconds(t *testing.T) {
 			}
 			// The next turn in the same (persisted) session runs to its end.
 			gate.release()
-			api = agentAPI{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", after.Port)}
+			api = serverAPI(t, sup, ws.Path)
 			if err := api.prompt(ctx, session, "after the crash"); err != nil {
 				t.Fatalf("turn after the restart: %v", err)
 			}

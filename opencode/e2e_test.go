@@ -26,10 +26,23 @@ import (
 	"codehydra/workspace"
 )
 
-// agentAPI talks to one opencode server.
+// agentAPI talks to one opencode server, with its password (basic auth
+// as "opencode") unless that is "".
 type agentAPI struct {
-	t    *testing.T
-	base string
+	t        *testing.T
+	base     string
+	password string
+}
+
+// serverAPI is the API of the ready agent server of the workspace at
+// path, with the password the supervisor gave it.
+func serverAPI(t *testing.T, sup *opencode.Supervisor, path string) agentAPI {
+	t.Helper()
+	port, password, ok := sup.OpencodeServer(path)
+	if !ok {
+		t.Fatalf("no server for the agent of %s", path)
+	}
+	return agentAPI{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", port), password: password}
 }
 
 func (a agentAPI) do(ctx context.Context, method, path string, body any, out any) error {
@@ -46,6 +59,9 @@ func (a agentAPI) do(ctx context.Context, method, path string, body any, out any
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if a.password != "" {
+		req.SetBasicAuth("opencode", a.password)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err
@@ -292,11 +308,7 @@ func TestRealOpencodeAgentsUseTheirOwnWorkspaces(t *testing.T) {
 			}
 			return st.State == workspace.AgentStateReady
 		})
-		port, ok := sup.OpencodePort(ws.Path)
-		if !ok {
-			t.Fatalf("no port for the ready agent of %s", ws.Name)
-		}
-		api := agentAPI{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", port)}
+		api := serverAPI(t, sup, ws.Path)
 		var m map[string]struct {
 			Status string `json:"status"`
 		}

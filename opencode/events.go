@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"codehydra/workspace"
 )
 
 // Event is one event of an opencode server's GET /event stream. On the wire
@@ -188,6 +190,33 @@ func appendUpTo(dst, src []byte, limit int) []byte {
 	return append(dst, src...)
 }
 
+// watchEvents follows the event stream of the agent server that api
+// reaches and publishes its summary while a is ready. The returned func
+// stops the watcher and waits until it is gone.
+func (s *Supervisor) watchEvents(ctx context.Context, key string, a *agent, api agentAPI) (stop func()) {
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	w := &eventWatcher{
+		api: api, log: s.log.With(slog.String("workspace", a.ws.Path)),
+		retryMin: s.opts.EventRetryMin, retryMax: s.opts.EventRetryMax, idle: s.opts.EventIdle,
+		publish: func(sum SessionSummary) {
+			s.set(key, a, func() {
+				if a.state == workspace.AgentStateReady {
+					a.summary = sum
+				}
+			})
+		},
+	}
+	go func() {
+		defer close(done)
+		w.run(wctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
 // eventWatcher follows one agent server's event stream and keeps a Tracker
 // up to date. After each (re)connect it reads the server's state afresh, so
 // that events missed while disconnected do not leave a session "busy"
@@ -251,7 +280,7 @@ func (w *eventWatcher) run(ctx context.Context) {
 func (w *eventWatcher) follow(ctx context.Context, reopening bool) (connected bool, err error) {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	req, err := http.NewRequestWithContext(cctx, http.MethodGet, w.api.base+"/event", nil)
+	req, err := w.api.request(cctx, http.MethodGet, "/event")
 	if err != nil {
 		return false, fmt.Errorf("open event stream: %w", err)
 	}

@@ -86,7 +86,7 @@ func TestAnAgentKilledMidTurnIsReadyWithinFiveSecondsAndItsStatusRecovers(t *tes
 					t.Errorf("status %+v during the recovery; statuses published: %+v", during, seen)
 				}
 			}
-			if st.Type != workspace.AgentNone || st.Counts != (workspace.AgentCounts{}) || !healthPort(t, st.Port) {
+			if st.Type != workspace.AgentNone || st.Counts != (workspace.AgentCounts{}) || !healthy(t, s, ws.Path) {
 				t.Errorf("status after the restart = %+v", st)
 			}
 			if !processGone(pid) {

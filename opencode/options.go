@@ -1,6 +1,8 @@
 package opencode
 
 import (
+	"crypto/rand"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -43,7 +45,10 @@ type SupervisorOptions struct {
 	// LookPath finds a program on PATH (nil = exec.LookPath).
 	LookPath func(file string) (string, error)
 	// Now is the clock for crash accounting (nil = time.Now).
-	Now        func() time.Time
+	Now func() time.Time
+	// Random is where the agents' server passwords come from (nil =
+	// crypto/rand.Reader).
+	Random     io.Reader
 	HTTPClient *http.Client // nil = a client without timeout (streams are long)
 
 	MaxStarting  int           // agents starting at once; 0 = 2
@@ -116,6 +121,9 @@ func (o *SupervisorOptions) setDefaults() {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Random == nil {
+		o.Random = rand.Reader
 	}
 	if o.HTTPClient == nil {
 		// Agents listen on loopback; no proxy from the environment applies.

@@ -198,6 +198,21 @@ func (s *Supervisor) OpencodePort(path string) (int, bool) {
 	return a.port, true
 }
 
+// OpencodeServer returns the port of the workspace's agent server and the
+// password it demands (HTTP basic auth as user "opencode") while it is
+// ready, else ok=false. Each start of the server has a new password. It is
+// a secret that opens the agent's whole API: show it to the user only on
+// request, never log it.
+func (s *Supervisor) OpencodeServer(path string) (port int, password string, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.agents[filepath.Clean(path)]
+	if a == nil || a.state != workspace.AgentStateReady || a.port == 0 {
+		return 0, "", false
+	}
+	return a.port, a.password, true
+}
+
 // Output returns the last lines (up to OutputLines) that the workspace's
 // agent printed, of the current run or the last one; nil if none.
 func (s *Supervisor) Output(path string) []string {

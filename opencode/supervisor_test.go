@@ -69,9 +69,20 @@ func starts(t *testing.T, file string) []time.Time {
 	return ts
 }
 
-func healthPort(t *testing.T, port int) bool {
+// healthy reports whether the ready agent server of the workspace at path
+// answers GET /global/health with the password the supervisor gave it.
+func healthy(t *testing.T, s *Supervisor, path string) bool {
 	t.Helper()
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/global/health", port))
+	port, password, ok := s.OpencodeServer(path)
+	if !ok {
+		return false
+	}
+	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/global/health", port), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SetBasicAuth("opencode", password)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return false
 	}
@@ -126,7 +137,7 @@ func TestAgentGetsDesignEnvironmentWorkdirAndFlags(t *testing.T) {
 	}
 
 	port, ok := s.OpencodePort(ws.Path)
-	if !ok || port != st.Port || !healthPort(t, port) {
+	if !ok || port != st.Port || !healthy(t, s, ws.Path) {
 		t.Errorf("OpencodePort = %d, %v; status port %d", port, ok, st.Port)
 	}
 	if st.Type != workspace.AgentNone || st.Detail != "" {
@@ -279,8 +290,11 @@ func TestAgentThatIsNotReadyInTimeFailsWithItsOutput(t *testing.T) {
 				}
 			}
 			out := strings.Join(s.Output(ws.Path), "\n")
-			if !strings.Contains(out, tt.output) || !strings.Contains(out, "OPENCODE_SERVER_PASSWORD") {
-				t.Errorf("output = %q, want it to hold %q", out, tt.output)
+			if !strings.Contains(out, tt.output) || !strings.Contains(out, "fake opencode: starting") {
+				t.Errorf("output = %q, want it to hold its first line and %q", out, tt.output)
+			}
+			if strings.Contains(out, "OPENCODE_SERVER_PASSWORD is not set") {
+				t.Errorf("the agent ran without a password: %q", out)
 			}
 			if _, ok := s.OpencodePort(ws.Path); ok {
 				t.Error("OpencodePort reports a failed agent")

@@ -24,6 +24,11 @@
 // listens; GET /mcp reports "connected" only if that worked, "failed" with
 // the error otherwise, and POST /mcp/codehydra/connect connects again.
 //
+// Like opencode, when OPENCODE_SERVER_PASSWORD is set it answers 401 on
+// every route of its API unless the request has HTTP basic auth
+// (OPENCODE_SERVER_USERNAME, default "opencode", and that password) or
+// ?auth_token=<base64("user:password")>.
+//
 // Besides opencode's GET /global/health, /mcp, /event, /session/status,
 // /permission, /question and /session/{id} and POST
 // /mcp/codehydra/connect, it serves test controls: POST /fake/emit (an
@@ -75,7 +80,11 @@ func run() error {
 		return err
 	}
 	mode := os.Getenv("FAKEOC_MODE")
-	fmt.Println("Warning: OPENCODE_SERVER_PASSWORD is not set; server is unsecured.")
+	// A first line, so that tests see that more than the last is kept.
+	fmt.Println("fake opencode: starting")
+	if os.Getenv("OPENCODE_SERVER_PASSWORD") == "" {
+		fmt.Println("Warning: OPENCODE_SERVER_PASSWORD is not set; server is unsecured.")
+	}
 	if err := beforeListening(mode, port); err != nil {
 		return err
 	}

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"cmp"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 )
@@ -40,8 +43,40 @@ func writeJSON(w http.ResponseWriter, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// routes serves opencode's API and the test controls.
+// routes serves opencode's API, behind opencode's basic auth when
+// OPENCODE_SERVER_PASSWORD is set, and the test controls, which are no
+// part of opencode and need none.
 func (s *state) routes() http.Handler {
+	api := s.api()
+	if pw := os.Getenv("OPENCODE_SERVER_PASSWORD"); pw != "" {
+		user := cmp.Or(os.Getenv("OPENCODE_SERVER_USERNAME"), "opencode")
+		api = requireAuth(api, user, pw)
+	}
+	mux := http.NewServeMux()
+	s.controls(mux)
+	mux.Handle("/", api)
+	return mux
+}
+
+// requireAuth answers 401 to a request without the credentials user:pw,
+// given as opencode 1.18 takes them: HTTP basic auth or the query
+// parameter auth_token=<base64("user:pw")>.
+func requireAuth(next http.Handler, user, pw string) http.Handler {
+	want := base64.StdEncoding.EncodeToString([]byte(user + ":" + pw))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, p, basic := r.BasicAuth()
+		token := r.URL.Query().Get("auth_token")
+		if (basic && u == user && p == pw) || (token != "" && token == want) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("WWW-Authenticate", `Basic realm="Secure Area"`)
+		http.Error(w, "Unauthorized", http.StatusUnauthorized)
+	})
+}
+
+// api serves opencode's API.
+func (s *state) api() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /global/health", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, map[string]any{"healthy": s.healthy, "version": "fake"})
@@ -72,7 +107,6 @@ func (s *state) routes() http.Handler {
 	mux.HandleFunc("GET /permission", s.list(s.perms))
 	mux.HandleFunc("GET /question", s.list(s.questions))
 	mux.HandleFunc("GET /event", s.events)
-	s.controls(mux)
 	return mux
 }
 
