@@ -78,7 +78,7 @@ func TestAgentsAndWorkspaceConfigsCarryTheWorkspacesTokenNotTheMaster(t *testing
 		if (ws == one) != (got == token) {
 			t.Fatalf("the agent of %s has the token %q; mcp-config --workspace %s printed %q", ws, got, one, token)
 		}
-		app.poll(t, "the agent of "+ws+" to connect with its token", func() bool { return agentMCPStatus(t, agentRecord(t, ws).Port) == "connected" })
+		app.poll(t, "the agent of "+ws+" to connect with its token", func() bool { return agentMCPStatus(t, agentRecord(t, ws)) == "connected" })
 	}
 
 	// The printed config works for one, and for nothing that is not one's.

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -53,11 +54,17 @@ func TestServeConnectsTheRealOpencodeToItsMCPServer(t *testing.T) {
 	// What opencode itself says of its MCP servers, once it answers.
 	var status string
 	app.poll(t, "the agent's opencode to settle its codehydra MCP connection", func() bool {
-		status = agentMCPStatus(t, rec.Port)
+		status = agentMCPStatus(t, rec)
 		return status != "" && status != "pending"
 	})
 	if status != "connected" {
 		t.Fatalf("the agent's opencode reports the codehydra MCP server %q, want connected\n%s", status, app.out)
+	}
+	// The agent's server is locked: nothing without its password.
+	for _, path := range []string{"/mcp", "/session", "/global/health"} {
+		if code, _ := agentGet(t, rec, path, false); code != http.StatusUnauthorized {
+			t.Errorf("GET %s on the agent without its password: %d, want 401", path, code)
+		}
 	}
 	t.Logf("agent connected after %v", time.Since(started).Round(time.Millisecond))
 	raw, err := app.call(t, ws, mcp.ToolGetOpencodePort, nil)
@@ -94,26 +101,42 @@ func TestServeConnectsTheRealOpencodeToItsMCPServer(t *testing.T) {
 
 // agentMCPStatus is the status the opencode on port gives its codehydra
 // MCP server ("" when it has none or does not answer).
-func agentMCPStatus(t *testing.T, port int) string {
+func agentMCPStatus(t *testing.T, rec opencode.AgentRecord) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(port)+"/mcp", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return ""
-	}
-	defer resp.Body.Close()
+	code, body := agentGet(t, rec, "/mcp", true)
 	var servers map[string]struct {
 		Status string `json:"status"`
 	}
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&servers) != nil {
+	if code != http.StatusOK || json.Unmarshal(body, &servers) != nil {
 		return ""
 	}
 	return servers["codehydra"].Status
+}
+
+// agentGet asks the agent's opencode server for path, with the server
+// password from the agent's own environment when auth is set; code is 0
+// when the server does not answer.
+func agentGet(t *testing.T, rec opencode.AgentRecord, path string, auth bool) (code int, body []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(rec.Port)+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth {
+		req.SetBasicAuth("opencode", environOf(t, rec.PID)["OPENCODE_SERVER_PASSWORD"])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil
+	}
+	defer resp.Body.Close()
+	body, err = io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, nil
+	}
+	return resp.StatusCode, body
 }
 
 // agentRecord is the record the app keeps of the workspace's agent while
