@@ -86,6 +86,9 @@ type SettingsStore interface {
 type MCPServer interface {
 	Port() int
 	URL() string
+	// PortNotice says what it means for clients when the fixed port was
+	// taken and another one is in use; "" otherwise.
+	PortNotice() string
 }
 
 // Deps is what the UI needs from the rest of the app.

@@ -20,6 +20,9 @@ type State struct {
 	CanCopyMCPConfig bool
 	// CanRestartAgents enables "Restart agent" (there is a supervisor).
 	CanRestartAgents bool
+	// Notice is a warning shown under the summary (the MCP port in use is
+	// not the one set up); "" for none.
+	Notice string
 }
 
 // ProjectState is a project and its workspaces, sorted.
@@ -189,7 +192,11 @@ func BuildMenu(s State, a Actions) *fyne.Menu {
 	var items []*fyne.MenuItem
 	add := func(it ...*fyne.MenuItem) { items = append(items, it...) }
 
-	add(disabled(Summary(s)), fyne.NewMenuItemSeparator())
+	add(disabled(Summary(s)))
+	if s.Notice != "" {
+		add(disabled("⚠ " + s.Notice))
+	}
+	add(fyne.NewMenuItemSeparator())
 	if len(s.Projects) == 0 {
 		add(disabled(LabelNoProjects))
 	}

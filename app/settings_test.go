@@ -16,10 +16,14 @@ import (
 	"codehydra/workspace"
 )
 
-type fakeMCP struct{ port int }
+type fakeMCP struct {
+	port   int
+	notice string
+}
 
-func (m fakeMCP) Port() int   { return m.port }
-func (m fakeMCP) URL() string { return "http://127.0.0.1/mcp" }
+func (m fakeMCP) Port() int          { return m.port }
+func (m fakeMCP) URL() string        { return "http://127.0.0.1/mcp" }
+func (m fakeMCP) PortNotice() string { return m.notice }
 func newStore(t *testing.T) (*settings.Store, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "settings.json")
@@ -161,7 +165,7 @@ func TestSettingsShowThePortInUseAndWhereOpencodeWasFound(t *testing.T) {
 	}
 	agents := newFakeAgents()
 	agents.binary = "/usr/local/bin/opencode"
-	h := newHarness(t, Deps{Workspaces: newFake(), Settings: store, MCP: fakeMCP{43210}, Agents: agents})
+	h := newHarness(t, Deps{Workspaces: newFake(), Settings: store, MCP: fakeMCP{port: 43210}, Agents: agents})
 	w := h.u.openSettings()
 	if want := "In use now: 43210 (port 4711 was taken)"; w.mcpInUse.Text != want {
 		t.Errorf("in use = %q, want %q", w.mcpInUse.Text, want)

@@ -125,6 +125,9 @@ func (t *Tray) reload(ctx context.Context) {
 		CanCopyMCPConfig: d.MCPConfig != nil,
 		CanRestartAgents: d.Agents != nil,
 	}
+	if d.MCP != nil {
+		next.Notice = d.MCP.PortNotice()
+	}
 	for _, p := range d.Workspaces.Projects() {
 		ps := ProjectState{Project: p}
 		list, err := d.Workspaces.Workspaces(p.Path)

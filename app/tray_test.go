@@ -328,3 +328,26 @@ func TestTrayAndMetadataEditorShowTheManagersOrder(t *testing.T) {
 		t.Errorf("metadata editor offers %q, want %q", got, want)
 	}
 }
+
+func TestTraySaysWhenTheFixedMCPPortWasTaken(t *testing.T) {
+	const notice = "MCP port 4777 is taken by another program: using 38211. Clients set up with 4777 reach that program instead; copy their MCP config again"
+	for _, tc := range []struct {
+		name   string
+		notice string
+	}{{"the port set up", ""}, {"another port", notice}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, _, agents := oneWorkspace(agentIdle)
+			h := newHarness(t, Deps{Workspaces: f, Agents: agents, MCP: fakeMCP{port: 38211, notice: tc.notice}})
+			h.startTray()
+			h.waitFor("the workspace", func() bool { return find(h.view.menu(), "○ feat (idle)") != nil })
+			m := h.view.menu()
+			warned := find(m, "⚠ "+notice)
+			if (warned != nil) != (tc.notice != "") {
+				t.Fatalf("warning item %v, want it only when the port was taken; menu %q", warned, labels(m))
+			}
+			if warned != nil && (!warned.Disabled || m.Items[1] != warned) {
+				t.Errorf("the warning must be the disabled line under the summary: %q", labels(m))
+			}
+		})
+	}
+}

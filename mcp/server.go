@@ -105,6 +105,8 @@ type Server struct {
 	mu      sync.Mutex
 	ln      net.Listener
 	closing bool
+	// wantedPort is the fixed port Listen could not bind (0: none).
+	wantedPort int
 
 	// Connections that have sent no request yet (see closeNewConns).
 	connMu   sync.Mutex
@@ -251,12 +253,24 @@ func (s *Server) Listen() error {
 		if err != nil {
 			return fmt.Errorf("listen on %s: %w", net.JoinHostPort(host, "0"), err)
 		}
-		s.log.Warn("MCP port unavailable; using a dynamic port instead. Clients configured with the fixed port need the new one (codehydra mcp-config)",
+		s.wantedPort, _ = strconv.Atoi(port)
+		s.log.Warn("the fixed MCP port is taken by another program: using another port. MCP clients set up with the fixed port now reach that program instead; give them a new config (codehydra mcp-config) or free the port and restart CodeHydra",
 			slog.String("wanted", s.opts.Addr), slog.String("using", ln.Addr().String()), slog.Any("error", err))
 	}
 	s.ln = ln
 	s.port.Store(int32(ln.Addr().(*net.TCPAddr).Port))
 	return nil
+}
+
+// PortNotice says, when the fixed port of the settings was taken and
+// Listen bound another one, what that means for clients; "" otherwise.
+func (s *Server) PortNotice() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.wantedPort == 0 {
+		return ""
+	}
+	return fmt.Sprintf("MCP port %d is taken by another program: using %d. Clients set up with %d reach that program instead; copy their MCP config again", s.wantedPort, s.Port(), s.wantedPort)
 }
 
 // Port is the bound port, 0 before Listen.

@@ -37,8 +37,15 @@ func TestListenFallsBackToDynamicPortWhenFixedPortIsTaken(t *testing.T) {
 	if want := "http://127.0.0.1:" + strconv.Itoa(h.srv.Port()) + "/mcp"; h.srv.URL() != want {
 		t.Fatalf("URL %s, want %s", h.srv.URL(), want)
 	}
-	if logs := h.logs.String(); !strings.Contains(logs, `"level":"WARN"`) || !strings.Contains(logs, "dynamic port") {
-		t.Fatalf("no warning logged: %s", logs)
+	if logs := h.logs.String(); !strings.Contains(logs, `"level":"WARN"`) || !strings.Contains(logs, "taken by another program") ||
+		!strings.Contains(logs, "now reach that program") {
+		t.Fatalf("no plain warning logged: %s", logs)
+	}
+	notice := h.srv.PortNotice()
+	for _, want := range []string{strconv.Itoa(taken), strconv.Itoa(h.srv.Port()), "taken by another program", "copy their MCP config again"} {
+		if !strings.Contains(notice, want) {
+			t.Errorf("PortNotice() = %q, want %q in it", notice, want)
+		}
 	}
 	// The server answers on the port it reports.
 	if res := call(t, h.session(""), ToolProjectList, nil); res.IsError {
@@ -52,6 +59,9 @@ func TestListenBindsOnceOnAFixedFreePort(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.Addr = "127.0.0.1:" + strconv.Itoa(port) })
 	if h.srv.Port() != port {
 		t.Skipf("port %d was taken meanwhile", port)
+	}
+	if n := h.srv.PortNotice(); n != "" {
+		t.Errorf("PortNotice() = %q on the port asked for", n)
 	}
 	if err := h.srv.Listen(); err != nil {
 		t.Fatal(err)
