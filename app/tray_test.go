@@ -330,7 +330,7 @@ func TestTrayAndMetadataEditorShowTheManagersOrder(t *testing.T) {
 }
 
 func TestTraySaysWhenTheFixedMCPPortWasTaken(t *testing.T) {
-	const notice = "MCP port 4777 is taken by another program: using 38211. Clients set up with 4777 reach that program instead; copy their MCP config again"
+	const notice = "MCP port 4777 is taken: using 38211; copy MCP configs again"
 	for _, tc := range []struct {
 		name   string
 		notice string

@@ -249,10 +249,12 @@ func (s *Server) Listen() error {
 		if port == "0" {
 			return fmt.Errorf("listen on %s: %w", s.opts.Addr, err)
 		}
+		refused := err
 		ln, err = s.listen("tcp", net.JoinHostPort(host, "0"))
 		if err != nil {
 			return fmt.Errorf("listen on %s: %w", net.JoinHostPort(host, "0"), err)
 		}
+		err = refused
 		s.wantedPort, _ = strconv.Atoi(port)
 		s.log.Warn("the fixed MCP port is taken by another program: using another port. MCP clients set up with the fixed port now reach that program instead; give them a new config (codehydra mcp-config) or free the port and restart CodeHydra",
 			slog.String("wanted", s.opts.Addr), slog.String("using", ln.Addr().String()), slog.Any("error", err))
@@ -270,7 +272,8 @@ func (s *Server) PortNotice() string {
 	if s.wantedPort == 0 {
 		return ""
 	}
-	return fmt.Sprintf("MCP port %d is taken by another program: using %d. Clients set up with %d reach that program instead; copy their MCP config again", s.wantedPort, s.Port(), s.wantedPort)
+	// Short: the tray shows it as one menu line.
+	return fmt.Sprintf("MCP port %d is taken: using %d; copy MCP configs again", s.wantedPort, s.Port())
 }
 
 // Port is the bound port, 0 before Listen.
