@@ -41,6 +41,9 @@ func (s *server) startMCP(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := srv.SetAuditRotation(set.LogMaxBytes()); err != nil {
+		return err
+	}
 	if err := srv.Listen(); err != nil {
 		return err
 	}

@@ -49,6 +49,12 @@ type Settings struct {
 	// ToolTimeoutSeconds bounds one MCP tool call.
 	ToolTimeoutSeconds int `json:"toolTimeoutSeconds"`
 
+	// Limits of a running app (issue 11, point 3: logs and agents).
+
+	// LogMaxMB is the size in MiB at which codehydra.log and audit.jsonl
+	// are each moved to <file>.1 while running (three old files kept).
+	LogMaxMB int `json:"logMaxMB"`
+
 	// extra holds the keys of the file that the fields above do not name,
 	// verbatim, so that Save writes them back.
 	extra map[string]json.RawMessage
@@ -61,8 +67,13 @@ func Default() Settings {
 		Projects:           []string{},
 		RateLimit:          RateLimit{PerSecond: 20, Burst: 40},
 		ToolTimeoutSeconds: 30,
+
+		LogMaxMB: 10,
 	}
 }
+
+// LogMaxBytes is LogMaxMB in bytes.
+func (s Settings) LogMaxBytes() int64 { return int64(s.LogMaxMB) << 20 }
 
 // ToolTimeout is ToolTimeoutSeconds as a duration.
 func (s Settings) ToolTimeout() time.Duration {
@@ -105,6 +116,7 @@ func (s Settings) Validate() error {
 	if t := s.ToolTimeoutSeconds; t < 1 || t > 600 {
 		errs = append(errs, fmt.Errorf("toolTimeoutSeconds is %d: use 1 to 600", t))
 	}
+	errs = append(errs, s.validateRunLimits()...)
 	if strings.ContainsAny(s.OpencodeBin, `/\`) && !filepath.IsAbs(s.OpencodeBin) {
 		// A relative path would be found from wherever an agent starts:
 		// in a workspace, that is a folder of the repository's content. A
@@ -121,6 +133,15 @@ func (s Settings) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateRunLimits checks the limits on logs and agents.
+func (s Settings) validateRunLimits() []error {
+	var errs []error
+	if m := s.LogMaxMB; m < 1 || m > 1024 {
+		errs = append(errs, fmt.Errorf("logMaxMB is %d: use 1 to 1024 (MiB)", m))
+	}
+	return errs
 }
 
 // knownKeys are the JSON names of the Settings fields.
