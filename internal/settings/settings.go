@@ -28,6 +28,16 @@ type RateLimit struct {
 	Burst     int     `json:"burst"`
 }
 
+// CreateLimit bounds the workspaces one MCP caller (the user, or each
+// workspace's token) creates: at most Count within any Minutes.
+type CreateLimit struct {
+	Count   int `json:"count"`
+	Minutes int `json:"minutes"`
+}
+
+// Window is Minutes as a duration.
+func (l CreateLimit) Window() time.Duration { return time.Duration(l.Minutes) * time.Minute }
+
 // Settings is the content of settings.json.
 type Settings struct {
 	// MCPPort is the MCP server's port on 127.0.0.1; 0 picks a free one.
@@ -54,6 +64,8 @@ type Settings struct {
 	// LogMaxMB is the size in MiB at which codehydra.log and audit.jsonl
 	// are each moved to <file>.1 while running (three old files kept).
 	LogMaxMB int `json:"logMaxMB"`
+	// WorkspaceCreateLimit bounds the workspaces one MCP caller creates.
+	WorkspaceCreateLimit CreateLimit `json:"workspaceCreateLimit"`
 
 	// extra holds the keys of the file that the fields above do not name,
 	// verbatim, so that Save writes them back.
@@ -68,7 +80,8 @@ func Default() Settings {
 		RateLimit:          RateLimit{PerSecond: 20, Burst: 40},
 		ToolTimeoutSeconds: 30,
 
-		LogMaxMB: 10,
+		LogMaxMB:             10,
+		WorkspaceCreateLimit: CreateLimit{Count: 10, Minutes: 10},
 	}
 }
 
@@ -140,6 +153,12 @@ func (s Settings) validateRunLimits() []error {
 	var errs []error
 	if m := s.LogMaxMB; m < 1 || m > 1024 {
 		errs = append(errs, fmt.Errorf("logMaxMB is %d: use 1 to 1024 (MiB)", m))
+	}
+	if c := s.WorkspaceCreateLimit.Count; c < 1 || c > 1000 {
+		errs = append(errs, fmt.Errorf("workspaceCreateLimit.count is %d: use 1 to 1000", c))
+	}
+	if m := s.WorkspaceCreateLimit.Minutes; m < 1 || m > 1440 {
+		errs = append(errs, fmt.Errorf("workspaceCreateLimit.minutes is %d: use 1 to 1440", m))
 	}
 	return errs
 }
