@@ -66,6 +66,9 @@ type Settings struct {
 	LogMaxMB int `json:"logMaxMB"`
 	// WorkspaceCreateLimit bounds the workspaces one MCP caller creates.
 	WorkspaceCreateLimit CreateLimit `json:"workspaceCreateLimit"`
+	// MaxAgents bounds the opencode agents that run at once; the agent of
+	// a workspace past it waits until one stops.
+	MaxAgents int `json:"maxAgents"`
 
 	// extra holds the keys of the file that the fields above do not name,
 	// verbatim, so that Save writes them back.
@@ -82,6 +85,7 @@ func Default() Settings {
 
 		LogMaxMB:             10,
 		WorkspaceCreateLimit: CreateLimit{Count: 10, Minutes: 10},
+		MaxAgents:            20,
 	}
 }
 
@@ -159,6 +163,9 @@ func (s Settings) validateRunLimits() []error {
 	}
 	if m := s.WorkspaceCreateLimit.Minutes; m < 1 || m > 1440 {
 		errs = append(errs, fmt.Errorf("workspaceCreateLimit.minutes is %d: use 1 to 1440", m))
+	}
+	if n := s.MaxAgents; n < 1 || n > 1000 {
+		errs = append(errs, fmt.Errorf("maxAgents is %d: use 1 to 1000", n))
 	}
 	return errs
 }
