@@ -13,6 +13,7 @@ import (
 
 	"codehydra/internal/instance"
 	"codehydra/internal/paths"
+	"codehydra/internal/rotate"
 	"codehydra/internal/settings"
 	"codehydra/mcp"
 	"codehydra/opencode"
@@ -94,7 +95,7 @@ type server struct {
 	pid  int
 
 	log     *slog.Logger
-	logFile *os.File
+	logFile *rotate.File
 
 	settings *settings.Store
 	lock     *instance.Lock

@@ -31,6 +31,7 @@ func (s *server) startAgents(ctx context.Context) error {
 		AgentsDir: paths.AgentsDir(),
 		ToolsDir:  paths.ToolsDir(),
 		Logger:    s.log,
+		MaxAgents: set.MaxAgents,
 	})
 	if bin, ok := sup.FindBinary(); ok {
 		s.log.Info("opencode found", "path", bin)

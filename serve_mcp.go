@@ -29,7 +29,7 @@ func (s *server) startMCP(ctx context.Context) error {
 	srv, err := mcp.New(mcp.Options{
 		Addr:        net.JoinHostPort("127.0.0.1", strconv.Itoa(set.MCPPort)),
 		Token:       tok,
-		Workspaces:  s.manager,
+		Workspaces:  mcp.LimitCreates(s.manager, mcp.CreateLimit{Count: set.WorkspaceCreateLimit.Count, Per: set.WorkspaceCreateLimit.Window()}),
 		Agents:      s.agentPorts,
 		RateLimit:   rate.Limit(set.RateLimit.PerSecond),
 		Burst:       set.RateLimit.Burst,
@@ -39,6 +39,9 @@ func (s *server) startMCP(ctx context.Context) error {
 		Version:     version,
 	})
 	if err != nil {
+		return err
+	}
+	if err := srv.SetAuditRotation(set.LogMaxBytes()); err != nil {
 		return err
 	}
 	if err := srv.Listen(); err != nil {

@@ -3,11 +3,11 @@ package mcp
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
+
+	"codehydra/internal/rotate"
 )
 
 // auditEntry is one line of audit.jsonl. It names who called (as the
@@ -32,35 +32,49 @@ const maxAuditWorkspace = 256
 // maxAuditTool bounds a tool name in the audit log.
 const maxAuditTool = 64
 
-// auditLog appends entries to a JSON-lines file (0600). A nil *auditLog
-// records nothing.
+// auditLog appends entries to a JSON-lines file (0600) that rotates by
+// size (DefaultAuditMaxBytes, or what SetAuditRotation says). A nil
+// *auditLog records nothing.
 type auditLog struct {
-	mu sync.Mutex
-	f  *os.File
+	path string
+
+	mu sync.Mutex // guards w against SetAuditRotation's swap
+	w  *rotate.File
 }
 
 func openAuditLog(path string) (*auditLog, error) {
 	if path == "" {
 		return nil, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("create audit folder: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	w, err := rotate.Open(path, rotate.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("open audit log: %w", err)
 	}
-	// O_CREATE's mode is filtered by the umask and ignored for an existing
-	// file; make sure the log is private either way.
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("restrict audit log: %w", err)
-	}
-	return &auditLog{f: f}, nil
+	return &auditLog{path: path, w: w}, nil
 }
 
-// record appends e as one line. Each line is written with a single write on
-// an O_APPEND file, so lines never interleave.
+// SetAuditRotation sets the size at which audit.jsonl is moved to
+// audit.jsonl.1 (keeping rotate.DefaultKeep older files); 0 means
+// rotate.DefaultMaxBytes. Call it before Serve; a server without an audit
+// log ignores it.
+func (s *Server) SetAuditRotation(maxBytes int64) error {
+	a := s.audit
+	if a == nil {
+		return nil
+	}
+	w, err := rotate.Open(a.path, rotate.Options{MaxBytes: maxBytes})
+	if err != nil {
+		return fmt.Errorf("reopen audit log: %w", err)
+	}
+	a.mu.Lock()
+	old := a.w
+	a.w = w
+	a.mu.Unlock()
+	return old.Close()
+}
+
+// record appends e as one line. Each line is one Write of the rotating
+// file, which never splits or interleaves them.
 func (a *auditLog) record(e auditEntry) error {
 	if a == nil {
 		return nil
@@ -77,28 +91,23 @@ func (a *auditLog) record(e auditEntry) error {
 	}
 	line = append(line, '\n')
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.f == nil {
-		return nil // closed during shutdown
-	}
-	if _, err := a.f.Write(line); err != nil {
+	w := a.w
+	a.mu.Unlock()
+	if _, err := w.Write(line); err != nil {
 		return fmt.Errorf("write audit log: %w", err)
 	}
 	return nil
 }
 
+// close closes the file; lines recorded afterwards (by calls that end
+// during shutdown) are dropped.
 func (a *auditLog) close() error {
 	if a == nil {
 		return nil
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.f == nil {
-		return nil
-	}
-	err := a.f.Close()
-	a.f = nil
-	return err
+	return a.w.Close()
 }
 
 // argNames lists the argument names of a call, for the audit log: names

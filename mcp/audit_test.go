@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -113,5 +114,52 @@ func TestAuditLogAppendsAcrossLaunchesAndTruncatesLongHeaders(t *testing.T) {
 	var none *auditLog
 	if err := none.record(auditEntry{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestAuditLogRotatesBySizeUnderConcurrentCallsWithEveryLineWhole(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.RateLimit, o.Burst = 1e6, 1e6 })
+	const limit = 2000
+	if err := h.srv.SetAuditRotation(limit); err != nil {
+		t.Fatal(err)
+	}
+	ws := h.create("rotated")
+	const sessions, calls = 8, 25
+	var wg sync.WaitGroup
+	for range sessions {
+		cs := h.session(ws.Path)
+		wg.Go(func() {
+			for range calls {
+				call(t, cs, ToolGetStatus, nil)
+			}
+		})
+	}
+	wg.Wait()
+
+	lines := 0
+	for i, p := range []string{h.audit, h.audit + ".1", h.audit + ".2", h.audit + ".3"} {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatalf("file %d of the rotated audit log: %v", i, err)
+		}
+		if len(data) > limit {
+			t.Errorf("%s is %d bytes, over the %d limit", p, len(data), limit)
+		}
+		if runtime.GOOS != "windows" {
+			assertMode(t, p, 0o600)
+		}
+		for _, l := range bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n")) {
+			var e auditEntry
+			if err := json.Unmarshal(l, &e); err != nil || e.Tool != ToolGetStatus || e.Caller != userCaller {
+				t.Fatalf("%s: line %q is not a whole audit entry: %v", p, l, err)
+			}
+			lines++
+		}
+	}
+	if lines == 0 || lines >= sessions*calls {
+		t.Errorf("%d lines kept of %d calls: the oldest files should have been dropped", lines, sessions*calls)
+	}
+	if _, err := os.Stat(h.audit + ".4"); err == nil {
+		t.Error("audit.jsonl.4 exists: more than 3 old files kept")
 	}
 }

@@ -12,6 +12,10 @@ import (
 	"codehydra/internal/paths"
 )
 
+// DefaultMaxAgents is how many agents run at most unless the settings
+// say otherwise: each is a Node process of a few hundred MB.
+const DefaultMaxAgents = 20
+
 // SupervisorOptions configure a Supervisor. Zero values mean the defaults
 // noted; tests shorten the durations.
 type SupervisorOptions struct {
@@ -51,7 +55,11 @@ type SupervisorOptions struct {
 	Random     io.Reader
 	HTTPClient *http.Client // nil = a client without timeout (streams are long)
 
-	MaxStarting  int           // agents starting at once; 0 = 2
+	MaxStarting int // agents starting at once; 0 = 2
+	// MaxAgents bounds the agents that run (settings maxAgents; 0 =
+	// DefaultMaxAgents). An agent counts from its start until it is
+	// stopped, also while it waits after a crash or has failed.
+	MaxAgents    int
 	ReadyTimeout time.Duration // spawn to ready; 0 = 30s
 	StopTimeout  time.Duration // SIGTERM to SIGKILL; 0 = 3s
 	PollInterval time.Duration // readiness polling; 0 = 100ms
@@ -85,6 +93,9 @@ func (o *SupervisorOptions) setDefaults() {
 	def(&o.EventIdle, 30*time.Second)
 	if o.MaxStarting <= 0 {
 		o.MaxStarting = 2
+	}
+	if o.MaxAgents <= 0 {
+		o.MaxAgents = DefaultMaxAgents
 	}
 	if o.MaxCrashes <= 0 {
 		o.MaxCrashes = 5

@@ -23,6 +23,12 @@ type Supervisor struct {
 	mu       sync.Mutex
 	agents   map[string]*agent
 	reserved map[int]bool // ports held by our agents
+	// running counts the agents whose loop runs (MaxAgents bounds it);
+	// waiting are the workspaces refused a start for it, in the order they
+	// asked, each with the placeholder that reports why (see limitLocked).
+	running  int
+	queue    []string
+	waiting  map[string]*agent
 	bin      string
 	binFound bool
 	closed   bool
@@ -42,31 +48,49 @@ func NewSupervisor(o SupervisorOptions) *Supervisor {
 		spawner:   newSpawner(),
 		agents:    map[string]*agent{},
 		reserved:  map[int]bool{},
+		waiting:   map[string]*agent{},
 	}
 	s.FindBinary()
 	return s
 }
 
 // Start starts the agent of ws unless one runs already. At most
-// MaxStarting agents start at once; the others wait their turn.
+// MaxStarting agents start at once; the others wait their turn. With
+// MaxAgents running already, the agent is not started: its status is
+// failed and says why, and it starts when another agent ends.
 func (s *Supervisor) Start(ws workspace.Workspace) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	key := filepath.Clean(ws.Path)
+	if a := s.agents[key]; s.closed || a != nil && (!ended(a) || s.waiting[key] == a) {
+		s.mu.Unlock()
 		return
 	}
-	key := filepath.Clean(ws.Path)
-	if a := s.agents[key]; a != nil {
-		select {
-		case <-a.done:
-		default:
-			return
-		}
+	limited := s.startLocked(key, ws)
+	s.mu.Unlock()
+	if limited {
+		s.opts.OnChange(ws.Path)
 	}
-	s.startLocked(key, ws)
 }
 
-func (s *Supervisor) startLocked(key string, ws workspace.Workspace) {
+// ended reports whether a's loop returned.
+func ended(a *agent) bool {
+	select {
+	case <-a.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// startLocked starts the agent of ws, or, with MaxAgents running, puts it
+// in the queue (limited reports that).
+func (s *Supervisor) startLocked(key string, ws workspace.Workspace) (limited bool) {
+	if s.running >= s.opts.MaxAgents {
+		s.limitLocked(key, ws)
+		return true
+	}
+	delete(s.waiting, key)
+	s.running++
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &agent{
 		ws:      ws,
@@ -80,7 +104,55 @@ func (s *Supervisor) startLocked(key string, ws workspace.Workspace) {
 	go func() {
 		defer close(a.done)
 		s.run(ctx, key, a)
+		s.agentEnded()
 	}()
+	return false
+}
+
+// limitLocked records the agent of ws as not started for the cap: a
+// placeholder whose loop has ended (so Restart and Start try again) and
+// whose status says why, and a place in the queue.
+func (s *Supervisor) limitLocked(key string, ws workspace.Workspace) {
+	done := make(chan struct{})
+	close(done)
+	a := &agent{
+		ws:      ws,
+		cancel:  func() {},
+		done:    done,
+		restart: make(chan struct{}, 1),
+		state:   workspace.AgentStateFailed,
+		detail: fmt.Sprintf("not started: %d agents run already (maxAgents in the settings); it starts when one of them stops",
+			s.opts.MaxAgents),
+		out: newLineRing(s.opts.OutputLines),
+	}
+	if s.waiting[key] == nil {
+		s.queue = append(s.queue, key)
+	}
+	s.waiting[key] = a
+	s.agents[key] = a
+}
+
+// agentEnded frees the place of an agent whose loop returned and starts
+// the agents waiting for one, oldest first.
+func (s *Supervisor) agentEnded() {
+	var started []string
+	s.mu.Lock()
+	s.running--
+	for !s.closed && s.running < s.opts.MaxAgents && len(s.queue) > 0 {
+		key := s.queue[0]
+		s.queue = s.queue[1:]
+		a := s.waiting[key]
+		if a == nil || s.agents[key] != a {
+			continue // stopped, or started meanwhile
+		}
+		s.log.Info("starting an agent that waited for maxAgents", slog.String("workspace", a.ws.Path))
+		s.startLocked(key, a.ws)
+		started = append(started, a.ws.Path)
+	}
+	s.mu.Unlock()
+	for _, p := range started {
+		s.opts.OnChange(p)
+	}
 }
 
 // Restart stops the agent of path if it runs and starts it again with a
@@ -130,6 +202,7 @@ func (s *Supervisor) StopAgent(ctx context.Context, path string) error {
 	s.mu.Lock()
 	a := s.agents[key]
 	delete(s.agents, key)
+	delete(s.waiting, key)
 	s.mu.Unlock()
 	if a == nil {
 		return nil

@@ -28,6 +28,16 @@ type RateLimit struct {
 	Burst     int     `json:"burst"`
 }
 
+// CreateLimit bounds the workspaces one MCP caller (the user, or each
+// workspace's token) creates: at most Count within any Minutes.
+type CreateLimit struct {
+	Count   int `json:"count"`
+	Minutes int `json:"minutes"`
+}
+
+// Window is Minutes as a duration.
+func (l CreateLimit) Window() time.Duration { return time.Duration(l.Minutes) * time.Minute }
+
 // Settings is the content of settings.json.
 type Settings struct {
 	// MCPPort is the MCP server's port on 127.0.0.1; 0 picks a free one.
@@ -49,6 +59,17 @@ type Settings struct {
 	// ToolTimeoutSeconds bounds one MCP tool call.
 	ToolTimeoutSeconds int `json:"toolTimeoutSeconds"`
 
+	// Limits of a running app (issue 11, point 3: logs and agents).
+
+	// LogMaxMB is the size in MiB at which codehydra.log and audit.jsonl
+	// are each moved to <file>.1 while running (three old files kept).
+	LogMaxMB int `json:"logMaxMB"`
+	// WorkspaceCreateLimit bounds the workspaces one MCP caller creates.
+	WorkspaceCreateLimit CreateLimit `json:"workspaceCreateLimit"`
+	// MaxAgents bounds the opencode agents that run at once; the agent of
+	// a workspace past it waits until one stops.
+	MaxAgents int `json:"maxAgents"`
+
 	// extra holds the keys of the file that the fields above do not name,
 	// verbatim, so that Save writes them back.
 	extra map[string]json.RawMessage
@@ -61,8 +82,15 @@ func Default() Settings {
 		Projects:           []string{},
 		RateLimit:          RateLimit{PerSecond: 20, Burst: 40},
 		ToolTimeoutSeconds: 30,
+
+		LogMaxMB:             10,
+		WorkspaceCreateLimit: CreateLimit{Count: 10, Minutes: 10},
+		MaxAgents:            20,
 	}
 }
+
+// LogMaxBytes is LogMaxMB in bytes.
+func (s Settings) LogMaxBytes() int64 { return int64(s.LogMaxMB) << 20 }
 
 // ToolTimeout is ToolTimeoutSeconds as a duration.
 func (s Settings) ToolTimeout() time.Duration {
@@ -105,6 +133,7 @@ func (s Settings) Validate() error {
 	if t := s.ToolTimeoutSeconds; t < 1 || t > 600 {
 		errs = append(errs, fmt.Errorf("toolTimeoutSeconds is %d: use 1 to 600", t))
 	}
+	errs = append(errs, s.validateRunLimits()...)
 	if strings.ContainsAny(s.OpencodeBin, `/\`) && !filepath.IsAbs(s.OpencodeBin) {
 		// A relative path would be found from wherever an agent starts:
 		// in a workspace, that is a folder of the repository's content. A
@@ -121,6 +150,24 @@ func (s Settings) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateRunLimits checks the limits on logs and agents.
+func (s Settings) validateRunLimits() []error {
+	var errs []error
+	if m := s.LogMaxMB; m < 1 || m > 1024 {
+		errs = append(errs, fmt.Errorf("logMaxMB is %d: use 1 to 1024 (MiB)", m))
+	}
+	if c := s.WorkspaceCreateLimit.Count; c < 1 || c > 1000 {
+		errs = append(errs, fmt.Errorf("workspaceCreateLimit.count is %d: use 1 to 1000", c))
+	}
+	if m := s.WorkspaceCreateLimit.Minutes; m < 1 || m > 1440 {
+		errs = append(errs, fmt.Errorf("workspaceCreateLimit.minutes is %d: use 1 to 1440", m))
+	}
+	if n := s.MaxAgents; n < 1 || n > 1000 {
+		errs = append(errs, fmt.Errorf("maxAgents is %d: use 1 to 1000", n))
+	}
+	return errs
 }
 
 // knownKeys are the JSON names of the Settings fields.

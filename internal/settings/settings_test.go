@@ -22,6 +22,10 @@ func TestDefaultMatchesDocumentedValues(t *testing.T) {
 		Projects:           []string{},
 		RateLimit:          RateLimit{PerSecond: 20, Burst: 40},
 		ToolTimeoutSeconds: 30,
+
+		LogMaxMB:             10,
+		WorkspaceCreateLimit: CreateLimit{Count: 10, Minutes: 10},
+		MaxAgents:            20,
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Fatalf("Default() = %+v, want %+v", d, want)
@@ -51,6 +55,18 @@ func TestValidateRejectsOutOfRangeValues(t *testing.T) {
 		{"timeout zero", func(s *Settings) { s.ToolTimeoutSeconds = 0 }, "toolTimeoutSeconds"},
 		{"timeout above 600", func(s *Settings) { s.ToolTimeoutSeconds = 601 }, "toolTimeoutSeconds"},
 		{"relative worktreeRoot", func(s *Settings) { s.WorktreeRoot = "trees" }, "worktreeRoot"},
+
+		{"log limits at their bounds are valid", func(s *Settings) { s.LogMaxMB = 1024 }, ""},
+		{"log limit zero", func(s *Settings) { s.LogMaxMB = 0 }, "logMaxMB"},
+		{"log limit above 1024", func(s *Settings) { s.LogMaxMB = 1025 }, "logMaxMB"},
+		{"create limit at its bounds is valid", func(s *Settings) { s.WorkspaceCreateLimit = CreateLimit{Count: 1000, Minutes: 1440} }, ""},
+		{"create count zero", func(s *Settings) { s.WorkspaceCreateLimit.Count = 0 }, "workspaceCreateLimit.count"},
+		{"create count above 1000", func(s *Settings) { s.WorkspaceCreateLimit.Count = 1001 }, "workspaceCreateLimit.count"},
+		{"create window zero", func(s *Settings) { s.WorkspaceCreateLimit.Minutes = 0 }, "workspaceCreateLimit.minutes"},
+		{"create window above a day", func(s *Settings) { s.WorkspaceCreateLimit.Minutes = 1441 }, "workspaceCreateLimit.minutes"},
+		{"agent caps at their bounds are valid", func(s *Settings) { s.MaxAgents = 1000 }, ""},
+		{"maxAgents zero", func(s *Settings) { s.MaxAgents = 0 }, "maxAgents"},
+		{"maxAgents above 1000", func(s *Settings) { s.MaxAgents = 1001 }, "maxAgents"},
 		{"relative project", func(s *Settings) { s.Projects = []string{"/ok", "repo"} }, "projects[1]"},
 		{"empty project", func(s *Settings) { s.Projects = []string{""} }, "projects[0]"},
 	}
@@ -102,9 +118,11 @@ func TestLoadReadsValidFiles(t *testing.T) {
 			return s
 		}},
 		{"every key", `{"mcpPort":1,"opencodeBasePort":2,"opencodeBin":"/bin/oc","worktreeRoot":"/w","notifications":true,
-			"projects":["/a","/b"],"rateLimit":{"perSecond":1.5,"burst":3},"toolTimeoutSeconds":600}`, func() Settings {
+			"projects":["/a","/b"],"rateLimit":{"perSecond":1.5,"burst":3},"toolTimeoutSeconds":600,
+			"logMaxMB":1,"workspaceCreateLimit":{"count":3,"minutes":60},"maxAgents":4}`, func() Settings {
 			return Settings{MCPPort: 1, OpencodeBasePort: 2, OpencodeBin: "/bin/oc", WorktreeRoot: "/w", Notifications: true,
-				Projects: []string{"/a", "/b"}, RateLimit: RateLimit{PerSecond: 1.5, Burst: 3}, ToolTimeoutSeconds: 600}
+				Projects: []string{"/a", "/b"}, RateLimit: RateLimit{PerSecond: 1.5, Burst: 3}, ToolTimeoutSeconds: 600,
+				LogMaxMB: 1, WorkspaceCreateLimit: CreateLimit{Count: 3, Minutes: 60}, MaxAgents: 4}
 		}},
 		{"null projects become empty", `{"projects": null}`, Default},
 	}
@@ -297,7 +315,8 @@ func TestSaveWritesEveryKnownKey(t *testing.T) {
 	if err := json.Unmarshal(data, &raw); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds"} {
+	for _, k := range []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds",
+		"logMaxMB", "workspaceCreateLimit", "maxAgents"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("key %s missing from\n%s", k, data)
 		}
@@ -385,7 +404,8 @@ func TestStoreConcurrentUpdatesAllLand(t *testing.T) {
 }
 
 func TestKnownKeysMatchStructTags(t *testing.T) {
-	want := []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds"}
+	want := []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds",
+		"logMaxMB", "workspaceCreateLimit", "maxAgents"}
 	if got := knownKeys(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("knownKeys() = %v, want %v", got, want)
 	}

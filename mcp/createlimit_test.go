@@ -1,0 +1,124 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"codehydra/internal/testenv"
+	"codehydra/workspace"
+)
+
+// fakeClock is a clock that moves only when told.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// limitedHarness is a harness whose workspace_create allows count creates
+// per caller per hour, on a clock the test moves.
+func limitedHarness(t *testing.T, count int) (*harness, *fakeClock) {
+	t.Helper()
+	isolateGit(t)
+	project := testenv.GitRepo(t, "proj")
+	mgr := workspace.NewManager(workspace.Options{Projects: []string{project}, WorktreeRoot: t.TempDir()})
+	if err := mgr.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	clock := &fakeClock{t: time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)}
+	limited := LimitCreates(mgr, CreateLimit{Count: count, Per: time.Hour})
+	limited.(*createLimited).now = clock.now
+	h := startHarness(t, limited, project)
+	h.mgr = mgr
+	return h, clock
+}
+
+func TestWorkspaceCreateIsLimitedPerCallerWithBudgetsOfTheirOwn(t *testing.T) {
+	h, clock := limitedHarness(t, 2)
+	a, b := h.create("a"), h.create("b")
+	callers := []struct {
+		name  string
+		token string
+		ws    string
+	}{
+		{"user", h.token.Value(), a.Path},
+		{"workspace a", h.token.ForWorkspace(a.Path), a.Path},
+		{"workspace b", h.token.ForWorkspace(b.Path), b.Path},
+	}
+	for _, c := range callers {
+		cs := h.sessionAs(c.token, c.ws)
+		prefix := strings.ReplaceAll(c.name, " ", "-")
+		for i := range 2 {
+			var created workspace.Workspace
+			okJSON(t, call(t, cs, ToolCreate, map[string]any{"name": fmt.Sprintf("%s-%d", prefix, i)}), &created)
+		}
+		clock.advance(10 * time.Minute)
+		code, msg := errCode(t, call(t, cs, ToolCreate, map[string]any{"name": prefix + "-over"}))
+		if code != workspace.CodeRateLimited {
+			t.Fatalf("%s's third create: %s (%s), want rate-limited", c.name, code, msg)
+		}
+		for _, want := range []string{"2 workspaces within 60 minutes", "workspaceCreateLimit", "retry in 50m0s"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("%s's rate-limited message %q does not say %q", c.name, msg, want)
+			}
+		}
+		if got := testenv.Git(t, h.project, "branch", "--list", prefix+"-over"); got != "" {
+			t.Fatalf("a refused create made branch %q", got)
+		}
+		clock.advance(-10 * time.Minute)
+	}
+
+	// A create that fails uses none of the budget; the window slides.
+	clock.advance(time.Hour)
+	cs := h.sessionAs(h.token.ForWorkspace(a.Path), a.Path)
+	if code, msg := errCode(t, call(t, cs, ToolCreate, map[string]any{"name": "a"})); code != workspace.CodeConflict {
+		t.Fatalf("creating an existing branch: %s (%s), want conflict", code, msg)
+	}
+	for _, name := range []string{"later-1", "later-2"} {
+		var created workspace.Workspace
+		okJSON(t, call(t, cs, ToolCreate, map[string]any{"name": name}), &created)
+	}
+}
+
+func TestConcurrentCreatesOfOneCallerStayWithinTheLimit(t *testing.T) {
+	h, _ := limitedHarness(t, 3)
+	cs := h.session("")
+	var wg sync.WaitGroup
+	codes := make([]workspace.Code, 8)
+	for i := range codes {
+		wg.Go(func() {
+			res := call(t, cs, ToolCreate, map[string]any{"projectPath": h.project, "name": fmt.Sprintf("c-%d", i)})
+			if res.IsError {
+				codes[i], _ = errCode(t, res)
+			}
+		})
+	}
+	wg.Wait()
+	ok, limited := 0, 0
+	for _, c := range codes {
+		switch c {
+		case "":
+			ok++
+		case workspace.CodeRateLimited:
+			limited++
+		}
+	}
+	if ok != 3 || limited != 5 {
+		t.Fatalf("8 concurrent creates: %d made, %d rate-limited (codes %v), want 3 and 5", ok, limited, codes)
+	}
+}
