@@ -258,16 +258,36 @@ func workspaceItem(s State, w WorkspaceState, a Actions) *fyne.MenuItem {
 	if a.Delete != nil {
 		del = func() { a.Delete(ws) }
 	}
+	var items []*fyne.MenuItem
+	if why := AgentTrouble(w.Agent); why != "" {
+		items = append(items, disabled("⚠ "+why), fyne.NewMenuItemSeparator())
+	}
 	it := fyne.NewMenuItem(WorkspaceLabel(w), nil)
-	it.ChildMenu = fyne.NewMenu(ws.Name,
+	it.ChildMenu = fyne.NewMenu(ws.Name, append(items,
 		actionItem(LabelOpenAgent, open),
 		actionItem(LabelCopyPath, copyPath),
 		actionItem(LabelCopyAttach, attach),
 		fyne.NewMenuItemSeparator(),
 		actionItem(LabelRestartAgent, restart),
 		actionItem(LabelDelete, del),
-	)
+	)...)
 	return it
+}
+
+// maxTroubleLen keeps the reason one menu line wide.
+const maxTroubleLen = 90
+
+// AgentTrouble is why an agent that failed or was not found does not run
+// (the supervisor's detail, cut to one menu line); "" for any other state.
+func AgentTrouble(st workspace.AgentStatus) string {
+	if st.State != workspace.AgentStateFailed && st.State != workspace.AgentStateNotFound {
+		return ""
+	}
+	why := strings.Join(strings.Fields(st.Detail), " ")
+	if r := []rune(why); len(r) > maxTroubleLen {
+		why = string(r[:maxTroubleLen-1]) + "…"
+	}
+	return why
 }
 
 // actionItem is an item that runs fn, disabled when fn is nil.

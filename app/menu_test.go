@@ -337,3 +337,43 @@ func TestAgentURLAndAttachCommandCarryTheServerPassword(t *testing.T) {
 		t.Errorf("AttachCommand = %q, want %q", got, want)
 	}
 }
+
+func TestAFailedAgentsReasonIsTheFirstLineOfItsSubmenu(t *testing.T) {
+	long := workspace.AgentStatus{Type: workspace.AgentNone, State: workspace.AgentStateFailed,
+		Detail: "not started: 20 agents run already (maxAgents in the settings);\nit starts when one of them stops, " + strings.Repeat("x", 100)}
+	for _, tc := range []struct {
+		name string
+		st   workspace.AgentStatus
+		want string // "" for no reason line
+	}{
+		{"failed", agentFailed, "⚠ exited with status 1"},
+		{"not found", agentNotFound, "⚠ opencode not found"},
+		{"a long reason, cut to one line", long, "⚠ not started: 20 agents run already (maxAgents in the settings); it starts when one of the…"},
+		{"idle", agentIdle, ""},
+		{"starting", agentStarting, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := State{Projects: []ProjectState{{Project: workspace.Project{Name: "proj", Path: "/src/proj"}, Workspaces: []WorkspaceState{wsState("a", tc.st)}}}}
+			m := BuildMenu(s, Actions{})
+			var sub *fyne.Menu
+			for _, it := range m.Items {
+				if it.ChildMenu != nil && it.ChildMenu.Label == "a" {
+					sub = it.ChildMenu
+				}
+			}
+			if sub == nil {
+				t.Fatalf("no submenu for a in %q", labels(m))
+			}
+			first := sub.Items[0]
+			if tc.want == "" {
+				if strings.HasPrefix(first.Label, "⚠") {
+					t.Errorf("a reason line %q for an agent in state %s", first.Label, tc.st.State)
+				}
+				return
+			}
+			if first.Label != tc.want || !first.Disabled || !sub.Items[1].IsSeparator {
+				t.Errorf("first item %q (disabled %v), want the disabled line %q then a separator", first.Label, first.Disabled, tc.want)
+			}
+		})
+	}
+}
