@@ -34,6 +34,8 @@ func (s *server) startMCP(ctx context.Context) error {
 		RateLimit:   rate.Limit(set.RateLimit.PerSecond),
 		Burst:       set.RateLimit.Burst,
 		CallTimeout: set.ToolTimeout(),
+		SessionIdle: set.MCPSessionIdle(),
+		MaxSessions: set.MCPMaxSessions,
 		AuditPath:   paths.AuditFile(),
 		Logger:      s.log,
 		Version:     version,

@@ -25,6 +25,9 @@ import (
 // toolCallMiddleware runs every tools/call through callTool.
 func (s *Server) toolCallMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		if ss, ok := req.GetSession().(*sdk.ServerSession); ok {
+			takePlace(ctx, ss)
+		}
 		call, ok := req.(*sdk.CallToolRequest)
 		if method != "tools/call" || !ok {
 			return next(ctx, method, req)

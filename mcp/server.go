@@ -78,6 +78,12 @@ type Options struct {
 	CallTimeout time.Duration
 	// MaxBody bounds request bodies. Default 1 MiB.
 	MaxBody int64
+	// SessionIdle closes an MCP session that has received no request for
+	// this long; its client has to open a new one. Default 30 min.
+	SessionIdle time.Duration
+	// MaxSessions caps the MCP sessions open at once: past it, a request
+	// that would open one is refused with 503. Default 100.
+	MaxSessions int
 	// AuditPath is the audit.jsonl file; "" records nothing.
 	AuditPath string
 	// Logger receives operational logs; nil discards them.
@@ -105,6 +111,11 @@ type Server struct {
 	mu      sync.Mutex
 	ln      net.Listener
 	closing bool
+
+	// Places taken of MaxSessions: sessions open or being opened (see
+	// limitSessions).
+	placesMu sync.Mutex
+	places   int
 
 	// Connections that have sent no request yet (see closeNewConns).
 	connMu   sync.Mutex
@@ -191,6 +202,12 @@ func (o Options) withDefaults() (Options, error) {
 	if o.MaxBody <= 0 {
 		o.MaxBody = DefaultMaxBody
 	}
+	if o.SessionIdle <= 0 {
+		o.SessionIdle = DefaultSessionIdle
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
 	if o.Version == "" {
 		o.Version = "dev"
 	}
@@ -202,16 +219,20 @@ func (o Options) withDefaults() (Options, error) {
 
 // newHTTPServer wraps the SDK's Streamable HTTP handler in the access
 // checks, outermost first: refuse while closing, Host, Origin, then on the
-// endpoint the token, the body limit and the after-response hooks.
+// endpoint the token, the body limit, the session cap and the
+// after-response hooks.
 func (s *Server) newHTTPServer(sdkLogger *slog.Logger) *http.Server {
 	streamable := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.mcp }, &sdk.StreamableHTTPOptions{
 		Logger:              sdkLogger,
 		MaxRequestBodyBytes: s.opts.MaxBody,
+		// Counted from the end of a session's last POST: an open event
+		// stream (GET) does not keep a session alive.
+		SessionTimeout: s.opts.SessionIdle,
 		// DisableLocalhostProtection stays false: the SDK's DNS-rebinding
 		// check runs behind checkHost as a second line.
 	})
 	mux := http.NewServeMux()
-	mux.Handle(Path, checkToken(s.ids, limitBody(s.opts.MaxBody, s.trackCalls(streamable))))
+	mux.Handle(Path, checkToken(s.ids, limitBody(s.opts.MaxBody, s.limitSessions(s.trackCalls(streamable)))))
 	return &http.Server{
 		Handler:           s.refuseWhenClosing(checkHost(&s.port, checkOrigin(mux))),
 		ConnState:         s.trackNewConns,

@@ -48,6 +48,11 @@ type Settings struct {
 	RateLimit RateLimit `json:"rateLimit"`
 	// ToolTimeoutSeconds bounds one MCP tool call.
 	ToolTimeoutSeconds int `json:"toolTimeoutSeconds"`
+	// MCPSessionIdleSeconds closes an MCP session that has had no request
+	// for this long.
+	MCPSessionIdleSeconds int `json:"mcpSessionIdleSeconds"`
+	// MCPMaxSessions caps the MCP sessions open at once.
+	MCPMaxSessions int `json:"mcpMaxSessions"`
 
 	// extra holds the keys of the file that the fields above do not name,
 	// verbatim, so that Save writes them back.
@@ -57,16 +62,23 @@ type Settings struct {
 // Default returns the settings used when there is no settings file.
 func Default() Settings {
 	return Settings{
-		Notifications:      true,
-		Projects:           []string{},
-		RateLimit:          RateLimit{PerSecond: 20, Burst: 40},
-		ToolTimeoutSeconds: 30,
+		Notifications:         true,
+		Projects:              []string{},
+		RateLimit:             RateLimit{PerSecond: 20, Burst: 40},
+		ToolTimeoutSeconds:    30,
+		MCPSessionIdleSeconds: 30 * 60,
+		MCPMaxSessions:        100,
 	}
 }
 
 // ToolTimeout is ToolTimeoutSeconds as a duration.
 func (s Settings) ToolTimeout() time.Duration {
 	return time.Duration(s.ToolTimeoutSeconds) * time.Second
+}
+
+// MCPSessionIdle is MCPSessionIdleSeconds as a duration.
+func (s Settings) MCPSessionIdle() time.Duration {
+	return time.Duration(s.MCPSessionIdleSeconds) * time.Second
 }
 
 // Clone returns a copy of s that shares no slice or map with it.
@@ -104,6 +116,12 @@ func (s Settings) Validate() error {
 	}
 	if t := s.ToolTimeoutSeconds; t < 1 || t > 600 {
 		errs = append(errs, fmt.Errorf("toolTimeoutSeconds is %d: use 1 to 600", t))
+	}
+	if t := s.MCPSessionIdleSeconds; t < 1 || t > 7*24*60*60 {
+		errs = append(errs, fmt.Errorf("mcpSessionIdleSeconds is %d: use 1 to 604800 (a week)", t))
+	}
+	if n := s.MCPMaxSessions; n < 1 || n > 10000 {
+		errs = append(errs, fmt.Errorf("mcpMaxSessions is %d: use 1 to 10000", n))
 	}
 	if strings.ContainsAny(s.OpencodeBin, `/\`) && !filepath.IsAbs(s.OpencodeBin) {
 		// A relative path would be found from wherever an agent starts:

@@ -18,10 +18,12 @@ import (
 func TestDefaultMatchesDocumentedValues(t *testing.T) {
 	d := Default()
 	want := Settings{
-		Notifications:      true,
-		Projects:           []string{},
-		RateLimit:          RateLimit{PerSecond: 20, Burst: 40},
-		ToolTimeoutSeconds: 30,
+		Notifications:         true,
+		Projects:              []string{},
+		RateLimit:             RateLimit{PerSecond: 20, Burst: 40},
+		ToolTimeoutSeconds:    30,
+		MCPSessionIdleSeconds: 1800,
+		MCPMaxSessions:        100,
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Fatalf("Default() = %+v, want %+v", d, want)
@@ -50,6 +52,11 @@ func TestValidateRejectsOutOfRangeValues(t *testing.T) {
 		{"burst zero", func(s *Settings) { s.RateLimit.Burst = 0 }, "rateLimit.burst"},
 		{"timeout zero", func(s *Settings) { s.ToolTimeoutSeconds = 0 }, "toolTimeoutSeconds"},
 		{"timeout above 600", func(s *Settings) { s.ToolTimeoutSeconds = 601 }, "toolTimeoutSeconds"},
+		{"session idle bounds are valid", func(s *Settings) { s.MCPSessionIdleSeconds, s.MCPMaxSessions = 1, 10000 }, ""},
+		{"session idle zero", func(s *Settings) { s.MCPSessionIdleSeconds = 0 }, "mcpSessionIdleSeconds"},
+		{"session idle above a week", func(s *Settings) { s.MCPSessionIdleSeconds = 604801 }, "mcpSessionIdleSeconds"},
+		{"max sessions zero", func(s *Settings) { s.MCPMaxSessions = 0 }, "mcpMaxSessions"},
+		{"max sessions above 10000", func(s *Settings) { s.MCPMaxSessions = 10001 }, "mcpMaxSessions"},
 		{"relative worktreeRoot", func(s *Settings) { s.WorktreeRoot = "trees" }, "worktreeRoot"},
 		{"relative project", func(s *Settings) { s.Projects = []string{"/ok", "repo"} }, "projects[1]"},
 		{"empty project", func(s *Settings) { s.Projects = []string{""} }, "projects[0]"},
@@ -102,9 +109,11 @@ func TestLoadReadsValidFiles(t *testing.T) {
 			return s
 		}},
 		{"every key", `{"mcpPort":1,"opencodeBasePort":2,"opencodeBin":"/bin/oc","worktreeRoot":"/w","notifications":true,
-			"projects":["/a","/b"],"rateLimit":{"perSecond":1.5,"burst":3},"toolTimeoutSeconds":600}`, func() Settings {
+			"projects":["/a","/b"],"rateLimit":{"perSecond":1.5,"burst":3},"toolTimeoutSeconds":600,
+			"mcpSessionIdleSeconds":2,"mcpMaxSessions":7}`, func() Settings {
 			return Settings{MCPPort: 1, OpencodeBasePort: 2, OpencodeBin: "/bin/oc", WorktreeRoot: "/w", Notifications: true,
-				Projects: []string{"/a", "/b"}, RateLimit: RateLimit{PerSecond: 1.5, Burst: 3}, ToolTimeoutSeconds: 600}
+				Projects: []string{"/a", "/b"}, RateLimit: RateLimit{PerSecond: 1.5, Burst: 3}, ToolTimeoutSeconds: 600,
+				MCPSessionIdleSeconds: 2, MCPMaxSessions: 7}
 		}},
 		{"null projects become empty", `{"projects": null}`, Default},
 	}
@@ -297,7 +306,7 @@ func TestSaveWritesEveryKnownKey(t *testing.T) {
 	if err := json.Unmarshal(data, &raw); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds"} {
+	for _, k := range []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds", "mcpSessionIdleSeconds", "mcpMaxSessions"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("key %s missing from\n%s", k, data)
 		}
@@ -385,7 +394,7 @@ func TestStoreConcurrentUpdatesAllLand(t *testing.T) {
 }
 
 func TestKnownKeysMatchStructTags(t *testing.T) {
-	want := []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds"}
+	want := []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds", "mcpSessionIdleSeconds", "mcpMaxSessions"}
 	if got := knownKeys(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("knownKeys() = %v, want %v", got, want)
 	}
