@@ -24,18 +24,32 @@ const (
 )
 
 // maxLimiters is the size at which the limiter map is pruned of buckets
-// that are full again (and so equal to fresh ones). The keys are registered
-// workspaces times known tools, so the map stays small; pruning only drops
-// the buckets of workspaces deleted since.
+// that are full again (and so equal to fresh ones). The keys are callers
+// (the user and registered workspaces) times methods and known tools, so
+// the map stays small; pruning only drops the buckets of workspaces
+// deleted since.
 const maxLimiters = 1024
 
-// limiterKey names one token bucket: calls of one tool by one workspace.
-// Workspace is "" for the tools that need no workspace and for calls whose
-// workspace did not resolve.
-type limiterKey struct{ workspace, tool string }
+// limiterKey names one token bucket: one caller's calls of one method or
+// tool. The user's calls are further kept apart by the workspace they act
+// on, "" for none or one that did not resolve; a workspace's calls all act
+// on it, so workspace is "" for them.
+type limiterKey struct{ caller, workspace, op string }
 
-// rateLimiter keeps one token bucket per workspace and tool, so that one
-// busy agent cannot starve the others.
+// opUnknownTool is the op of every call of a tool that does not exist:
+// they share one bucket per caller, so inventing names gains nothing.
+const opUnknownTool = "tools/call of an unknown tool"
+
+// limitKey is the bucket of a call of op by who acting on wsPath.
+func limitKey(who caller, wsPath, op string) limiterKey {
+	if !who.isUser() {
+		wsPath = ""
+	}
+	return limiterKey{caller: who.name(), workspace: wsPath, op: op}
+}
+
+// rateLimiter keeps one token bucket per caller and method or tool, so
+// that one busy agent cannot starve the others.
 type rateLimiter struct {
 	limit rate.Limit
 	burst int
@@ -49,10 +63,9 @@ func newRateLimiter(limit rate.Limit, burst int, now func() time.Time) *rateLimi
 	return &rateLimiter{limit: limit, burst: burst, now: now, buckets: make(map[limiterKey]*rate.Limiter)}
 }
 
-// allow takes one token from the bucket of (workspace, tool), reporting
-// false when it is empty.
-func (r *rateLimiter) allow(workspace, tool string) bool {
-	k := limiterKey{workspace, tool}
+// allow takes one token from the bucket k, reporting false when it is
+// empty.
+func (r *rateLimiter) allow(k limiterKey) bool {
 	now := r.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -70,8 +70,9 @@ type Options struct {
 	Workspaces Workspaces
 	// Agents reports OpenCode ports; nil means no agents (port null).
 	Agents Agents
-	// RateLimit and Burst shape the token bucket of each (workspace, tool)
-	// pair. Default 20/s, burst 40.
+	// RateLimit and Burst shape the token bucket of each caller's calls
+	// of each JSON-RPC method or tool (the user's, per workspace named).
+	// Default 20/s, burst 40.
 	RateLimit rate.Limit
 	Burst     int
 	// CallTimeout bounds each tool call. Default 30 s.
