@@ -15,12 +15,13 @@ import (
 
 // Defaults of Options' limits.
 const (
-	DefaultRateLimit   rate.Limit    = 20
-	DefaultBurst                     = 40
-	DefaultCallTimeout time.Duration = 30 * time.Second
-	DefaultMaxBody     int64         = 1 << 20 // 1 MiB
-	DefaultSessionIdle time.Duration = 30 * time.Minute
-	DefaultMaxSessions               = 100
+	DefaultRateLimit      rate.Limit    = 20
+	DefaultBurst                        = 40
+	DefaultCallTimeout    time.Duration = 30 * time.Second
+	DefaultMaxBody        int64         = 1 << 20 // 1 MiB
+	DefaultSessionIdle    time.Duration = 30 * time.Minute
+	DefaultMaxSessions                  = 100
+	DefaultMaxConnections               = 256
 )
 
 // maxLimiters is the size at which the limiter map is pruned of buckets

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/net/netutil"
 	"golang.org/x/time/rate"
 
 	"codehydra/workspace"
@@ -85,6 +86,10 @@ type Options struct {
 	// MaxSessions caps the MCP sessions open at once: past it, a request
 	// that would open one is refused with 503. Default 100.
 	MaxSessions int
+	// MaxConnections caps the connections served at once: past it, a new
+	// connection waits (in the system's accept queue) until one closes.
+	// Default 256.
+	MaxConnections int
 	// AuditPath is the audit.jsonl file; "" records nothing.
 	AuditPath string
 	// Logger receives operational logs; nil discards them.
@@ -191,24 +196,13 @@ func (o Options) withDefaults() (Options, error) {
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		return o, fmt.Errorf("mcp server address %q: only loopback addresses are allowed", o.Addr)
 	}
-	if o.RateLimit <= 0 {
-		o.RateLimit = DefaultRateLimit
-	}
-	if o.Burst <= 0 {
-		o.Burst = DefaultBurst
-	}
-	if o.CallTimeout <= 0 {
-		o.CallTimeout = DefaultCallTimeout
-	}
-	if o.MaxBody <= 0 {
-		o.MaxBody = DefaultMaxBody
-	}
-	if o.SessionIdle <= 0 {
-		o.SessionIdle = DefaultSessionIdle
-	}
-	if o.MaxSessions <= 0 {
-		o.MaxSessions = DefaultMaxSessions
-	}
+	orDefault(&o.RateLimit, DefaultRateLimit)
+	orDefault(&o.Burst, DefaultBurst)
+	orDefault(&o.CallTimeout, DefaultCallTimeout)
+	orDefault(&o.MaxBody, DefaultMaxBody)
+	orDefault(&o.SessionIdle, DefaultSessionIdle)
+	orDefault(&o.MaxSessions, DefaultMaxSessions)
+	orDefault(&o.MaxConnections, DefaultMaxConnections)
 	if o.Version == "" {
 		o.Version = "dev"
 	}
@@ -216,6 +210,13 @@ func (o Options) withDefaults() (Options, error) {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	return o, nil
+}
+
+// orDefault sets a limit left zero (or negative) to its default.
+func orDefault[T ~int | ~int64 | ~float64](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // newHTTPServer wraps the SDK's Streamable HTTP handler in the access
@@ -276,7 +277,10 @@ func (s *Server) Listen() error {
 		s.log.Warn("MCP port unavailable; using a dynamic port instead. Clients configured with the fixed port need the new one (codehydra mcp-config)",
 			slog.String("wanted", s.opts.Addr), slog.String("using", ln.Addr().String()), slog.Any("error", err))
 	}
-	s.ln = ln
+	// Connections that send nothing time out (ReadHeaderTimeout), idle
+	// ones too (IdleTimeout), so a client holding every place holds them
+	// only as long as it keeps them busy.
+	s.ln = netutil.LimitListener(ln, s.opts.MaxConnections)
 	s.port.Store(int32(ln.Addr().(*net.TCPAddr).Port))
 	return nil
 }

@@ -53,6 +53,8 @@ type Settings struct {
 	MCPSessionIdleSeconds int `json:"mcpSessionIdleSeconds"`
 	// MCPMaxSessions caps the MCP sessions open at once.
 	MCPMaxSessions int `json:"mcpMaxSessions"`
+	// MCPMaxConnections caps the connections the MCP server serves at once.
+	MCPMaxConnections int `json:"mcpMaxConnections"`
 
 	// extra holds the keys of the file that the fields above do not name,
 	// verbatim, so that Save writes them back.
@@ -68,6 +70,7 @@ func Default() Settings {
 		ToolTimeoutSeconds:    30,
 		MCPSessionIdleSeconds: 30 * 60,
 		MCPMaxSessions:        100,
+		MCPMaxConnections:     256,
 	}
 }
 
@@ -122,6 +125,11 @@ func (s Settings) Validate() error {
 	}
 	if n := s.MCPMaxSessions; n < 1 || n > 10000 {
 		errs = append(errs, fmt.Errorf("mcpMaxSessions is %d: use 1 to 10000", n))
+	}
+	// Each agent keeps a few connections open (its event stream, its
+	// calls), so a handful would starve the agents themselves.
+	if n := s.MCPMaxConnections; n < 16 || n > 65535 {
+		errs = append(errs, fmt.Errorf("mcpMaxConnections is %d: use 16 to 65535", n))
 	}
 	if strings.ContainsAny(s.OpencodeBin, `/\`) && !filepath.IsAbs(s.OpencodeBin) {
 		// A relative path would be found from wherever an agent starts:

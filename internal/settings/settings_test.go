@@ -24,6 +24,7 @@ func TestDefaultMatchesDocumentedValues(t *testing.T) {
 		ToolTimeoutSeconds:    30,
 		MCPSessionIdleSeconds: 1800,
 		MCPMaxSessions:        100,
+		MCPMaxConnections:     256,
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Fatalf("Default() = %+v, want %+v", d, want)
@@ -57,6 +58,10 @@ func TestValidateRejectsOutOfRangeValues(t *testing.T) {
 		{"session idle above a week", func(s *Settings) { s.MCPSessionIdleSeconds = 604801 }, "mcpSessionIdleSeconds"},
 		{"max sessions zero", func(s *Settings) { s.MCPMaxSessions = 0 }, "mcpMaxSessions"},
 		{"max sessions above 10000", func(s *Settings) { s.MCPMaxSessions = 10001 }, "mcpMaxSessions"},
+		{"max connections bounds are valid", func(s *Settings) { s.MCPMaxConnections = 16 }, ""},
+		{"max connections top is valid", func(s *Settings) { s.MCPMaxConnections = 65535 }, ""},
+		{"max connections below 16", func(s *Settings) { s.MCPMaxConnections = 15 }, "mcpMaxConnections"},
+		{"max connections above 65535", func(s *Settings) { s.MCPMaxConnections = 65536 }, "mcpMaxConnections"},
 		{"relative worktreeRoot", func(s *Settings) { s.WorktreeRoot = "trees" }, "worktreeRoot"},
 		{"relative project", func(s *Settings) { s.Projects = []string{"/ok", "repo"} }, "projects[1]"},
 		{"empty project", func(s *Settings) { s.Projects = []string{""} }, "projects[0]"},
@@ -110,10 +115,10 @@ func TestLoadReadsValidFiles(t *testing.T) {
 		}},
 		{"every key", `{"mcpPort":1,"opencodeBasePort":2,"opencodeBin":"/bin/oc","worktreeRoot":"/w","notifications":true,
 			"projects":["/a","/b"],"rateLimit":{"perSecond":1.5,"burst":3},"toolTimeoutSeconds":600,
-			"mcpSessionIdleSeconds":2,"mcpMaxSessions":7}`, func() Settings {
+			"mcpSessionIdleSeconds":2,"mcpMaxSessions":7,"mcpMaxConnections":99}`, func() Settings {
 			return Settings{MCPPort: 1, OpencodeBasePort: 2, OpencodeBin: "/bin/oc", WorktreeRoot: "/w", Notifications: true,
 				Projects: []string{"/a", "/b"}, RateLimit: RateLimit{PerSecond: 1.5, Burst: 3}, ToolTimeoutSeconds: 600,
-				MCPSessionIdleSeconds: 2, MCPMaxSessions: 7}
+				MCPSessionIdleSeconds: 2, MCPMaxSessions: 7, MCPMaxConnections: 99}
 		}},
 		{"null projects become empty", `{"projects": null}`, Default},
 	}
@@ -306,7 +311,7 @@ func TestSaveWritesEveryKnownKey(t *testing.T) {
 	if err := json.Unmarshal(data, &raw); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds", "mcpSessionIdleSeconds", "mcpMaxSessions"} {
+	for _, k := range []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds", "mcpSessionIdleSeconds", "mcpMaxSessions", "mcpMaxConnections"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("key %s missing from\n%s", k, data)
 		}
@@ -394,7 +399,7 @@ func TestStoreConcurrentUpdatesAllLand(t *testing.T) {
 }
 
 func TestKnownKeysMatchStructTags(t *testing.T) {
-	want := []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds", "mcpSessionIdleSeconds", "mcpMaxSessions"}
+	want := []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds", "mcpSessionIdleSeconds", "mcpMaxSessions", "mcpMaxConnections"}
 	if got := knownKeys(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("knownKeys() = %v, want %v", got, want)
 	}
