@@ -27,16 +27,19 @@ func (s *server) startMCP(ctx context.Context) error {
 	}
 	set := s.settings.Get()
 	srv, err := mcp.New(mcp.Options{
-		Addr:        net.JoinHostPort("127.0.0.1", strconv.Itoa(set.MCPPort)),
-		Token:       tok,
-		Workspaces:  mcp.LimitCreates(s.manager, mcp.CreateLimit{Count: set.WorkspaceCreateLimit.Count, Per: set.WorkspaceCreateLimit.Window()}),
-		Agents:      s.agentPorts,
-		RateLimit:   rate.Limit(set.RateLimit.PerSecond),
-		Burst:       set.RateLimit.Burst,
-		CallTimeout: set.ToolTimeout(),
-		AuditPath:   paths.AuditFile(),
-		Logger:      s.log,
-		Version:     version,
+		Addr:           net.JoinHostPort("127.0.0.1", strconv.Itoa(set.MCPPort)),
+		Token:          tok,
+		Workspaces:     mcp.LimitCreates(s.manager, mcp.CreateLimit{Count: set.WorkspaceCreateLimit.Count, Per: set.WorkspaceCreateLimit.Window()}),
+		Agents:         s.agentPorts,
+		RateLimit:      rate.Limit(set.RateLimit.PerSecond),
+		Burst:          set.RateLimit.Burst,
+		CallTimeout:    set.ToolTimeout(),
+		SessionIdle:    set.MCPSessionIdle(),
+		MaxSessions:    set.MCPMaxSessions,
+		MaxConnections: set.MCPMaxConnections,
+		AuditPath:      paths.AuditFile(),
+		Logger:         s.log,
+		Version:        version,
 	})
 	if err != nil {
 		return err

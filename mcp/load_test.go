@@ -59,7 +59,7 @@ func settle(t testing.TB, goroutines, fds int) (int, int) {
 // Every call must succeed and see only its own workspace; afterwards the
 // server's goroutines and open files return to where they were.
 //
-// The per-(workspace, tool) rate limit (20/s, burst 40 by default) is
+// The per-(caller, tool) rate limit (20/s, burst 40 by default) is
 // raised for this test: five sessions per workspace calling the cheap
 // tools (project_list, workspace_get_opencode_port) go well past 20 calls
 // a second per bucket, which the limiter is there to refuse. What is

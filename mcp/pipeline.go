@@ -11,34 +11,67 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"codehydra/workspace"
 )
 
-// The call pipeline: every tools/call passes through callTool, which
-// checks what the caller (as its token proves) may do, resolves the
-// workspace the call acts on, applies the rate limit and the call
-// timeout, turns every failure into DESIGN.md's error result and writes
-// one audit line. The handlers (tools_*.go) only adapt domain calls.
+// The call pipeline: every JSON-RPC request takes a token from its
+// caller's bucket (rateLimit), and every tools/call passes through
+// callTool, which checks what the caller (as its token proves) may do,
+// resolves the workspace the call acts on, applies the rate limit and the
+// call timeout, turns every failure into DESIGN.md's error result and
+// writes one audit line. The handlers (tools_*.go) only adapt domain
+// calls.
 
-// toolCallMiddleware runs every tools/call through callTool.
+// toolCallMiddleware runs every request through the rate limit and every
+// tools/call through callTool.
 func (s *Server) toolCallMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		if ss, ok := req.GetSession().(*sdk.ServerSession); ok {
+			takePlace(ctx, ss)
+		}
 		call, ok := req.(*sdk.CallToolRequest)
 		if method != "tools/call" || !ok {
+			if err := s.limitMethod(method, req); err != nil {
+				return nil, err
+			}
 			return next(ctx, method, req)
 		}
 		return s.callTool(ctx, call, func(ctx context.Context) (sdk.Result, error) { return next(ctx, method, req) })
 	}
 }
 
+// limitMethod takes a token from the caller's bucket of a method other
+// than tools/call, and returns the JSON-RPC error of an empty one. The
+// user's bucket is the one of the workspace its X-Workspace-Path names.
+func (s *Server) limitMethod(method string, req sdk.Request) error {
+	who := callerOf(req)
+	scope := ""
+	if extra := req.GetExtra(); who.isUser() && extra != nil && len(extra.Header.Values(WorkspaceHeader)) > 0 {
+		if ws, err := s.resolve(extra.Header); err == nil {
+			scope = ws.Path
+		}
+	}
+	if s.limiter.allow(limitKey(who, scope, method)) {
+		return nil
+	}
+	return &jsonrpc.Error{Code: codeServerBusy, Message: string(workspace.CodeRateLimited) + ": " + s.rateLimitMessage(method)}
+}
+
+// rateLimitMessage says that op was refused by the rate limit.
+func (s *Server) rateLimitMessage(op string) string {
+	return fmt.Sprintf("too many %s calls from this caller (limit %g per second, burst %d); wait a moment and retry",
+		op, float64(s.opts.RateLimit), s.opts.Burst)
+}
+
 // callTool is the one path of every tool call: check the caller's right
 // to the tool and resolve the workspace (a workspace tool never runs for
 // an unresolved one, nor for a workspace the caller's token is not for),
-// take a token from the (workspace, tool) bucket, run the handler under
-// the call timeout, turn any failure into DESIGN.md's error result, and
-// write one audit line.
+// take a token from the caller's bucket of the tool (one bucket for all
+// unknown tools), run the handler under the call timeout, turn any
+// failure into DESIGN.md's error result, and write one audit line.
 func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest, next func(context.Context) (sdk.Result, error)) (sdk.Result, error) {
 	start := s.now()
 	who := callerOf(req)
@@ -47,6 +80,9 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest, next fu
 
 	def, known := s.tools[rec.Tool]
 	if !known {
+		if !s.limiter.allow(limitKey(who, "", opUnknownTool)) {
+			return s.failed(&rec, workspace.Errorf(workspace.CodeRateLimited, "%s", s.rateLimitMessage("unknown-tool"))), nil
+		}
 		// The SDK answers an unknown tool with a protocol error.
 		rec.Outcome = string(workspace.CodeInvalidInput)
 		return next(ctx)
@@ -71,8 +107,8 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest, next fu
 }
 
 // admit checks that the caller may call the tool, resolves the workspace
-// of a call to a workspace tool and takes a token from the call's
-// (workspace, tool) bucket. The workspace it returns is the zero Workspace
+// of a call to a workspace tool and takes a token from the caller's
+// bucket of the tool. The workspace it returns is the zero Workspace
 // for a tool that needs none.
 func (s *Server) admit(rec *auditEntry, who caller, def toolDef, req *sdk.CallToolRequest) (workspace.Workspace, error) {
 	var header http.Header
@@ -91,12 +127,10 @@ func (s *Server) admit(rec *auditEntry, who caller, def toolDef, req *sdk.CallTo
 		err = workspace.Errorf(workspace.CodeForbidden,
 			"%s needs the user's token; a workspace's token (this one is for %s) may not add or remove projects", rec.Tool, who.ws.Path)
 	}
-	// Unresolved calls share the ("", tool) bucket, so floods of bad
-	// headers are limited too.
-	if !s.limiter.allow(ws.Path, rec.Tool) {
-		return ws, workspace.Errorf(workspace.CodeRateLimited,
-			"too many %s calls from this workspace (limit %g per second, burst %d); wait a moment and retry",
-			rec.Tool, float64(s.opts.RateLimit), s.opts.Burst)
+	// The user's unresolved calls share its ("", tool) bucket, so floods
+	// of bad headers are limited too.
+	if !s.limiter.allow(limitKey(who, ws.Path, rec.Tool)) {
+		return ws, workspace.Errorf(workspace.CodeRateLimited, "%s", s.rateLimitMessage(rec.Tool))
 	}
 	return ws, err
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/net/netutil"
 	"golang.org/x/time/rate"
 
 	"codehydra/workspace"
@@ -70,14 +71,25 @@ type Options struct {
 	Workspaces Workspaces
 	// Agents reports OpenCode ports; nil means no agents (port null).
 	Agents Agents
-	// RateLimit and Burst shape the token bucket of each (workspace, tool)
-	// pair. Default 20/s, burst 40.
+	// RateLimit and Burst shape the token bucket of each caller's calls
+	// of each JSON-RPC method or tool (the user's, per workspace named).
+	// Default 20/s, burst 40.
 	RateLimit rate.Limit
 	Burst     int
 	// CallTimeout bounds each tool call. Default 30 s.
 	CallTimeout time.Duration
 	// MaxBody bounds request bodies. Default 1 MiB.
 	MaxBody int64
+	// SessionIdle closes an MCP session that has received no request for
+	// this long; its client has to open a new one. Default 30 min.
+	SessionIdle time.Duration
+	// MaxSessions caps the MCP sessions open at once: past it, a request
+	// that would open one is refused with 503. Default 100.
+	MaxSessions int
+	// MaxConnections caps the connections served at once: past it, a new
+	// connection waits (in the system's accept queue) until one closes.
+	// Default 256.
+	MaxConnections int
 	// AuditPath is the audit.jsonl file; "" records nothing.
 	AuditPath string
 	// Logger receives operational logs; nil discards them.
@@ -107,6 +119,11 @@ type Server struct {
 	closing bool
 	// wantedPort is the fixed port Listen could not bind (0: none).
 	wantedPort int
+
+	// Places taken of MaxSessions: sessions open or being opened (see
+	// limitSessions).
+	placesMu sync.Mutex
+	places   int
 
 	// Connections that have sent no request yet (see closeNewConns).
 	connMu   sync.Mutex
@@ -181,18 +198,13 @@ func (o Options) withDefaults() (Options, error) {
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		return o, fmt.Errorf("mcp server address %q: only loopback addresses are allowed", o.Addr)
 	}
-	if o.RateLimit <= 0 {
-		o.RateLimit = DefaultRateLimit
-	}
-	if o.Burst <= 0 {
-		o.Burst = DefaultBurst
-	}
-	if o.CallTimeout <= 0 {
-		o.CallTimeout = DefaultCallTimeout
-	}
-	if o.MaxBody <= 0 {
-		o.MaxBody = DefaultMaxBody
-	}
+	orDefault(&o.RateLimit, DefaultRateLimit)
+	orDefault(&o.Burst, DefaultBurst)
+	orDefault(&o.CallTimeout, DefaultCallTimeout)
+	orDefault(&o.MaxBody, DefaultMaxBody)
+	orDefault(&o.SessionIdle, DefaultSessionIdle)
+	orDefault(&o.MaxSessions, DefaultMaxSessions)
+	orDefault(&o.MaxConnections, DefaultMaxConnections)
 	if o.Version == "" {
 		o.Version = "dev"
 	}
@@ -202,18 +214,29 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
+// orDefault sets a limit left zero (or negative) to its default.
+func orDefault[T ~int | ~int64 | ~float64](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
 // newHTTPServer wraps the SDK's Streamable HTTP handler in the access
 // checks, outermost first: refuse while closing, Host, Origin, then on the
-// endpoint the token, the body limit and the after-response hooks.
+// endpoint the token, the body limit, the session cap and the
+// after-response hooks.
 func (s *Server) newHTTPServer(sdkLogger *slog.Logger) *http.Server {
 	streamable := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.mcp }, &sdk.StreamableHTTPOptions{
 		Logger:              sdkLogger,
 		MaxRequestBodyBytes: s.opts.MaxBody,
+		// Counted from the end of a session's last POST: an open event
+		// stream (GET) does not keep a session alive.
+		SessionTimeout: s.opts.SessionIdle,
 		// DisableLocalhostProtection stays false: the SDK's DNS-rebinding
 		// check runs behind checkHost as a second line.
 	})
 	mux := http.NewServeMux()
-	mux.Handle(Path, checkToken(s.ids, limitBody(s.opts.MaxBody, s.trackCalls(streamable))))
+	mux.Handle(Path, checkToken(s.ids, limitBody(s.opts.MaxBody, s.limitSessions(s.trackCalls(streamable)))))
 	return &http.Server{
 		Handler:           s.refuseWhenClosing(checkHost(&s.port, checkOrigin(mux))),
 		ConnState:         s.trackNewConns,
@@ -259,7 +282,10 @@ func (s *Server) Listen() error {
 		s.log.Warn("the fixed MCP port is taken by another program: using another port. MCP clients set up with the fixed port now reach that program instead; give them a new config (codehydra mcp-config) or free the port and restart CodeHydra",
 			slog.String("wanted", s.opts.Addr), slog.String("using", ln.Addr().String()), slog.Any("error", err))
 	}
-	s.ln = ln
+	// Connections that send nothing time out (ReadHeaderTimeout), idle
+	// ones too (IdleTimeout), so a client holding every place holds them
+	// only as long as it keeps them busy.
+	s.ln = netutil.LimitListener(ln, s.opts.MaxConnections)
 	s.port.Store(int32(ln.Addr().(*net.TCPAddr).Port))
 	return nil
 }

@@ -152,6 +152,7 @@ type realStack struct {
 	project string
 	mgr     *workspace.Manager
 	sup     *opencode.Supervisor
+	srv     *mcp.Server
 	token   *mcp.Token
 	logs    *testenv.SyncBuffer // the app's log, as text
 }
@@ -162,6 +163,8 @@ type realStackOptions struct {
 	config map[string]any
 	// tune adjusts the supervisor's options.
 	tune func(*opencode.SupervisorOptions)
+	// tuneMCP adjusts the MCP server's options.
+	tuneMCP func(*mcp.Options)
 }
 
 // newRealStack builds a realStack that runs until ctx ends and the test
@@ -220,7 +223,11 @@ func newRealStack(t *testing.T, ctx context.Context, bin string, model *fakemode
 	}
 	sup := opencode.NewSupervisor(supOpts)
 	mgr.SetAgents(sup)
-	srv, err = mcp.New(mcp.Options{Token: token, Workspaces: mgr, Agents: sup, Logger: logger})
+	mcpOpts := mcp.Options{Token: token, Workspaces: mgr, Agents: sup, Logger: logger}
+	if so.tuneMCP != nil {
+		so.tuneMCP(&mcpOpts)
+	}
+	srv, err = mcp.New(mcpOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +271,7 @@ func newRealStack(t *testing.T, ctx context.Context, bin string, model *fakemode
 	if err := os.WriteFile(cfg, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return &realStack{project: project, mgr: mgr, sup: sup, token: token, logs: logs}
+	return &realStack{project: project, mgr: mgr, sup: sup, srv: srv, token: token, logs: logs}
 }
 
 func TestRealOpencodeAgentsUseTheirOwnWorkspaces(t *testing.T) {

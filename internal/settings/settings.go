@@ -58,6 +58,13 @@ type Settings struct {
 	RateLimit RateLimit `json:"rateLimit"`
 	// ToolTimeoutSeconds bounds one MCP tool call.
 	ToolTimeoutSeconds int `json:"toolTimeoutSeconds"`
+	// MCPSessionIdleSeconds closes an MCP session that has had no request
+	// for this long.
+	MCPSessionIdleSeconds int `json:"mcpSessionIdleSeconds"`
+	// MCPMaxSessions caps the MCP sessions open at once.
+	MCPMaxSessions int `json:"mcpMaxSessions"`
+	// MCPMaxConnections caps the connections the MCP server serves at once.
+	MCPMaxConnections int `json:"mcpMaxConnections"`
 
 	// Limits of a running app (issue 11, point 3: logs and agents).
 
@@ -78,10 +85,13 @@ type Settings struct {
 // Default returns the settings used when there is no settings file.
 func Default() Settings {
 	return Settings{
-		Notifications:      true,
-		Projects:           []string{},
-		RateLimit:          RateLimit{PerSecond: 20, Burst: 40},
-		ToolTimeoutSeconds: 30,
+		Notifications:         true,
+		Projects:              []string{},
+		RateLimit:             RateLimit{PerSecond: 20, Burst: 40},
+		ToolTimeoutSeconds:    30,
+		MCPSessionIdleSeconds: 30 * 60,
+		MCPMaxSessions:        100,
+		MCPMaxConnections:     256,
 
 		LogMaxMB:             10,
 		WorkspaceCreateLimit: CreateLimit{Count: 10, Minutes: 10},
@@ -95,6 +105,11 @@ func (s Settings) LogMaxBytes() int64 { return int64(s.LogMaxMB) << 20 }
 // ToolTimeout is ToolTimeoutSeconds as a duration.
 func (s Settings) ToolTimeout() time.Duration {
 	return time.Duration(s.ToolTimeoutSeconds) * time.Second
+}
+
+// MCPSessionIdle is MCPSessionIdleSeconds as a duration.
+func (s Settings) MCPSessionIdle() time.Duration {
+	return time.Duration(s.MCPSessionIdleSeconds) * time.Second
 }
 
 // Clone returns a copy of s that shares no slice or map with it.
@@ -134,6 +149,17 @@ func (s Settings) Validate() error {
 		errs = append(errs, fmt.Errorf("toolTimeoutSeconds is %d: use 1 to 600", t))
 	}
 	errs = append(errs, s.validateRunLimits()...)
+	if t := s.MCPSessionIdleSeconds; t < 1 || t > 7*24*60*60 {
+		errs = append(errs, fmt.Errorf("mcpSessionIdleSeconds is %d: use 1 to 604800 (a week)", t))
+	}
+	if n := s.MCPMaxSessions; n < 1 || n > 10000 {
+		errs = append(errs, fmt.Errorf("mcpMaxSessions is %d: use 1 to 10000", n))
+	}
+	// Each agent keeps a few connections open (its event stream, its
+	// calls), so a handful would starve the agents themselves.
+	if n := s.MCPMaxConnections; n < 16 || n > 65535 {
+		errs = append(errs, fmt.Errorf("mcpMaxConnections is %d: use 16 to 65535", n))
+	}
 	if strings.ContainsAny(s.OpencodeBin, `/\`) && !filepath.IsAbs(s.OpencodeBin) {
 		// A relative path would be found from wherever an agent starts:
 		// in a workspace, that is a folder of the repository's content. A

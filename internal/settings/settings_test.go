@@ -18,10 +18,13 @@ import (
 func TestDefaultMatchesDocumentedValues(t *testing.T) {
 	d := Default()
 	want := Settings{
-		Notifications:      true,
-		Projects:           []string{},
-		RateLimit:          RateLimit{PerSecond: 20, Burst: 40},
-		ToolTimeoutSeconds: 30,
+		Notifications:         true,
+		Projects:              []string{},
+		RateLimit:             RateLimit{PerSecond: 20, Burst: 40},
+		ToolTimeoutSeconds:    30,
+		MCPSessionIdleSeconds: 1800,
+		MCPMaxSessions:        100,
+		MCPMaxConnections:     256,
 
 		LogMaxMB:             10,
 		WorkspaceCreateLimit: CreateLimit{Count: 10, Minutes: 10},
@@ -54,6 +57,15 @@ func TestValidateRejectsOutOfRangeValues(t *testing.T) {
 		{"burst zero", func(s *Settings) { s.RateLimit.Burst = 0 }, "rateLimit.burst"},
 		{"timeout zero", func(s *Settings) { s.ToolTimeoutSeconds = 0 }, "toolTimeoutSeconds"},
 		{"timeout above 600", func(s *Settings) { s.ToolTimeoutSeconds = 601 }, "toolTimeoutSeconds"},
+		{"session idle bounds are valid", func(s *Settings) { s.MCPSessionIdleSeconds, s.MCPMaxSessions = 1, 10000 }, ""},
+		{"session idle zero", func(s *Settings) { s.MCPSessionIdleSeconds = 0 }, "mcpSessionIdleSeconds"},
+		{"session idle above a week", func(s *Settings) { s.MCPSessionIdleSeconds = 604801 }, "mcpSessionIdleSeconds"},
+		{"max sessions zero", func(s *Settings) { s.MCPMaxSessions = 0 }, "mcpMaxSessions"},
+		{"max sessions above 10000", func(s *Settings) { s.MCPMaxSessions = 10001 }, "mcpMaxSessions"},
+		{"max connections bounds are valid", func(s *Settings) { s.MCPMaxConnections = 16 }, ""},
+		{"max connections top is valid", func(s *Settings) { s.MCPMaxConnections = 65535 }, ""},
+		{"max connections below 16", func(s *Settings) { s.MCPMaxConnections = 15 }, "mcpMaxConnections"},
+		{"max connections above 65535", func(s *Settings) { s.MCPMaxConnections = 65536 }, "mcpMaxConnections"},
 		{"relative worktreeRoot", func(s *Settings) { s.WorktreeRoot = "trees" }, "worktreeRoot"},
 
 		{"log limits at their bounds are valid", func(s *Settings) { s.LogMaxMB = 1024 }, ""},
@@ -119,9 +131,11 @@ func TestLoadReadsValidFiles(t *testing.T) {
 		}},
 		{"every key", `{"mcpPort":1,"opencodeBasePort":2,"opencodeBin":"/bin/oc","worktreeRoot":"/w","notifications":true,
 			"projects":["/a","/b"],"rateLimit":{"perSecond":1.5,"burst":3},"toolTimeoutSeconds":600,
+			"mcpSessionIdleSeconds":2,"mcpMaxSessions":7,"mcpMaxConnections":99,
 			"logMaxMB":1,"workspaceCreateLimit":{"count":3,"minutes":60},"maxAgents":4}`, func() Settings {
 			return Settings{MCPPort: 1, OpencodeBasePort: 2, OpencodeBin: "/bin/oc", WorktreeRoot: "/w", Notifications: true,
 				Projects: []string{"/a", "/b"}, RateLimit: RateLimit{PerSecond: 1.5, Burst: 3}, ToolTimeoutSeconds: 600,
+				MCPSessionIdleSeconds: 2, MCPMaxSessions: 7, MCPMaxConnections: 99,
 				LogMaxMB: 1, WorkspaceCreateLimit: CreateLimit{Count: 3, Minutes: 60}, MaxAgents: 4}
 		}},
 		{"null projects become empty", `{"projects": null}`, Default},
@@ -316,7 +330,7 @@ func TestSaveWritesEveryKnownKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds",
-		"logMaxMB", "workspaceCreateLimit", "maxAgents"} {
+		"mcpSessionIdleSeconds", "mcpMaxSessions", "mcpMaxConnections", "logMaxMB", "workspaceCreateLimit", "maxAgents"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("key %s missing from\n%s", k, data)
 		}
@@ -405,7 +419,7 @@ func TestStoreConcurrentUpdatesAllLand(t *testing.T) {
 
 func TestKnownKeysMatchStructTags(t *testing.T) {
 	want := []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds",
-		"logMaxMB", "workspaceCreateLimit", "maxAgents"}
+		"mcpSessionIdleSeconds", "mcpMaxSessions", "mcpMaxConnections", "logMaxMB", "workspaceCreateLimit", "maxAgents"}
 	if got := knownKeys(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("knownKeys() = %v, want %v", got, want)
 	}
