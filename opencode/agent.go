@@ -410,6 +410,12 @@ func (s *Supervisor) waitReady(ctx context.Context, a *agent, p *process, passwo
 	case <-a.restart:
 		return 0, "", outRestart
 	}
+	// The password goes only to a port that the agent itself listens on:
+	// a line that named another program's port must not win it.
+	if owned, known := listensOn(p.pid, agentIDEnv+"="+p.agentID, port); known && !owned {
+		s.log.Warn("agent named a port that none of its processes listens on; not trusting it", slog.String("workspace", a.ws.Path), slog.Int("port", port))
+		return 0, fmt.Sprintf("opencode's output named port %d, where none of its own processes listens", port), outFailed
+	}
 	api := newAgentAPI(s.opts.HTTPClient, port, password)
 	tick := time.NewTicker(s.opts.PollInterval)
 	defer tick.Stop()

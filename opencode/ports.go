@@ -2,7 +2,6 @@ package opencode
 
 import (
 	"net"
-	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -12,35 +11,30 @@ import (
 // may wrap around its messages.
 var ansiEscape = regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]`)
 
+// listeningPrefix starts opencode's own startup line; CodeHydra starts it
+// with --hostname 127.0.0.1, so that is the only host it names.
+const listeningPrefix = "opencode server listening on http://127.0.0.1:"
+
 // ParseListeningLine reads the port from opencode's startup line
 //
 //	opencode server listening on http://127.0.0.1:4096
 //
-// It tolerates colour codes, surrounding text, a trailing slash or path,
-// and other loopback host spellings; it rejects anything that is not a
-// port in 1..65535.
+// and from nothing else: the whole line (colour codes and surrounding
+// white space aside) must be that, with at most a trailing slash, and the
+// port in 1..65535. A plugin's or a tool's line that merely mentions
+// "listening on" must not choose the port the supervisor sends the
+// agent's password to.
 func ParseListeningLine(line string) (port int, ok bool) {
-	line = ansiEscape.ReplaceAllString(line, "")
-	_, rest, found := strings.Cut(line, "listening on ")
+	line = strings.TrimSpace(ansiEscape.ReplaceAllString(line, ""))
+	rest, found := strings.CutPrefix(line, listeningPrefix)
 	if !found {
 		return 0, false
 	}
-	rest = strings.TrimSpace(rest)
-	if i := strings.IndexAny(rest, " \t\r\n"); i >= 0 {
-		rest = rest[:i]
-	}
-	if !strings.Contains(rest, "://") {
-		rest = "http://" + rest
-	}
-	u, err := url.Parse(rest)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+	rest = strings.TrimSuffix(rest, "/")
+	if rest == "" || len(rest) > 5 || strings.TrimLeft(rest, "0123456789") != "" || rest[0] == '0' {
 		return 0, false
 	}
-	p := u.Port()
-	if p == "" || len(p) > 5 {
-		return 0, false
-	}
-	n, err := strconv.Atoi(p)
+	n, err := strconv.Atoi(rest)
 	if err != nil || n < 1 || n > 65535 {
 		return 0, false
 	}

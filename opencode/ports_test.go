@@ -16,9 +16,18 @@ func TestParseListeningLine(t *testing.T) {
 		{"opencode server listening on http://127.0.0.1:39123/", 39123, true},
 		{"  opencode server listening on http://127.0.0.1:1\r", 1, true},
 		{"\x1b[32mopencode server listening on http://127.0.0.1:5000\x1b[0m", 5000, true},
-		{"opencode server listening on http://localhost:8080 (press ctrl-c)", 8080, true},
-		{"opencode server listening on http://[::1]:7000", 7000, true},
-		{"opencode server listening on 127.0.0.1:7001", 7001, true},
+		// Anything else, however alike, is not opencode's own line: a
+		// plugin or a tool printing it must not pick the agent's port.
+		{"opencode server listening on http://localhost:8080 (press ctrl-c)", 0, false},
+		{"opencode server listening on http://127.0.0.1:8080 (press ctrl-c)", 0, false},
+		{"opencode server listening on http://[::1]:7000", 0, false},
+		{"opencode server listening on 127.0.0.1:7001", 0, false},
+		{"my-plugin: opencode server listening on http://127.0.0.1:9999", 0, false},
+		{"plugin server listening on http://127.0.0.1:9999", 0, false},
+		{"opencode server listening on http://127.0.0.2:9999", 0, false},
+		{"opencode server listening on http://127.0.0.1:9999/evil", 0, false},
+		{"opencode server listening on http://127.0.0.1:09999", 0, false},
+		{"opencode server listening on http://127.0.0.1:+999", 0, false},
 		{"Warning: OPENCODE_SERVER_PASSWORD is not set; server is unsecured.", 0, false},
 		{"opencode server listening on http://127.0.0.1", 0, false},
 		{"opencode server listening on http://127.0.0.1:0", 0, false},
@@ -46,8 +55,8 @@ func FuzzParseListeningLine(f *testing.F) {
 		if ok != (port != 0) || port < 0 || port > 65535 {
 			t.Fatalf("ParseListeningLine(%q) = %d, %v", line, port, ok)
 		}
-		if ok && !strings.Contains(line, "listening on") {
-			t.Fatalf("accepted a line without 'listening on': %q", line)
+		if ok && !strings.Contains(line, listeningPrefix) {
+			t.Fatalf("accepted a line that is not opencode's listening line: %q", line)
 		}
 	})
 }

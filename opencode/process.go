@@ -163,7 +163,9 @@ func startProcess(ctx context.Context, sp *spawner, spec processSpec) (*process,
 		listening: make(chan int, 1),
 		exited:    make(chan struct{}),
 	}
-	stdout, stderr := &lineWriter{line: p.onLine}, &lineWriter{line: p.onLine}
+	// opencode prints its listening line on stdout; a line on stderr
+	// never names the port.
+	stdout, stderr := &lineWriter{line: p.onStdout}, &lineWriter{line: p.out.add}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := sp.start(ctx, cmd); err != nil {
 		return nil, fmt.Errorf("start %s: %w", spec.bin, err)
@@ -185,7 +187,7 @@ func startProcess(ctx context.Context, sp *spawner, spec processSpec) (*process,
 	return p, nil
 }
 
-func (p *process) onLine(line string) {
+func (p *process) onStdout(line string) {
 	p.out.add(line)
 	if port, ok := ParseListeningLine(line); ok {
 		select {

@@ -16,6 +16,8 @@
 //	                     group, sharing stdout) and write its pid here
 //	FAKEOC_IGNORE_TERM   "1": ignore SIGTERM (so only SIGKILL ends it)
 //	FAKEOC_HEARTBEAT     event stream heartbeat interval (default 10s)
+//	FAKEOC_PRINT_FIRST   a line to print on stdout before its own listening
+//	                     line (what a plugin might print)
 //
 // Like opencode it reads the config file that OPENCODE_CONFIG names,
 // replaces {env:NAME} references with the environment's values, and
@@ -102,6 +104,9 @@ func run() error {
 		go st.mcp.connect()
 	}
 	go func() { _ = http.Serve(ln, st.routes()) }()
+	if first := os.Getenv("FAKEOC_PRINT_FIRST"); first != "" {
+		fmt.Println(first)
+	}
 	fmt.Printf("opencode server listening on http://%s\n", ln.Addr())
 
 	if d, ok := strings.CutPrefix(mode, "crash-after="); ok {
