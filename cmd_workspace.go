@@ -20,8 +20,9 @@ Lists, creates or deletes workspaces (git worktrees, each with its own
 agent) of the running CodeHydra, through its MCP server. create makes branch
 NAME from REF (default: the project's default branch) in the project at PATH
 (default: the current folder). delete stops the workspace's agent, removes
-its worktree (uncommitted changes are lost) and its branch unless
---keep-branch; it runs in the background.
+its worktree (uncommitted changes are lost) and, unless --keep-branch, its
+branch if CodeHydra created it: a branch that existed before the workspace
+is always kept (the log says so); it runs in the background.
 
 Flags:
   --project PATH   the project (default: the current folder)

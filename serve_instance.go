@@ -21,6 +21,13 @@ func (s *server) takeLock() error {
 	}
 	s.lock = l
 	s.onShutdown("release the lock", func(context.Context) error { return l.Release() })
+	// An instance file left by a crashed run names its port and token;
+	// while this run holds the lock, the command line takes the file for
+	// this run's and would send the token to that port, which another
+	// program may hold by now. Gone until this run writes its own.
+	if err := instance.Remove(paths.InstanceFile()); err != nil {
+		s.log.Warn("cannot remove the instance file of an earlier run", "err", err)
+	}
 	s.onShutdown("remove the instance file", func(context.Context) error {
 		return instance.Remove(paths.InstanceFile())
 	})

@@ -161,11 +161,13 @@ func AgentURL(port int, password string) string {
 }
 
 // AttachCommand attaches a terminal to the agent server on port that
-// demands password, as pasted into a shell. The user name is given too,
-// since opencode attach would otherwise take OPENCODE_SERVER_USERNAME
-// from the user's shell.
+// demands password, as pasted into a POSIX shell. The password goes in the
+// environment of opencode attach, which opencode reads it from, not on its
+// command line: any local user can read a process's command line, only
+// its owner its environment. The user name is set too, since opencode
+// would otherwise take OPENCODE_SERVER_USERNAME from the user's shell.
 func AttachCommand(port int, password string) string {
-	return fmt.Sprintf("opencode attach http://127.0.0.1:%d --username opencode --password %s", port, password)
+	return fmt.Sprintf("OPENCODE_SERVER_USERNAME=opencode OPENCODE_SERVER_PASSWORD=%s opencode attach http://127.0.0.1:%d", password, port)
 }
 
 // Actions are what the menu's items do. BuildMenu binds them to the items'

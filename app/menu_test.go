@@ -332,7 +332,9 @@ func TestAgentURLAndAttachCommandCarryTheServerPassword(t *testing.T) {
 	// As pasted into a shell: opencode attach <url> with flags that need
 	// no quoting.
 	got := strings.Fields(AttachCommand(4101, password))
-	want := []string{"opencode", "attach", "http://127.0.0.1:4101", "--username", "opencode", "--password", password}
+	// The password is in the command's environment, never in its argv,
+	// which every local user can read.
+	want := []string{"OPENCODE_SERVER_USERNAME=opencode", "OPENCODE_SERVER_PASSWORD=" + password, "opencode", "attach", "http://127.0.0.1:4101"}
 	if !slices.Equal(got, want) {
 		t.Errorf("AttachCommand = %q, want %q", got, want)
 	}

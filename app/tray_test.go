@@ -214,7 +214,7 @@ func TestTrayActionsOpenCopyAndRestart(t *testing.T) {
 		t.Errorf("clipboard = %q, want the path", got)
 	}
 	find(m, label, LabelCopyAttach).Action()
-	if got := clip.Content(); got != "opencode attach http://127.0.0.1:4101 --username opencode --password pw-4101" {
+	if got := clip.Content(); got != "OPENCODE_SERVER_USERNAME=opencode OPENCODE_SERVER_PASSWORD=pw-4101 opencode attach http://127.0.0.1:4101" {
 		t.Errorf("clipboard = %q, want the attach command", got)
 	}
 	find(m, LabelCopyMCPConfig, "Claude Code").Action()

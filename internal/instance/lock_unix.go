@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 )
 
 // ErrLocked is returned (wrapped) by Acquire when another process holds the
@@ -33,11 +34,18 @@ func Acquire(path string) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open lock file: %w", err)
 	}
-	for {
+	// Held takes the lock for an instant to learn that no one holds it; a
+	// start that meets that instant tries again rather than taking the
+	// command line for another instance.
+	for attempt := 0; ; attempt++ {
 		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if !errors.Is(err, syscall.EINTR) {
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) || attempt >= heldRetries {
 			break
 		}
+		time.Sleep(heldRetryDelay)
 	}
 	if err != nil {
 		f.Close()
@@ -48,6 +56,13 @@ func Acquire(path string) (*Lock, error) {
 	}
 	return &Lock{f: f}, nil
 }
+
+// heldRetries and heldRetryDelay bound how long Acquire waits out a Held
+// that holds the lock for an instant: 100 ms in all.
+const (
+	heldRetries    = 20
+	heldRetryDelay = 5 * time.Millisecond
+)
 
 // Release drops the lock. The file stays: removing it would let a process
 // that opened it just before lock a file no one else can find.

@@ -1,11 +1,13 @@
 package instance
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestRunningAsksTheLockNotThePid(t *testing.T) {
@@ -85,5 +87,36 @@ func TestHeldIsFalseForAMissingLockFileAndCreatesNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Dir(path)); !os.IsNotExist(err) {
 		t.Fatalf("Held created %s", filepath.Dir(path))
+	}
+}
+
+func TestAcquireWaitsOutTheInstantAHeldCheckHoldsTheLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run", "lock")
+	l, err := Acquire(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Someone holds it for a moment, as Held does while it looks.
+	released := make(chan struct{})
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		l.Release()
+		close(released)
+	}()
+	l2, err := Acquire(path)
+	if err != nil {
+		t.Fatalf("Acquire while the lock was held for an instant: %v", err)
+	}
+	<-released
+	l2.Release()
+
+	// A lock held for good is still refused.
+	l3, err := Acquire(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l3.Release()
+	if _, err := Acquire(path); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second Acquire = %v, want ErrLocked", err)
 	}
 }
