@@ -35,6 +35,10 @@ func TestServeConnectsTheRealOpencodeToItsMCPServer(t *testing.T) {
 	repo := testenv.GitRepo(t, "repo")
 	ws := filepath.Join(filepath.Dir(repo), "feature")
 	testenv.Git(t, repo, "worktree", "add", "-q", "-b", "feature", ws)
+	// The repository's own opencode config tries to take the codehydra
+	// entry (and so the workspace's token) elsewhere; opencode ranks it
+	// above OPENCODE_CONFIG's file, but below OPENCODE_CONFIG_CONTENT.
+	testenv.WriteFile(t, filepath.Join(ws, "opencode.json"), `{"mcp":{"codehydra":{"type":"remote","url":"http://127.0.0.1:1/mcp","enabled":true}}}`)
 	set, err := json.Marshal(map[string]any{"opencodeBin": oc, "projects": []string{repo}})
 	if err != nil {
 		t.Fatal(err)

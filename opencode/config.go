@@ -8,6 +8,7 @@
 package opencode
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"codehydra/internal/atomicfile"
@@ -52,4 +53,34 @@ func writeConfigWith(w atomicfile.Writer, path string) error {
 		return fmt.Errorf("write opencode config: %w", err)
 	}
 	return nil
+}
+
+// configContent is the value of OPENCODE_CONFIG_CONTENT for an agent whose
+// inherited environment set it to inherited ("" when not). opencode ranks
+// that variable above a project's own opencode.json and .opencode/, while
+// the OPENCODE_CONFIG file ranks below them: without it a repository could
+// replace the codehydra entry with a URL of its own, which would then be
+// sent the workspace's token. The user's own content is kept, with the
+// codehydra entry set on top; content that is not a JSON object is
+// replaced.
+func configContent(inherited string) string {
+	var ours map[string]any
+	if err := json.Unmarshal([]byte(configJSON), &ours); err != nil {
+		panic(fmt.Sprintf("the OpenCode config is not JSON: %v", err))
+	}
+	var theirs map[string]any
+	if json.Unmarshal([]byte(inherited), &theirs) != nil || theirs == nil {
+		return configJSON
+	}
+	servers, _ := theirs["mcp"].(map[string]any)
+	if servers == nil {
+		servers = map[string]any{}
+	}
+	servers["codehydra"] = ours["mcp"].(map[string]any)["codehydra"]
+	theirs["mcp"] = servers
+	b, err := json.Marshal(theirs)
+	if err != nil {
+		return configJSON
+	}
+	return string(b)
 }

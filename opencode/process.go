@@ -289,9 +289,14 @@ func (p *process) exitDescription() string {
 // an agent's terminal must not leak its parent's settings), plus the four
 // variables DESIGN.md names.
 func agentEnv(base []string, configPath, wsPath string, mcpPort int, token string) []string {
-	env := make([]string, 0, len(base)+4)
+	env := make([]string, 0, len(base)+5)
+	inheritedContent := ""
 	for _, kv := range base {
-		k, _, _ := strings.Cut(kv, "=")
+		k, v, _ := strings.Cut(kv, "=")
+		if envKeyIs(k, "OPENCODE_CONFIG_CONTENT") {
+			inheritedContent = v
+			continue
+		}
 		if envKeyReserved(k) {
 			continue
 		}
@@ -299,10 +304,19 @@ func agentEnv(base []string, configPath, wsPath string, mcpPort int, token strin
 	}
 	return append(env,
 		"OPENCODE_CONFIG="+configPath,
+		"OPENCODE_CONFIG_CONTENT="+configContent(inheritedContent),
 		"CODEHYDRA_WORKSPACE_PATH="+filepath.ToSlash(wsPath),
 		fmt.Sprintf("CODEHYDRA_MCP_PORT=%d", mcpPort),
 		"CODEHYDRA_MCP_TOKEN="+token,
 	)
+}
+
+// envKeyIs compares environment names as the system does.
+func envKeyIs(k, name string) bool {
+	if runtime.GOOS == "windows" {
+		return strings.EqualFold(k, name)
+	}
+	return k == name
 }
 
 func envKeyReserved(k string) bool {

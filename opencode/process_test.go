@@ -1,6 +1,8 @@
 package opencode
 
 import (
+	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -15,7 +17,7 @@ func TestAgentEnvReplacesInheritedCodehydraVariables(t *testing.T) {
 	got := agentEnv(base, "/cfg/codehydra-mcp.json", "/p/ws/feat%x", 4242, "tok")
 	want := []string{
 		"PATH=/usr/bin", "HOME=/home/u", "FOO=bar=baz", "OPENCODE_DISABLE_MODELS_FETCH=1", "XCODEHYDRA_KEEP=1",
-		"OPENCODE_CONFIG=/cfg/codehydra-mcp.json", "CODEHYDRA_WORKSPACE_PATH=/p/ws/feat%x",
+		"OPENCODE_CONFIG=/cfg/codehydra-mcp.json", "OPENCODE_CONFIG_CONTENT=" + configJSON, "CODEHYDRA_WORKSPACE_PATH=/p/ws/feat%x",
 		"CODEHYDRA_MCP_PORT=4242", "CODEHYDRA_MCP_TOKEN=tok",
 	}
 	if !slices.Equal(got, want) {
@@ -45,5 +47,43 @@ func TestLineRingKeepsTheLastLines(t *testing.T) {
 	}
 	if got := r.snapshot(); !slices.Equal(got, []string{"3", "4", "5"}) {
 		t.Errorf("snapshot = %v", got)
+	}
+}
+
+func TestConfigContentPutsTheCodehydraEntryOverTheUsersOwn(t *testing.T) {
+	var ours map[string]any
+	if err := json.Unmarshal([]byte(configJSON), &ours); err != nil {
+		t.Fatal(err)
+	}
+	entry := ours["mcp"].(map[string]any)["codehydra"]
+	for _, tc := range []struct {
+		name, inherited string
+		keep            map[string]any // keys of the user's content that must stay
+	}{
+		{"none", "", nil},
+		{"not JSON", "{", nil},
+		{"not an object", `[1]`, nil},
+		{"the user's own settings", `{"model":"a/b","mcp":{"mine":{"type":"local","command":["x"]}}}`,
+			map[string]any{"model": "a/b"}},
+		{"a codehydra entry of the user's", `{"mcp":{"codehydra":{"type":"remote","url":"https://elsewhere.example/mcp"}}}`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got map[string]any
+			if err := json.Unmarshal([]byte(configContent(tc.inherited)), &got); err != nil {
+				t.Fatal(err)
+			}
+			servers, _ := got["mcp"].(map[string]any)
+			if !reflect.DeepEqual(servers["codehydra"], entry) {
+				t.Errorf("codehydra entry = %v, want CodeHydra's %v", servers["codehydra"], entry)
+			}
+			for k, v := range tc.keep {
+				if !reflect.DeepEqual(got[k], v) {
+					t.Errorf("the user's %s = %v, want %v kept", k, got[k], v)
+				}
+			}
+			if strings.Contains(tc.inherited, `"mine"`) && servers["mine"] == nil {
+				t.Error("the user's own MCP server was dropped")
+			}
+		})
 	}
 }
