@@ -92,6 +92,11 @@ func (m *Manager) StartDelete(ctx context.Context, wsPath string, o DeleteOption
 	if err == nil && p == nil {
 		err = Errorf(CodeWorkspaceNotFound, "no workspace at %s; nothing was deleted", clean)
 	}
+	if err == nil {
+		// Refused before the agent is stopped or anything is removed: a
+		// folder a symlink or file took the place of is not deleted.
+		err = checkNotReplaced(ws.Path)
+	}
 	if err != nil {
 		release()
 		return nil, err

@@ -65,8 +65,22 @@ func TestAWorktreeFolderReplacedByASymlinkIsNeitherListedNorDeletedAsItsTarget(t
 		}
 
 		wantCode(t, m.Delete(context.Background(), target, DeleteOptions{}), CodeWorkspaceNotFound)
+		ev := record(t, m)
 		err := m.Delete(context.Background(), ws.Path, DeleteOptions{})
 		wantCode(t, err, CodeConflict)
+		// Refused before it began: no step ran (the agent was not stopped)
+		// and the branch's metadata is still there. The marker event comes
+		// after anything the delete published.
+		m.Publish(Event{Kind: "test-marker"})
+		ev.waitFor(t, soon, "marker", func(e Event) bool { return e.Kind == "test-marker" })
+		for _, e := range ev.all() {
+			if e.Kind == EventDeleteProgress || e.Kind == EventDeleteFailed {
+				t.Errorf("the refused delete ran a step: %+v", e)
+			}
+		}
+		if got := testenv.Git(t, p.Path, "config", "--get", "branch.ws.codehydra.base"); got == "" {
+			t.Error("the refused delete removed the branch's metadata")
+		}
 		if !strings.Contains(err.Error(), "symlink") {
 			t.Errorf("error %q does not say the folder is a symlink", err)
 		}
