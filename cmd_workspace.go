@@ -14,7 +14,7 @@ import (
 const workspaceHelp = `Usage:
   codehydra workspace list [--project PATH] [--json]
   codehydra workspace create NAME [--project PATH] [--base REF] [--json]
-  codehydra workspace delete PATH [--keep-branch]
+  codehydra workspace delete PATH [--keep-branch | --delete-branch]
 
 Lists, creates or deletes workspaces (git worktrees, each with its own
 agent) of the running CodeHydra, through its MCP server. create makes branch
@@ -22,12 +22,14 @@ NAME from REF (default: the project's default branch) in the project at PATH
 (default: the current folder). delete stops the workspace's agent, removes
 its worktree (uncommitted changes are lost) and, unless --keep-branch, its
 branch if CodeHydra created it: a branch that existed before the workspace
-is always kept (the log says so); it runs in the background.
+is kept (the log says so) unless --delete-branch; it runs in the
+background.
 
 Flags:
   --project PATH   the project (default: the current folder)
   --base REF       branch or commit the new workspace starts from
   --keep-branch    keep the branch when deleting
+  --delete-branch  delete the branch even if it existed before the workspace
   --json           print the result as JSON
   --help           show this help
 `
@@ -35,10 +37,11 @@ Flags:
 // workspaceFlags are the flags of `codehydra workspace`; each subcommand
 // uses those its usage names.
 type workspaceFlags struct {
-	project    string
-	base       string
-	keepBranch bool
-	asJSON     bool
+	project      string
+	base         string
+	keepBranch   bool
+	deleteBranch bool
+	asJSON       bool
 }
 
 // runWorkspace is `codehydra workspace create|list|delete`.
@@ -48,6 +51,7 @@ func runWorkspace(ctx context.Context, c *cli, args []string) int {
 	fs.StringVar(&f.project, "project", "", "")
 	fs.StringVar(&f.base, "base", "", "")
 	fs.BoolVar(&f.keepBranch, "keep-branch", false, "")
+	fs.BoolVar(&f.deleteBranch, "delete-branch", false, "")
 	fs.BoolVar(&f.asJSON, "json", false, "")
 	rest, code, ok := parseInterleaved(fs, c, args)
 	if !ok {
@@ -123,7 +127,7 @@ func workspaceDelete(ctx context.Context, c *cli, fs *flag.FlagSet, f workspaceF
 	if err != nil {
 		return usageError(fs, c, err)
 	}
-	if _, code := callRemote(ctx, c, path, mcp.ToolDelete, map[string]any{"keepBranch": f.keepBranch}, nil); code != 0 {
+	if _, code := callRemote(ctx, c, path, mcp.ToolDelete, map[string]any{"keepBranch": f.keepBranch, "deleteBranch": f.deleteBranch}, nil); code != 0 {
 		return code
 	}
 	fmt.Fprintf(c.stdout, "deleting workspace %s (it continues in the background)\n", path)

@@ -402,6 +402,28 @@ func TestWorkspaceDeleteKeepsTheBranchWhenAsked(t *testing.T) {
 	}
 }
 
+func TestWorkspaceDeleteKeepsABranchThatExistedBeforeUnlessAskedToDeleteIt(t *testing.T) {
+	for _, ask := range []bool{false, true} {
+		t.Run(map[bool]string{false: "kept", true: "deleteBranch"}[ask], func(t *testing.T) {
+			h := newHarness(t)
+			testenv.Git(t, h.project, "branch", "mine")
+			ws, err := h.mgr.Create(context.Background(), workspace.CreateOptions{ProjectPath: h.project, Name: "mine"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			okJSON(t, call(t, h.session(ws.Path), ToolDelete, map[string]any{"deleteBranch": ask}), &map[string]any{})
+			waitFor(t, "the workspace to be gone", func() bool {
+				_, err := h.mgr.Resolve(ws.Path)
+				return workspace.CodeOf(err) == workspace.CodeWorkspaceNotFound
+			})
+			h.waitBackground()
+			if kept := testenv.Git(t, h.project, "branch", "--list", "mine") != ""; kept == ask {
+				t.Fatalf("branch kept = %v with deleteBranch %v", kept, ask)
+			}
+		})
+	}
+}
+
 func TestWorkspaceDeleteWhileTheTrayDeletesTheSameWorkspaceIsAConflict(t *testing.T) {
 	isolateGit(t)
 	project := testenv.GitRepo(t, "proj")

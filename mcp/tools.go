@@ -52,7 +52,10 @@ type (
 	}
 
 	deleteInput struct {
-		KeepBranch bool `json:"keepBranch,omitempty" jsonschema:"keep the git branch after removing the worktree (default false: the branch is deleted too if CodeHydra created it; a branch that existed before the workspace is always kept)"`
+		KeepBranch bool `json:"keepBranch,omitempty" jsonschema:"keep the git branch after removing the worktree (default false: the branch is deleted too if CodeHydra created it; a branch that existed before the workspace is kept unless deleteBranch)"`
+		// DeleteBranch asks to delete a branch that existed before the
+		// workspace too; keepBranch wins.
+		DeleteBranch bool `json:"deleteBranch,omitempty" jsonschema:"also delete the branch when it existed before the workspace (default false: such a branch is kept); keepBranch wins"`
 	}
 
 	createInput struct {

@@ -68,7 +68,7 @@ func (s *Server) deleteWorkspace(ctx context.Context, req *sdk.CallToolRequest, 
 	if !s.reserveBackground() {
 		return nil, deleteOutput{}, fail(workspace.Errorf(workspace.CodeInternal, "CodeHydra is shutting down; delete the workspace after it restarts"))
 	}
-	run, err := s.opts.Workspaces.StartDelete(ctx, ws.Path, workspace.DeleteOptions{KeepBranch: in.KeepBranch})
+	run, err := s.opts.Workspaces.StartDelete(ctx, ws.Path, workspace.DeleteOptions{KeepBranch: in.KeepBranch, DeleteBranch: in.DeleteBranch})
 	if err != nil {
 		s.releaseBackground()
 		return nil, deleteOutput{}, fail(err)
