@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"codehydra/internal/testenv"
 	"codehydra/mcp"
 )
 
@@ -43,17 +44,19 @@ func TestServeLimitsMCPSessionsAsTheSettingsSay(t *testing.T) {
 		t.Fatalf("the second session was refused with %v, want 503 saying there are too many sessions", err)
 	}
 
-	// Any call would keep the session alive, so this waits out the idle
-	// time once instead of polling it.
-	time.Sleep(3 * time.Second)
+	// A call would keep the first session alive; a new session, which
+	// the cap of 1 admits only once the idle one is closed, does not.
+	var again *mcp.Remote
+	if !testenv.Poll(20*time.Second, 100*time.Millisecond, func() bool {
+		again, err = dial()
+		return err == nil
+	}) {
+		t.Fatalf("no new session 20 s after the idle one should have been closed: %v", err)
+	}
+	defer again.Close()
 	if _, err := first.Call(ctx, mcp.ToolProjectList, nil); err == nil {
 		t.Fatal("a call on a session idle for longer than mcpSessionIdleSeconds succeeded")
 	}
-	again, err := dial()
-	if err != nil {
-		t.Fatalf("a new session after the idle one was closed: %v", err)
-	}
-	defer again.Close()
 	if _, err := again.Call(ctx, mcp.ToolProjectList, nil); err != nil {
 		t.Fatalf("a call on the new session: %v", err)
 	}
