@@ -273,7 +273,7 @@ func (f *crashFixture) leftovers(t *testing.T, keepBranch bool) []string {
 	if got := branchOK(t, f.repo, "target"); got != keepBranch {
 		left = append(left, fmt.Sprintf("branch target exists = %v, want %v", got, keepBranch))
 	}
-	if out, _ := gitErr(f.repo, "config", "--get-regexp", `^branch\.target\.codehydra\.`); out != "" {
+	if out, _ := testenv.GitErr(f.repo, "config", "--get-regexp", `^branch\.target\.codehydra\.`); out != "" {
 		left = append(left, fmt.Sprintf("the target's metadata is left: %q", out))
 	}
 	if recs, err := readPending(filepath.Join(f.repo, ".git")); err != nil || len(recs) != 0 {
@@ -313,7 +313,7 @@ func (f *crashFixture) checkUntouched(t *testing.T, m *Manager, keptTarget bool)
 	if _, err := m.Resolve(f.sibling.Path); err != nil {
 		t.Errorf("the sibling does not resolve: %v", err)
 	}
-	if out, err := gitErr(f.repo, "fsck", "--no-progress"); err != nil {
+	if out, err := testenv.GitErr(f.repo, "fsck", "--no-progress"); err != nil {
 		t.Errorf("git fsck: %v\n%s", err, out)
 	}
 }
@@ -325,7 +325,7 @@ func branchesBut(list, branch string) string {
 
 func branchOK(t *testing.T, repo, branch string) bool {
 	t.Helper()
-	_, err := gitErr(repo, "rev-parse", "--verify", "-q", "refs/heads/"+branch)
+	_, err := testenv.GitErr(repo, "rev-parse", "--verify", "-q", "refs/heads/"+branch)
 	return err == nil
 }
 
@@ -532,6 +532,6 @@ func deleteTook(out string) (time.Duration, bool) {
 // delete removes) is still there.
 func (f *crashFixture) hasMetadata(t *testing.T) bool {
 	t.Helper()
-	out, _ := gitErr(f.repo, "config", "--get-regexp", `^branch\.target\.codehydra\.`)
+	out, _ := testenv.GitErr(f.repo, "config", "--get-regexp", `^branch\.target\.codehydra\.`)
 	return out != ""
 }

@@ -38,7 +38,7 @@ func TestCreateMakesAWorktreeOnANewBranchUnderTheRoot(t *testing.T) {
 	if got := testenv.Git(t, p.Path, "config", "branch.feature/login.codehydra.base"); got != "main" {
 		t.Fatalf("base metadata = %q, want main", got)
 	}
-	if _, err := gitErr(p.Path, "config", "branch.feature/login.remote"); err == nil {
+	if _, err := testenv.GitErr(p.Path, "config", "branch.feature/login.remote"); err == nil {
 		t.Fatal("new branch tracks its base; it should have no upstream")
 	}
 	if got, err := m.Resolve(ws.Path); err != nil || got != ws {
@@ -155,13 +155,13 @@ func TestCreateConflicts(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m, p := setup(t)
 			name := tt.prepare(t, m, p)
-			branchBefore, _ := gitErr(p.Path, "rev-parse", "--verify", "-q", "refs/heads/"+name)
+			branchBefore, _ := testenv.GitErr(p.Path, "rev-parse", "--verify", "-q", "refs/heads/"+name)
 			_, err := m.Create(context.Background(), CreateOptions{ProjectPath: p.Path, Name: name})
 			wantCode(t, err, CodeConflict)
 			if !strings.Contains(err.Error(), tt.wantMsg) {
 				t.Errorf("error %q does not say %q", err, tt.wantMsg)
 			}
-			branchAfter, _ := gitErr(p.Path, "rev-parse", "--verify", "-q", "refs/heads/"+name)
+			branchAfter, _ := testenv.GitErr(p.Path, "rev-parse", "--verify", "-q", "refs/heads/"+name)
 			if branchAfter != branchBefore {
 				t.Errorf("branch %s changed from %q to %q", name, branchBefore, branchAfter)
 			}
@@ -270,7 +270,7 @@ func TestCreateUndoesOnlyWhatItMade(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "refusing checkout") {
 				t.Fatalf("err = %v, want git's hook failure", err)
 			}
-			branch, _ := gitErr(p.Path, "rev-parse", "--verify", "-q", "refs/heads/undo")
+			branch, _ := testenv.GitErr(p.Path, "rev-parse", "--verify", "-q", "refs/heads/undo")
 			if tt.existingBranch && branch != tip {
 				t.Errorf("existing branch now at %q, want %s", branch, tip)
 			}
@@ -312,7 +312,7 @@ func TestCreateUndoesTheWorktreeWhenTheMetadataCannotBeWritten(t *testing.T) {
 		t.Fatalf("error %q does not name the lock", err)
 	}
 	os.Remove(lock)
-	if out, _ := gitErr(p.Path, "branch", "--list", "locked"); out != "" {
+	if out, _ := testenv.GitErr(p.Path, "branch", "--list", "locked"); out != "" {
 		t.Errorf("branch left: %q", out)
 	}
 	root, _ := m.worktreeRoot()
@@ -334,7 +334,7 @@ func TestCreateFailsCleanlyWhenTheFolderCannotBeMade(t *testing.T) {
 	if err == nil {
 		t.Fatal("create succeeded")
 	}
-	if out, _ := gitErr(p.Path, "branch", "--list", "x"); out != "" {
+	if out, _ := testenv.GitErr(p.Path, "branch", "--list", "x"); out != "" {
 		t.Errorf("branch left: %q", out)
 	}
 	if b, _ := os.ReadFile(blocker); string(b) != "in the way" {

@@ -15,7 +15,7 @@ import (
 
 func branchExists(t *testing.T, repo, branch string) bool {
 	t.Helper()
-	_, err := gitErr(repo, "rev-parse", "--verify", "-q", "refs/heads/"+branch)
+	_, err := testenv.GitErr(repo, "rev-parse", "--verify", "-q", "refs/heads/"+branch)
 	return err == nil
 }
 
@@ -39,7 +39,7 @@ func TestDeleteRunsTheStepsInOrder(t *testing.T) {
 	if exists(ws.Path) || registered(t, p.Path, ws.Path) || branchExists(t, p.Path, "doomed") {
 		t.Fatal("folder, worktree or branch left")
 	}
-	if out, _ := gitErr(p.Path, "config", "--get-regexp", `^branch\.doomed\.`); out != "" {
+	if out, _ := testenv.GitErr(p.Path, "config", "--get-regexp", `^branch\.doomed\.`); out != "" {
 		t.Fatalf("metadata left: %q", out)
 	}
 	if !slices.Equal(agents.stopped, []string{ws.Path}) {

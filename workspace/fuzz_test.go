@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"codehydra/internal/testenv"
 )
 
 // The fuzzers of this file check the domain's input rules against oracles
@@ -194,7 +196,7 @@ func FuzzValidateName(f *testing.F) {
 		// accepted name is a branch name git accepts, and nothing git
 		// refuses is accepted.
 		if inNameAlphabet(name) {
-			_, gerr := gitErr("", "check-ref-format", "--branch", name)
+			_, gerr := testenv.GitErr("", "check-ref-format", "--branch", name)
 			if (err == nil) && gerr != nil {
 				t.Fatalf("ValidateName accepts %q but git refuses it: %v", name, gerr)
 			}

@@ -1,14 +1,11 @@
 package workspace
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,18 +17,6 @@ import (
 // config, a fixed identity, no inherited repository variables.
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Main(m, "workspace-test-home-"))
-}
-
-func gitErr(dir string, args ...string) (string, error) {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "LC_ALL=C")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("%w: %s", err, stderr.String())
-	}
-	return strings.TrimSpace(stdout.String()), nil
 }
 
 // realDir returns a new temp folder with symlinks resolved.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"testing"
+
+	"codehydra/internal/testenv"
 )
 
 // These pin two fixes found by the MCP race test (a delete while 20 calls
@@ -31,7 +33,7 @@ func TestAMetadataWriteDuringADeleteIsRefusedAndLeavesNothing(t *testing.T) {
 	// Before the fix the write landed, and `git branch -D` does not remove
 	// branch.<name>.codehydra.*: a later workspace of the same name
 	// inherited it.
-	if out, _ := gitErr(p.Path, "config", "--get-regexp", `^branch\.doomed\.`); out != "" {
+	if out, _ := testenv.GitErr(p.Path, "config", "--get-regexp", `^branch\.doomed\.`); out != "" {
 		t.Fatalf("metadata left after the delete: %q", out)
 	}
 	again := create(t, m, p, "doomed")

@@ -3,6 +3,8 @@ package workspace
 import (
 	"strings"
 	"testing"
+
+	"codehydra/internal/testenv"
 )
 
 func TestValidateNameAcceptsBranchNamesAndRejectsTheRest(t *testing.T) {
@@ -54,7 +56,7 @@ func TestValidateNameAcceptsBranchNamesAndRejectsTheRest(t *testing.T) {
 		}
 		// Every accepted name is one git accepts as a branch name too.
 		if tt.ok {
-			if _, gerr := gitErr("", "check-ref-format", "--branch", tt.name); gerr != nil {
+			if _, gerr := testenv.GitErr("", "check-ref-format", "--branch", tt.name); gerr != nil {
 				t.Errorf("ValidateName accepts %q but git check-ref-format --branch refuses it: %v", tt.name, gerr)
 			}
 		}
@@ -64,7 +66,7 @@ func TestValidateNameAcceptsBranchNamesAndRejectsTheRest(t *testing.T) {
 func TestValidateNameRefusesWhatGitRefusesWithinTheAllowedCharacters(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{"a..b", "a//b", "x/", "x.", "x.lock", "x.lock/y", "x/.y", "HEAD"} {
-		if _, err := gitErr("", "check-ref-format", "--branch", name); err == nil {
+		if _, err := testenv.GitErr("", "check-ref-format", "--branch", name); err == nil {
 			t.Errorf("git accepts %q; the table above is wrong", name)
 		}
 		if ValidateName(name) == nil {

@@ -117,15 +117,25 @@ func Poll(timeout, interval time.Duration, cond func() bool) bool {
 // output, trimmed; a failure fails the test with git's own words.
 func Git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
+	out, err := GitErr(dir, args...)
+	if err != nil {
+		t.Fatalf("git %s in %s: %v", strings.Join(args, " "), dir, err)
+	}
+	return out
+}
+
+// GitErr is Git for a command that may fail: its error carries git's own
+// words.
+func GitErr(dir string, args ...string) (string, error) {
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "LC_ALL=C")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, stderr.String())
+		return "", fmt.Errorf("%w\n%s", err, stderr.String())
 	}
-	return strings.TrimSpace(stdout.String())
+	return strings.TrimSpace(stdout.String()), nil
 }
 
 // GitRepo makes a git repository named name in a new temp folder, on
