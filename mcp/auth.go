@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -177,8 +178,13 @@ func (ids *identities) identify(cred, wsHeader string) (caller, bool) {
 	if subtle.ConstantTimeCompare([]byte(cred), []byte(master)) == 1 {
 		return caller{}, true
 	}
-	if ws, ok := ids.owner(master, cred, wsHeader); ok {
-		return caller{ws: ws}, true
+	// An agent names its own workspace as registered: one HMAC tells,
+	// and only then is the path looked up, so that a wrong token costs no
+	// file-system work.
+	if wsHeader != "" && subtle.ConstantTimeCompare([]byte(cred), []byte(WorkspaceToken(master, filepath.Clean(wsHeader)))) == 1 {
+		if ws, ok := ids.owner(master, cred, wsHeader); ok {
+			return caller{ws: ws}, true
+		}
 	}
 	if path, ok := ids.candidate(master, sha256.Sum256([]byte(cred))); ok {
 		// The map may predate the workspace's removal; owner checks that
