@@ -1,0 +1,87 @@
+package opencode
+
+import (
+	"errors"
+	"os"
+	"slices"
+
+	"golang.org/x/sys/unix"
+)
+
+// statZombie is SZOMB of <sys/proc.h>, which x/sys/unix does not name.
+const statZombie = 5
+
+// bootID names this boot of the machine: pids and start times of another
+// boot say nothing about the processes of this one.
+func bootID() string {
+	id, err := unix.Sysctl("kern.bootsessionuuid")
+	if err != nil {
+		return ""
+	}
+	return id
+}
+
+// processStartTime returns when the live process pid started, in
+// microseconds since the epoch. With the boot id it tells a process from a
+// later one that was given the same pid.
+func processStartTime(pid int) (uint64, error) {
+	kp, err := unix.SysctlKinfoProc("kern.proc.pid", pid)
+	if err != nil {
+		return 0, err
+	}
+	if kp.Proc.P_pid != int32(pid) {
+		return 0, errors.New("no such process")
+	}
+	tv := kp.Proc.P_starttime
+	return uint64(tv.Sec)*1e6 + uint64(tv.Usec), nil
+}
+
+// environHas reports whether pid's environment holds the entry kv, read
+// through KERN_PROCARGS2. An environment that cannot be read (another
+// user's process, one that is gone) does not.
+func environHas(pid int, kv string) bool {
+	buf, err := unix.SysctlRaw("kern.procargs2", pid)
+	if err != nil {
+		return false
+	}
+	return slices.Contains(procArgsEnviron(buf), kv)
+}
+
+// markedMembers returns the live processes of group pgid whose environment
+// holds marker, this process never among them. macOS has no pidfd, so each
+// process's start time is read before its environment and checked again
+// after: a signal can then reach a stranger only if the checked process
+// ends and its pid is given to another between that last check and the
+// signal, a window of a few system calls. The caller releases them.
+func markedMembers(pgid int, marker string) []*os.Process {
+	if pgid <= 1 {
+		return nil
+	}
+	kps, err := unix.SysctlKinfoProcSlice("kern.proc.pgrp", pgid)
+	if err != nil {
+		return nil
+	}
+	self := os.Getpid()
+	var procs []*os.Process
+	for _, kp := range kps {
+		pid := int(kp.Proc.P_pid)
+		if pid == self || kp.Eproc.Pgid != int32(pgid) || kp.Proc.P_stat == statZombie {
+			continue
+		}
+		before, err := processStartTime(pid)
+		if err != nil || !environHas(pid, marker) {
+			continue
+		}
+		if after, err := processStartTime(pid); err != nil || after != before {
+			continue
+		}
+		if p, err := os.FindProcess(pid); err == nil {
+			procs = append(procs, p)
+		}
+	}
+	return procs
+}
+
+// listensOn cannot tell here which process holds a port (known false);
+// the agent's port is then taken from its listening line alone.
+func listensOn(int, string, int) (owned, known bool) { return false, false }
