@@ -48,6 +48,7 @@ type Workspaces interface {
 	Create(ctx context.Context, o workspace.CreateOptions) (workspace.Workspace, error)
 	Delete(ctx context.Context, wsPath string, o workspace.DeleteOptions) error
 	Status(ctx context.Context, wsPath string) (workspace.Status, error)
+	Changes(ctx context.Context, wsPath string) (workspace.Changes, error)
 	BranchCreated(ctx context.Context, wsPath string) (bool, error)
 	Metadata(ctx context.Context, wsPath string) (map[string]string, error)
 	SetMetadata(ctx context.Context, wsPath, key string, value *string) error
@@ -203,6 +204,8 @@ type ui struct {
 	do func(fn func())
 	// now is the clock.
 	now func() time.Time
+	// openFolder shows a folder in the file manager (openFolder).
+	openFolder func(path string) error
 
 	wg sync.WaitGroup
 	// windows are the open single-instance windows by key ("create",
@@ -224,6 +227,8 @@ func newUI(ctx context.Context, a fyne.App, deps Deps) *ui {
 		do:      fyne.Do,
 		now:     time.Now,
 		windows: map[string]fyne.Window{},
+
+		openFolder: openFolder,
 	}
 	u.tray = newTray(u)
 	return u
@@ -285,6 +290,7 @@ func (u *ui) showError(title string, err error) {
 	u.log.Warn(title, slog.Any("err", err))
 	w := u.app.NewWindow("CodeHydra: " + title)
 	w.SetContent(errorContent(w, title, userMessage(err)))
+	answerEscape(w, w.Close)
 	w.Show()
 }
 

@@ -21,9 +21,9 @@ type createDialog struct {
 
 	projects []workspace.Project
 	project  *widget.Select
-	name     *widget.Entry
-	nameErr  *widget.Label
-	base     *widget.Select
+	// name shows why a typed name cannot be used under it.
+	name *field
+	base *widget.Select
 	// status says what is going on: creating, or what failed.
 	status *widget.Label
 	create *widget.Button
@@ -66,13 +66,15 @@ func (u *ui) newCreateDialog(projectPath string) *createDialog {
 		}
 	})
 	d.project.PlaceHolder = "Choose a project"
-	d.name = widget.NewEntry()
+	d.name = newField(func(name string) error {
+		if name == "" {
+			return nil // an empty form is no mistake yet: Create stays off
+		}
+		return d.validateName(name)
+	})
 	d.name.SetPlaceHolder("feature/login")
-	d.name.Validator = d.validateName
-	d.name.OnChanged = func(string) { d.refresh() }
+	d.name.onEdit = func(string) { d.refresh() }
 	d.name.OnSubmitted = func(string) { d.submit() }
-	d.nameErr = statusLabel()
-	d.nameErr.Importance = widget.DangerImportance
 	d.base = widget.NewSelect(nil, func(string) { d.refresh() })
 	d.base.PlaceHolder = "Choose a project first"
 	d.status = statusLabel()
@@ -82,7 +84,7 @@ func (u *ui) newCreateDialog(projectPath string) *createDialog {
 
 	form := container.New(layout.NewFormLayout(),
 		widget.NewLabel("Project"), d.project,
-		widget.NewLabel("Name"), container.NewVBox(d.name, d.nameErr),
+		widget.NewLabel("Name"), d.name.withReason(),
 		widget.NewLabel("Start from"), d.base,
 	)
 	d.win.SetContent(container.NewVBox(
@@ -91,6 +93,7 @@ func (u *ui) newCreateDialog(projectPath string) *createDialog {
 		container.NewHBox(layout.NewSpacer(), d.cancel, d.create),
 	))
 	d.win.Resize(fyne.NewSize(460, 0))
+	answerEscape(d.win, d.win.Close, d.name.entry)
 	// The name is what there is to type: take the keys from the start.
 	d.win.Canvas().Focus(d.name)
 
@@ -161,7 +164,7 @@ func (d *createDialog) selectProject(path string) {
 			if err := errors.Join(errB, errW); err != nil {
 				say(d.status, "Cannot read the project's branches: "+userMessage(err), true)
 			}
-			d.name.Validate()
+			d.name.showReason()
 			d.refresh()
 		})
 	})
@@ -179,27 +182,13 @@ func (d *createDialog) validateName(name string) error {
 	return nil
 }
 
-// refresh shows the name's error and enables Create when it can work.
+// refresh enables Create when it can work.
 func (d *createDialog) refresh() {
-	err := d.validateName(d.name.Text)
-	switch {
-	case err == nil:
-		d.nameErr.SetText("")
-	case d.name.Text == "":
-		// An empty form is no mistake yet.
-		d.nameErr.SetText("")
-	default:
-		d.nameErr.SetText(err.Error())
-	}
-	ready := err == nil && d.projectPath != "" && !d.loading && !d.busy
+	ready := d.validateName(d.name.Text) == nil && d.projectPath != "" && !d.loading && !d.busy
 	setEnabled(d.create, ready)
 	setEnabled(d.project, !d.busy)
 	setEnabled(d.base, !d.busy && !d.loading)
-	if d.busy {
-		d.name.Disable()
-	} else {
-		d.name.Enable()
-	}
+	setEnabled(d.name, !d.busy)
 }
 
 // submit creates the workspace. The window closes when it is there; the

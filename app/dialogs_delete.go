@@ -22,9 +22,11 @@ type deleteDialog struct {
 	win fyne.Window
 	ws  workspace.Workspace
 
-	// warning says what would be lost (uncommitted changes, unmerged
-	// commits) once the status is read.
-	warning    *widget.Label
+	// warning says what would be lost (the changed and untracked files,
+	// unmerged commits) once the status is read.
+	warning *widget.Label
+	// openFolder shows the workspace's folder, to look before deleting.
+	openFolder *widget.Button
 	keepBranch *widget.Check
 	progress   *widget.ProgressBar
 	step       *widget.Label
@@ -93,12 +95,14 @@ func (u *ui) newDeleteDialog(ws workspace.Workspace) *deleteDialog {
 	d.del = widget.NewButton("Delete", d.submit)
 	d.del.Importance = widget.DangerImportance
 	d.cancel = widget.NewButton("Cancel", d.win.Close)
+	d.openFolder = widget.NewButton("Open folder", d.showFolder)
 
 	d.win.SetContent(container.NewVBox(
 		intro, d.warning, d.keepBranch, d.progress, d.step, d.status,
-		container.NewHBox(layout.NewSpacer(), d.cancel, d.del),
+		container.NewHBox(d.openFolder, layout.NewSpacer(), d.cancel, d.del),
 	))
 	d.win.Resize(fyne.NewSize(480, 0))
+	answerEscape(d.win, d.win.Close)
 
 	// Watch before anything can start a delete, so that no step is missed,
 	// including those of a delete an agent started.
@@ -107,7 +111,11 @@ func (u *ui) newDeleteDialog(ws workspace.Workspace) *deleteDialog {
 	u.follow(ctx, nil, d.onEvents)
 	u.background(func(context.Context) {
 		st, err := u.deps.Workspaces.Status(ctx, ws.Path)
-		u.do(func() { d.showStatus(st, err) })
+		var c workspace.Changes
+		if err == nil && st.IsDirty {
+			c, err = u.deps.Workspaces.Changes(ctx, ws.Path)
+		}
+		u.do(func() { d.showStatus(st, c, err) })
 	})
 	if ws.Branch != "" {
 		u.background(func(context.Context) {
@@ -148,11 +156,15 @@ func (d *deleteDialog) onEvents(batch []workspace.Event) {
 	}
 }
 
-// Warnings are what deleting a workspace with status st would lose.
-func Warnings(st workspace.Status) []string {
+// shownFiles is how many changed files the delete warning names.
+const shownFiles = 5
+
+// Warnings are what deleting a workspace with status st and changes c
+// would lose; the first few changed and untracked files are named.
+func Warnings(st workspace.Status, c workspace.Changes) []string {
 	var w []string
 	if st.IsDirty {
-		w = append(w, "It has uncommitted changes: they will be lost.")
+		w = append(w, "It has uncommitted changes: they will be lost."+fileList(c))
 	}
 	if st.Ahead > 0 {
 		base := st.Base
@@ -165,12 +177,45 @@ func Warnings(st workspace.Status) []string {
 	return w
 }
 
-func (d *deleteDialog) showStatus(st workspace.Status, err error) {
+// fileList names the first shownFiles files of c, one a line, changed
+// ones first, and says how many more there are; "" when c lists none.
+func fileList(c workspace.Changes) string {
+	var lines []string
+	for _, f := range c.Changed {
+		lines = append(lines, "  • "+f+" (changed)")
+	}
+	for _, f := range c.Untracked {
+		lines = append(lines, "  • "+f+" (untracked)")
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	more := ""
+	if len(lines) > shownFiles {
+		more = "\n  and " + plural(len(lines)-shownFiles, "more file")
+		lines = lines[:shownFiles]
+	}
+	return "\n" + strings.Join(lines, "\n") + more
+}
+
+// showFolder opens the workspace's folder in the file manager, saying so
+// in the dialog when none can be opened.
+func (d *deleteDialog) showFolder() {
+	path := d.ws.Path
+	d.u.background(func(context.Context) {
+		err := d.u.openFolder(path)
+		if err != nil {
+			d.u.do(func() { say(d.status, err.Error(), true) })
+		}
+	})
+}
+
+func (d *deleteDialog) showStatus(st workspace.Status, c workspace.Changes, err error) {
 	if err != nil {
 		say(d.warning, "Could not check for uncommitted changes or unmerged commits ("+userMessage(err)+"); look before you delete.", true)
 		return
 	}
-	if w := Warnings(st); len(w) > 0 {
+	if w := Warnings(st, c); len(w) > 0 {
 		say(d.warning, strings.Join(w, "\n"), true)
 		if st.Ahead > 0 && d.ws.Branch != "" && !d.running {
 			d.keepBranch.SetChecked(true)

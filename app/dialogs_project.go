@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,13 +23,15 @@ type projectDialog struct {
 	u   *ui
 	win fyne.Window
 
-	path   *widget.Entry
+	path   *field
 	browse *widget.Button
 	status *widget.Label
 	add    *widget.Button
 	cancel *widget.Button
 
 	busy bool
+	// folders is the open folder dialog, nil when none is.
+	folders *dialog.FileDialog
 	// added is the project, once AddProject succeeded.
 	added *workspace.Project
 }
@@ -46,9 +49,9 @@ func (u *ui) openAddProject() *projectDialog {
 
 func (u *ui) newProjectDialog() *projectDialog {
 	d := &projectDialog{u: u, win: u.app.NewWindow("Add project")}
-	d.path = widget.NewEntry()
+	d.path = newField(checkFolder)
 	d.path.SetPlaceHolder("/path/to/a/git/repository")
-	d.path.OnChanged = func(string) {
+	d.path.onEdit = func(string) {
 		say(d.status, "", false)
 		d.refresh()
 	}
@@ -63,11 +66,12 @@ func (u *ui) newProjectDialog() *projectDialog {
 	help.Wrapping = fyne.TextWrapWord
 	d.win.SetContent(container.NewVBox(
 		help,
-		container.NewBorder(nil, nil, widget.NewLabel("Folder"), d.browse, d.path),
+		container.NewBorder(nil, nil, widget.NewLabel("Folder"), d.browse, d.path.withReason()),
 		d.status,
 		container.NewHBox(layout.NewSpacer(), d.cancel, d.add),
 	))
 	d.win.Resize(fyne.NewSize(520, 0))
+	answerEscape(d.win, d.escape, d.path.entry)
 	d.refresh()
 	return d
 }
@@ -85,6 +89,7 @@ func (d *projectDialog) chooseFolder() {
 	size := d.win.Canvas().Size()
 	d.win.Resize(fyne.NewSize(max(size.Width, 760), max(size.Height, 560)))
 	fd := dialog.NewFolderOpen(func(dir fyne.ListableURI, err error) {
+		d.folders = nil
 		d.win.Resize(size)
 		switch {
 		case err != nil:
@@ -98,7 +103,34 @@ func (d *projectDialog) chooseFolder() {
 			fd.SetLocation(uri)
 		}
 	}
+	d.folders = fd
 	fd.Show()
+}
+
+// escape closes the folder dialog when it is open, else the window.
+func (d *projectDialog) escape() {
+	if d.folders != nil {
+		d.folders.Dismiss()
+		return
+	}
+	d.win.Close()
+}
+
+// checkFolder says, as the path is typed, when there is no folder there;
+// whether it is a git repository the manager says when it is added.
+func checkFolder(s string) error {
+	p := expandHome(strings.TrimSpace(s))
+	if p == "" {
+		return nil
+	}
+	fi, err := os.Stat(p)
+	switch {
+	case err != nil:
+		return fmt.Errorf("there is no folder %s", p)
+	case !fi.IsDir():
+		return fmt.Errorf("%s is a file, not a folder", p)
+	}
+	return nil
 }
 
 // startDir is where the folder dialog opens: the typed folder if it

@@ -57,8 +57,8 @@ func TestCreateDialogValidatesTheNameAsItIsTyped(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			d.name.SetText("")
 			test.Type(d.name, tt.typed)
-			if tt.wantErr == "" && d.nameErr.Text != "" || !strings.Contains(d.nameErr.Text, tt.wantErr) {
-				t.Errorf("name error = %q, want %q", d.nameErr.Text, tt.wantErr)
+			if tt.wantErr == "" && d.name.reason.Text != "" || !strings.Contains(d.name.reason.Text, tt.wantErr) {
+				t.Errorf("name error = %q, want %q", d.name.reason.Text, tt.wantErr)
 			}
 			if d.create.Disabled() == tt.canGo {
 				t.Errorf("Create enabled = %v, want %v", !d.create.Disabled(), tt.canGo)

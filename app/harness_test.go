@@ -15,6 +15,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
 
 	"codehydra/internal/settings"
 	"codehydra/internal/testenv"
@@ -251,6 +252,7 @@ type fakeWorkspaces struct {
 	branches   []string
 	base       string
 	status     map[string]workspace.Status
+	changes    map[string]workspace.Changes
 	metadata   map[string]map[string]string
 	subs       []chan workspace.Event
 
@@ -268,6 +270,7 @@ func newFake() *fakeWorkspaces {
 	return &fakeWorkspaces{
 		workspaces: map[string][]workspace.Workspace{},
 		status:     map[string]workspace.Status{},
+		changes:    map[string]workspace.Changes{},
 		metadata:   map[string]map[string]string{},
 		branches:   []string{"develop", "main"},
 		base:       "main",
@@ -389,6 +392,12 @@ func (f *fakeWorkspaces) Status(_ context.Context, path string) (workspace.Statu
 	return f.status[path], nil
 }
 
+func (f *fakeWorkspaces) Changes(_ context.Context, path string) (workspace.Changes, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.changes[path], nil
+}
+
 func (f *fakeWorkspaces) BranchCreated(_ context.Context, path string) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -500,4 +509,29 @@ func realManager(t *testing.T, projects ...string) *workspace.Manager {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// question is the open confirmation titled title, read back from its
+// window; nil when none is open.
+func question(h *harness, title string) *confirmWindow {
+	w, ok := h.u.windows["confirm:"+title]
+	if !ok {
+		return nil
+	}
+	q := &confirmWindow{win: w}
+	for _, o := range test.LaidOutObjects(w.Content()) {
+		switch o := o.(type) {
+		case *widget.Button:
+			if o.Importance == widget.DangerImportance {
+				q.ok = o
+			} else if o.Text == "Cancel" {
+				q.cancel = o
+			}
+		case *widget.Label:
+			if o.Wrapping == fyne.TextWrapWord {
+				q.message = o
+			}
+		}
+	}
+	return q
 }

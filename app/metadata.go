@@ -26,8 +26,8 @@ type metadataEditor struct {
 	rows      *fyne.Container
 	// rowOf holds the row widgets by key.
 	rowOf  map[string]metaRow
-	key    *widget.Entry
-	value  *widget.Entry
+	key    *field
+	value  *field
 	set    *widget.Button
 	status *widget.Label
 
@@ -54,14 +54,17 @@ func (u *ui) newMetadataEditor() *metadataEditor {
 	})
 	e.workspace.PlaceHolder = "Choose a workspace"
 	e.rows = container.NewVBox()
-	e.key = widget.NewEntry()
+	e.key = newField(func(s string) error {
+		if s == "" {
+			return nil // an empty key is no mistake yet: Set stays off
+		}
+		return plainError(workspace.ValidateMetadataKey(s))
+	})
 	e.key.SetPlaceHolder("key, e.g. note")
-	e.key.Validator = func(s string) error { return plainError(workspace.ValidateMetadataKey(s)) }
-	e.key.OnChanged = func(string) { e.refresh() }
-	e.value = widget.NewEntry()
+	e.key.onEdit = func(string) { e.refresh() }
+	e.value = newField(func(s string) error { return plainError(workspace.ValidateMetadataValue(s)) })
 	e.value.SetPlaceHolder("value")
-	e.value.Validator = func(s string) error { return plainError(workspace.ValidateMetadataValue(s)) }
-	e.value.OnChanged = func(string) { e.refresh() }
+	e.value.onEdit = func(string) { e.refresh() }
 	e.value.OnSubmitted = func(string) { e.submit() }
 	e.set = widget.NewButton("Set", e.submit)
 	e.status = statusLabel()
@@ -69,7 +72,7 @@ func (u *ui) newMetadataEditor() *metadataEditor {
 	help := widget.NewLabel("Metadata lives in the project's git config (branch.<branch>.codehydra.<key>); agents read and write it with workspace_get_metadata and workspace_set_metadata. Keys are case-insensitive.")
 	help.Wrapping = fyne.TextWrapWord
 	editor := container.NewBorder(nil, nil, nil, e.set,
-		container.NewGridWithColumns(2, e.key, e.value))
+		container.NewGridWithColumns(2, e.key.withReason(), e.value.withReason()))
 	e.content = container.NewBorder(
 		container.NewVBox(help, e.workspace, widget.NewSeparator()),
 		container.NewVBox(widget.NewSeparator(), editor, e.status),
@@ -203,7 +206,7 @@ func (e *metadataEditor) fillRows(md map[string]string) {
 			e.key.SetText(k)
 			e.value.SetText(e.values[k])
 		})
-		r.del = widget.NewButton("Delete", func() { e.apply(k, nil) })
+		r.del = widget.NewButton("Delete", func() { e.confirmDelete(k) })
 		if k == "base" {
 			r.del.Disable()
 		}
@@ -232,6 +235,18 @@ func (e *metadataEditor) submit() {
 	}
 	v := e.value.Text
 	e.apply(e.key.Text, &v)
+}
+
+// confirmDelete asks before deleting key: a deleted value cannot be
+// brought back.
+func (e *metadataEditor) confirmDelete(key string) {
+	path := e.path
+	msg := "Delete the metadata key " + key + " of this workspace? Its value is lost, and agents no longer see it."
+	e.u.confirm("Delete "+key+"?", msg, "Delete", func() {
+		if e.path == path {
+			e.apply(key, nil)
+		}
+	})
 }
 
 // apply sets key to *value, or deletes it when value is nil.

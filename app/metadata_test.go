@@ -84,6 +84,7 @@ func TestMetadataEditorRoundTripsToGitConfig(t *testing.T) {
 
 	// Delete.
 	test.Tap(e.rowOf["note"].del)
+	test.Tap(question(h, "Delete note?").ok)
 	h.waitFor("the note gone", func() bool { _, ok := e.rowOf["note"]; return !ok })
 	if v, ok := gitConfig(t, repo, "branch.feat.codehydra.note"); ok {
 		t.Errorf("git config note still %q", v)

@@ -12,7 +12,6 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
-	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/widget"
 
@@ -32,19 +31,20 @@ type settingsWindow struct {
 	win fyne.Window
 
 	mcpMode       *widget.RadioGroup
-	mcpPort       *widget.Entry
+	mcpPort       *field
 	mcpInUse      *widget.Label
 	ocMode        *widget.RadioGroup
-	ocPort        *widget.Entry
-	ocBin         *widget.Entry
+	ocPort        *field
+	ocBin         *field
 	ocFound       *widget.Label
-	worktreeRoot  *widget.Entry
+	worktreeRoot  *field
 	notifications *widget.Check
-	ratePerSecond *widget.Entry
-	rateBurst     *widget.Entry
+	ratePerSecond *field
+	rateBurst     *field
 	rotate        *widget.Button
 	rotateStatus  *widget.Label
 	save          *widget.Button
+	cancel        *widget.Button
 	status        *widget.Label
 	restartNote   *widget.Label
 	restartNow    *widget.Button
@@ -68,28 +68,22 @@ func (u *ui) openSettings() *settingsWindow {
 func (u *ui) newSettingsWindow() *settingsWindow {
 	w := &settingsWindow{u: u, win: u.app.NewWindow("CodeHydra settings")}
 
-	w.mcpPort = portEntry("MCP port")
-	w.mcpMode = portMode(w.mcpPort)
+	w.mcpPort, w.mcpMode = portField("MCP port")
 	w.mcpInUse = widget.NewLabel("")
-	w.ocPort = portEntry("OpenCode base port")
-	w.ocMode = portMode(w.ocPort)
-	w.ocBin = widget.NewEntry()
+	w.ocPort, w.ocMode = portField("OpenCode base port")
+	w.ocBin = newField(func(s string) error { _, err := parseBinary(s); return err })
 	w.ocBin.SetPlaceHolder("empty: look for opencode on PATH")
-	w.ocBin.Validator = func(s string) error { _, err := parseBinary(s); return err }
 	w.ocFound = widget.NewLabel("")
 	w.ocFound.Wrapping = fyne.TextWrapWord
-	w.worktreeRoot = widget.NewEntry()
+	w.worktreeRoot = newField(func(s string) error { _, err := parseWorktreeRoot(s); return err })
 	def := u.deps.DefaultWorktreeRoot
 	if def == "" {
 		def = "the default folder"
 	}
 	w.worktreeRoot.SetPlaceHolder("empty: " + def)
-	w.worktreeRoot.Validator = func(s string) error { _, err := parseWorktreeRoot(s); return err }
 	w.notifications = widget.NewCheck("Notify when an agent finishes or needs input", nil)
-	w.ratePerSecond = widget.NewEntry()
-	w.ratePerSecond.Validator = func(s string) error { _, err := parseRate(s); return err }
-	w.rateBurst = widget.NewEntry()
-	w.rateBurst.Validator = func(s string) error { _, err := parseBurst(s); return err }
+	w.ratePerSecond = newField(func(s string) error { _, err := parseRate(s); return err })
+	w.rateBurst = newField(func(s string) error { _, err := parseBurst(s); return err })
 	w.rotate = widget.NewButton("Rotate token…", w.confirmRotate)
 	if u.deps.RotateToken == nil {
 		w.rotate.Disable()
@@ -99,26 +93,31 @@ func (u *ui) newSettingsWindow() *settingsWindow {
 	w.restartNote = statusLabel()
 	w.restartNow = widget.NewButton("Restart now", func() {
 		if u.deps.Restart != nil {
-			u.deps.Restart()
-			u.app.Quit()
+			u.unlessBusy("Restart", func() {
+				u.deps.Restart()
+				u.app.Quit()
+			})
 		}
 	})
 	w.restartNow.Hide()
 	w.save = widget.NewButton("Save", w.submit)
 	w.save.Importance = widget.HighImportance
+	// Cancel drops what was not saved.
+	w.cancel = widget.NewButton("Cancel", w.win.Close)
 
 	row := func(label string, obj ...fyne.CanvasObject) []fyne.CanvasObject {
 		return []fyne.CanvasObject{widget.NewLabel(label), container.NewVBox(obj...)}
 	}
 	var cells []fyne.CanvasObject
-	cells = append(cells, row("MCP server port", w.mcpMode, w.mcpPort, w.mcpInUse)...)
-	cells = append(cells, row("OpenCode base port", w.ocMode, w.ocPort)...)
-	cells = append(cells, row("OpenCode binary", w.ocBin, w.ocFound)...)
-	cells = append(cells, row("Worktree root", w.worktreeRoot)...)
+	cells = append(cells, row("MCP server port", w.mcpMode, w.mcpPort.withReason(), w.mcpInUse)...)
+	cells = append(cells, row("OpenCode base port", w.ocMode, w.ocPort.withReason())...)
+	cells = append(cells, row("OpenCode binary", w.ocBin.withReason(), w.ocFound)...)
+	cells = append(cells, row("Worktree root", w.worktreeRoot.withReason())...)
 	cells = append(cells, row("Notifications", w.notifications)...)
 	cells = append(cells, row("MCP rate limit", container.NewGridWithColumns(2,
 		container.NewBorder(nil, nil, nil, widget.NewLabel("calls per second"), w.ratePerSecond),
-		container.NewBorder(nil, nil, nil, widget.NewLabel("burst"), w.rateBurst)))...)
+		container.NewBorder(nil, nil, nil, widget.NewLabel("burst"), w.rateBurst)),
+		w.ratePerSecond.reason, w.rateBurst.reason)...)
 	cells = append(cells, row("Access token", w.rotate, w.rotateStatus)...)
 	// Save and what it reports stay below the scrolling form, so that they
 	// are in view however tall the form grows.
@@ -126,7 +125,7 @@ func (u *ui) newSettingsWindow() *settingsWindow {
 		container.NewPadded(container.NewVBox(
 			w.status,
 			w.restartNote,
-			container.NewHBox(layout.NewSpacer(), w.restartNow, w.save),
+			container.NewHBox(layout.NewSpacer(), w.restartNow, w.cancel, w.save),
 		)),
 		nil, nil,
 		container.NewVScroll(container.NewPadded(container.New(layout.NewFormLayout(), cells...))),
@@ -138,33 +137,37 @@ func (u *ui) newSettingsWindow() *settingsWindow {
 		container.NewTabItem("Metadata", w.meta.content),
 	)
 	w.win.SetContent(tabs)
+	answerEscape(w.win, w.win.Close, w.mcpPort.entry, w.ocPort.entry, w.ocBin.entry, w.worktreeRoot.entry,
+		w.ratePerSecond.entry, w.rateBurst.entry, w.meta.key.entry, w.meta.value.entry)
 	w.win.Resize(fyne.NewSize(640, 680))
 	w.fill(u.deps.Settings.Get())
 	return w
 }
 
-func portEntry(what string) *widget.Entry {
-	e := widget.NewEntry()
-	e.SetPlaceHolder("1 to 65535")
-	e.Validator = func(s string) error { _, err := parsePort(what, s); return err }
-	return e
-}
-
-// portMode is the dynamic/fixed choice of a port; the entry is only
-// editable for a fixed port.
-func portMode(port *widget.Entry) *widget.RadioGroup {
-	r := widget.NewRadioGroup([]string{portDynamic, portFixed}, func(choice string) {
-		setEnabled(port, choice == portFixed)
+// portField is a port's entry and its dynamic/fixed choice; the entry is
+// only editable, and only checked, for a fixed port.
+func portField(what string) (*field, *widget.RadioGroup) {
+	var mode *widget.RadioGroup
+	f := newField(func(s string) error {
+		if mode == nil || mode.Selected != portFixed {
+			return nil
+		}
+		_, err := parsePort(what, s)
+		return err
 	})
-	r.Horizontal = true
-	r.Required = true
-	return r
+	f.SetPlaceHolder("1 to 65535")
+	mode = widget.NewRadioGroup([]string{portDynamic, portFixed}, func(choice string) {
+		setEnabled(f, choice == portFixed)
+	})
+	mode.Horizontal = true
+	mode.Required = true
+	return f, mode
 }
 
 // fill shows s in the form.
 func (w *settingsWindow) fill(s settings.Settings) {
 	w.loaded = s
-	fillPort := func(mode *widget.RadioGroup, e *widget.Entry, port int) {
+	fillPort := func(mode *widget.RadioGroup, e *field, port int) {
 		e.SetText("")
 		mode.SetSelected(portDynamic)
 		if port != 0 {
@@ -204,7 +207,7 @@ func (w *settingsWindow) fill(s settings.Settings) {
 // wrong, in words that say how to fix it.
 func (w *settingsWindow) read(s *settings.Settings) error {
 	var errs []error
-	port := func(mode *widget.RadioGroup, e *widget.Entry, what string) int {
+	port := func(mode *widget.RadioGroup, e *field, what string) int {
 		if mode.Selected != portFixed {
 			return 0
 		}
@@ -343,12 +346,14 @@ func restartNeeded(before, after settings.Settings) []string {
 const RotateTokenNote = "A new MCP access token replaces the current one. Every agent is restarted so that it gets the new token. " +
 	"Other MCP clients (Claude Code, Claude Desktop, …) stop working until you copy their config again with Copy MCP config."
 
+// confirmRotate asks before rotating, naming the agents whose work the
+// restart would stop.
 func (w *settingsWindow) confirmRotate() {
-	dialog.ShowConfirm("Rotate the access token?", RotateTokenNote, func(ok bool) {
-		if ok {
-			w.rotateToken()
-		}
-	}, w.win)
+	msg := RotateTokenNote
+	if busy := BusyWarning(busyAgents(w.u.tray.State())); busy != "" {
+		msg += "\n\n" + busy + " Their work in progress stops."
+	}
+	w.u.confirm("Rotate the access token?", msg, "Rotate token", w.rotateToken)
 }
 
 // rotateToken replaces the token, then restarts every agent so that each

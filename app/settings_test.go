@@ -195,14 +195,14 @@ func TestRotateTokenRestartsEveryAgentAndSaysToRecopyConfigs(t *testing.T) {
 	w := h.u.openSettings()
 
 	test.Tap(w.rotate)
-	yes := findButton(w.win.Canvas().Overlays().Top(), "Yes")
-	if yes == nil {
+	q := question(h, "Rotate the access token?")
+	if q == nil {
 		t.Fatal("Rotate token… asked for no confirmation")
 	}
-	if markup := test.RenderObjectToMarkup(w.win.Canvas().Overlays().Top()); !strings.Contains(markup, "copy their config again") {
-		t.Errorf("the confirmation does not say that other clients need their config copied again:\n%s", markup)
+	if !strings.Contains(q.message.Text, "copy their config again") {
+		t.Errorf("the confirmation does not say that other clients need their config copied again: %q", q.message.Text)
 	}
-	test.Tap(yes)
+	test.Tap(q.ok)
 	h.waitFor("the rotation", func() bool { return strings.HasPrefix(w.rotateStatus.Text, "Token rotated") })
 	if rotations != 1 {
 		t.Errorf("%d rotations", rotations)

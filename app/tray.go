@@ -259,7 +259,7 @@ func (t *Tray) actions() Actions {
 		NewWorkspace: func() { u.openCreate("") },
 		AddProject:   func() { u.openAddProject() },
 		Settings:     func() { u.openSettings() },
-		Quit:         u.app.Quit,
+		Quit:         func() { u.unlessBusy(LabelQuit, u.app.Quit) },
 	}
 	if agents := u.deps.Agents; agents != nil {
 		a.OpenAgent = func(path string) {

@@ -1,0 +1,90 @@
+package app
+
+import (
+	"fmt"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/layout"
+	"fyne.io/fyne/v2/widget"
+)
+
+// confirmWindow is a question in a small window of its own: in tray mode
+// there is no window to hang a dialog on, and Fyne's dialogs do not answer
+// Escape.
+type confirmWindow struct {
+	win     fyne.Window
+	message *widget.Label
+	ok      *widget.Button
+	cancel  *widget.Button
+}
+
+// confirm asks title and message with Cancel and a button labelled action
+// (which runs act); Escape and closing the window cancel. An open question
+// of the same title is brought forward instead (and nil returned).
+func (u *ui) confirm(title, message, action string, act func()) *confirmWindow {
+	var c *confirmWindow
+	u.window("confirm:"+title, func() (fyne.Window, func()) {
+		c = &confirmWindow{win: u.app.NewWindow("CodeHydra: " + title)}
+		head := widget.NewLabelWithStyle(title, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+		c.message = widget.NewLabel(message)
+		c.message.Wrapping = fyne.TextWrapWord
+		c.cancel = widget.NewButton("Cancel", c.win.Close)
+		c.ok = widget.NewButton(action, func() {
+			c.win.Close()
+			act()
+		})
+		c.ok.Importance = widget.DangerImportance
+		c.win.SetContent(container.NewVBox(head, c.message,
+			container.NewHBox(layout.NewSpacer(), c.cancel, c.ok)))
+		c.win.Resize(fyne.NewSize(440, 0))
+		answerEscape(c.win, c.win.Close)
+		return c.win, nil
+	})
+	return c
+}
+
+// busyAgents names the workspaces whose agents are in the middle of a turn
+// (working, or waiting for the user's answer), in the menu's order.
+func busyAgents(s State) []string {
+	var names []string
+	for _, p := range s.Projects {
+		for _, w := range p.Workspaces {
+			switch w.Phase() {
+			case PhaseBusy, PhaseNeedsInput:
+				names = append(names, w.Workspace.Name)
+			}
+		}
+	}
+	return names
+}
+
+// BusyWarning is the sentence that names the busy agents ("featA and
+// featB are working."), "" when none is.
+func BusyWarning(names []string) string {
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return names[0] + " is working."
+	}
+	const shown = 5
+	if len(names) > shown {
+		head := names[:shown-1]
+		return fmt.Sprintf("%s and %s are working.", strings.Join(head, ", "), plural(len(names)-len(head), "other"))
+	}
+	head, last := names[:len(names)-1], names[len(names)-1]
+	return fmt.Sprintf("%s and %s are working.", strings.Join(head, ", "), last)
+}
+
+// unlessBusy runs act at once when no agent is in a turn; otherwise it
+// first asks, naming the agents, whether to do what (e.g. "Quit") anyway.
+func (u *ui) unlessBusy(what string, act func()) {
+	names := busyAgents(u.tray.State())
+	if len(names) == 0 {
+		act()
+		return
+	}
+	u.confirm(what+"?", BusyWarning(names)+" "+what+" anyway? Their work in progress stops.", what+" anyway", act)
+}
