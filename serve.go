@@ -106,6 +106,9 @@ type server struct {
 	mcpURL   string
 	mcpPort  int
 	mcpToken string
+	// startedAt is when the instance file was first written; a rewrite
+	// (Rotate token) keeps it.
+	startedAt time.Time
 
 	mcp   *mcp.Server
 	token *mcp.Token

@@ -159,6 +159,7 @@ func Run(ctx context.Context, deps Deps) error {
 
 	uiCtx, cancel := context.WithCancel(ctx)
 	u := newUI(uiCtx, a, deps)
+	u.notify = desktopNotifier(a, getenv)
 
 	hostCtx, hostCancel := context.WithTimeout(ctx, 2*time.Second)
 	trayHost := deps.TrayHost
@@ -203,6 +204,8 @@ type ui struct {
 	do func(fn func())
 	// now is the clock.
 	now func() time.Time
+	// notify shows a desktop notification (notify.go).
+	notify func(Notice) error
 
 	wg sync.WaitGroup
 	// windows are the open single-instance windows by key ("create",
@@ -223,6 +226,7 @@ func newUI(ctx context.Context, a fyne.App, deps Deps) *ui {
 		log:     log,
 		do:      fyne.Do,
 		now:     time.Now,
+		notify:  fyneNotifier(a),
 		windows: map[string]fyne.Window{},
 	}
 	u.tray = newTray(u)

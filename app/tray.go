@@ -239,11 +239,7 @@ func (t *Tray) notify(notes []Notice) {
 	if len(notes) == 0 || !t.u.deps.Settings.Get().Notifications {
 		return
 	}
-	t.u.do(func() {
-		for _, n := range notes {
-			t.u.app.SendNotification(fyne.NewNotification(n.Title, n.Content))
-		}
-	})
+	t.u.do(func() { t.u.sendNotices(notes) })
 }
 
 // errAgentGone is what an agent action says when the agent stopped after
