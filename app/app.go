@@ -27,6 +27,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"codehydra/assets"
+	"codehydra/internal/paths"
 	"codehydra/internal/settings"
 	"codehydra/workspace"
 )
@@ -206,6 +207,8 @@ type ui struct {
 	now func() time.Time
 	// notify shows a desktop notification (notify.go).
 	notify func(Notice) error
+	// browser opens the agents' web UIs (agenturl.go).
+	browser *browser
 
 	wg sync.WaitGroup
 	// windows are the open single-instance windows by key ("create",
@@ -219,6 +222,10 @@ func newUI(ctx context.Context, a fyne.App, deps Deps) *ui {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	getenv := deps.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
 	u := &ui{
 		ctx:     ctx,
 		app:     a,
@@ -227,6 +234,7 @@ func newUI(ctx context.Context, a fyne.App, deps Deps) *ui {
 		do:      fyne.Do,
 		now:     time.Now,
 		notify:  fyneNotifier(a),
+		browser: &browser{dir: paths.RuntimeDir(), keep: time.Minute, getenv: getenv, run: startOpener, platform: a.OpenURL},
 		windows: map[string]fyne.Window{},
 	}
 	u.tray = newTray(u)
