@@ -106,6 +106,9 @@ type server struct {
 	mcpURL   string
 	mcpPort  int
 	mcpToken string
+	// startedAt is when the instance file was first written; a rewrite
+	// (Rotate token) keeps it.
+	startedAt time.Time
 
 	mcp   *mcp.Server
 	token *mcp.Token
@@ -151,7 +154,8 @@ func (s *server) run(ctx context.Context) int {
 		fmt.Fprintf(s.cli.stderr, "codehydra: cannot write the log (%v); logging to the terminal only\n", err)
 	}
 	if settingsErr != nil {
-		s.log.Warn("settings not loaded; using defaults", "err", settingsErr)
+		// The error says what was kept: the defaults, or all but one key.
+		s.log.Warn("settings file not used as it was", "err", settingsErr)
 	}
 	s.log.Info("starting", "version", version, "pid", s.pid, "settings", s.settings.Path())
 	s.newManager()
@@ -210,7 +214,8 @@ func (s *server) shutdown() {
 }
 
 // loadSettings is step 1a. A corrupt file is reported and moved aside by
-// settings.Load; the run goes on with defaults.
+// settings.Load; the run goes on with defaults (or, when only opencodeBin
+// was a relative path, with every other setting of the file).
 func (s *server) loadSettings() error {
 	s.settings = settings.NewStore(paths.SettingsFile())
 	err := s.settings.Load()

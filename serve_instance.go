@@ -54,14 +54,18 @@ func where(pid int, mcpURL string) string {
 	return fmt.Sprintf("pid %d, MCP at %s", pid, mcpURL)
 }
 
-// writeInstanceFile is step 4.
+// writeInstanceFile is step 4; it runs again when the token is rotated,
+// and then keeps the start time, which `codehydra status` shows as uptime.
 func (s *server) writeInstanceFile(ctx context.Context) error {
+	if s.startedAt.IsZero() {
+		s.startedAt = s.cli.now().UTC().Truncate(time.Second)
+	}
 	info := instance.Info{
 		PID:       s.pid,
 		MCPURL:    s.mcpURL,
 		MCPPort:   s.mcpPort,
 		Token:     s.mcpToken,
-		StartedAt: s.cli.now().UTC().Truncate(time.Second),
+		StartedAt: s.startedAt,
 	}
 	if err := instance.Write(paths.InstanceFile(), info); err != nil {
 		return err

@@ -27,6 +27,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"codehydra/assets"
+	"codehydra/internal/paths"
 	"codehydra/internal/settings"
 	"codehydra/workspace"
 )
@@ -160,6 +161,7 @@ func Run(ctx context.Context, deps Deps) error {
 
 	uiCtx, cancel := context.WithCancel(ctx)
 	u := newUI(uiCtx, a, deps)
+	u.notify = desktopNotifier(a, getenv)
 
 	hostCtx, hostCancel := context.WithTimeout(ctx, 2*time.Second)
 	trayHost := deps.TrayHost
@@ -206,6 +208,10 @@ type ui struct {
 	now func() time.Time
 	// openFolder shows a folder in the file manager (openFolder).
 	openFolder func(path string) error
+	// notify shows a desktop notification (notify.go).
+	notify func(Notice) error
+	// browser opens the agents' web UIs (agenturl.go).
+	browser *browser
 
 	wg sync.WaitGroup
 	// windows are the open single-instance windows by key ("create",
@@ -219,6 +225,10 @@ func newUI(ctx context.Context, a fyne.App, deps Deps) *ui {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	getenv := deps.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
 	u := &ui{
 		ctx:     ctx,
 		app:     a,
@@ -226,6 +236,8 @@ func newUI(ctx context.Context, a fyne.App, deps Deps) *ui {
 		log:     log,
 		do:      fyne.Do,
 		now:     time.Now,
+		notify:  fyneNotifier(a),
+		browser: &browser{dir: paths.RuntimeDir(), keep: time.Minute, getenv: getenv, run: startOpener, platform: a.OpenURL},
 		windows: map[string]fyne.Window{},
 
 		openFolder: openFolder,

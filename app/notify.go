@@ -1,6 +1,12 @@
 package app
 
-import "codehydra/workspace"
+import (
+	"log/slog"
+
+	"fyne.io/fyne/v2"
+
+	"codehydra/workspace"
+)
 
 // Notice is a desktop notification.
 type Notice struct {
@@ -30,4 +36,25 @@ func AgentNotices(ws workspace.Workspace, prev, next workspace.AgentStatus) []No
 
 func busy(a workspace.AgentStatus) bool {
 	return a.Type == workspace.AgentBusy || a.Type == workspace.AgentMixed
+}
+
+// fyneNotifier shows notices with Fyne, which reports no failure (it
+// prints them on stderr); the platform's desktopNotifier does better where
+// it can.
+func fyneNotifier(a fyne.App) func(Notice) error {
+	return func(n Notice) error {
+		a.SendNotification(fyne.NewNotification(n.Title, n.Content))
+		return nil
+	}
+}
+
+// sendNotices shows notes on the desktop. One that fails goes to the log,
+// where a user looking for a missing notification finds why; it is not
+// worth a window of its own.
+func (u *ui) sendNotices(notes []Notice) {
+	for _, n := range notes {
+		if err := u.notify(n); err != nil {
+			u.log.Warn("desktop notification failed", slog.String("title", n.Title), slog.Any("err", err))
+		}
+	}
 }

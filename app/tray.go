@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/url"
 	"reflect"
 	"slices"
 	"sync"
@@ -239,11 +238,7 @@ func (t *Tray) notify(notes []Notice) {
 	if len(notes) == 0 || !t.u.deps.Settings.Get().Notifications {
 		return
 	}
-	t.u.do(func() {
-		for _, n := range notes {
-			t.u.app.SendNotification(fyne.NewNotification(n.Title, n.Content))
-		}
-	})
+	t.u.do(func() { t.u.sendNotices(notes) })
 }
 
 // errAgentGone is what an agent action says when the agent stopped after
@@ -262,21 +257,7 @@ func (t *Tray) actions() Actions {
 		Quit:         func() { u.unlessBusy(LabelQuit, u.app.Quit) },
 	}
 	if agents := u.deps.Agents; agents != nil {
-		a.OpenAgent = func(path string) {
-			port, password, ok := agents.OpencodeServer(path)
-			if !ok {
-				u.showError("Open agent", errAgentGone)
-				return
-			}
-			link, err := url.Parse(AgentURL(port, password))
-			if err == nil {
-				err = u.app.OpenURL(link)
-			}
-			if err != nil {
-				// Not err itself: it may quote the URL, password and all.
-				u.showError("Open agent", errors.New("the browser could not be started; use Copy attach command instead"))
-			}
-		}
+		a.OpenAgent = u.openAgent
 		a.CopyAttach = func(path string) {
 			port, password, ok := agents.OpencodeServer(path)
 			if !ok {

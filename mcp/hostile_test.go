@@ -37,6 +37,8 @@ const (
 	refusedInvalid  refusal = "tool:" + refusal(workspace.CodeInvalidInput)
 	refusedNotFound refusal = "tool:" + refusal(workspace.CodeWorkspaceNotFound)
 	refusedProject  refusal = "tool:" + refusal(workspace.CodeProjectNotFound)
+	refusedForbid   refusal = "tool:" + refusal(workspace.CodeForbidden)
+	refusedLimited  refusal = "tool:" + refusal(workspace.CodeRateLimited)
 )
 
 // hostileAnswerWithin bounds how long any hostile request may take: a
@@ -135,11 +137,18 @@ func jsonRPCMessages(b []byte) []map[string]any {
 	return msgs
 }
 
-// rawSession opens an MCP session by hand and returns the headers that
-// address it.
+// rawSession opens an MCP session by hand with the master token and
+// returns the headers that address it.
 func (h *harness) rawSession() http.Header {
 	h.t.Helper()
-	hdr := h.authHeader(mcpHeaders())
+	return h.rawSessionAs(h.token.Value())
+}
+
+// rawSessionAs is rawSession with token.
+func (h *harness) rawSessionAs(token string) http.Header {
+	h.t.Helper()
+	hdr := mcpHeaders()
+	hdr.Set("Authorization", "Bearer "+token)
 	r := h.send(http.MethodPost, hdr, strings.NewReader(initializeBody))
 	id := r.header.Get("Mcp-Session-Id")
 	if r.status != http.StatusOK || id == "" {
@@ -431,6 +440,9 @@ func TestHostileRequestsGetACleanRefusalAndTheServerKeepsServing(t *testing.T) {
 			}
 		}
 	})
+
+	t.Run("workspace tokens", func(t *testing.T) { hostileWorkspaceTokens(t, h, ws, other, check) })
+	t.Run("removed workspace and rate limit", func(t *testing.T) { hostileGoneAndLimited(t, check) })
 
 	t.Logf("FIGURE hostile: requests=%d not-refused-as-expected=%d slowest-answer=%s", requests, wrong, slowest.Round(time.Millisecond))
 

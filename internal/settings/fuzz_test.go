@@ -19,7 +19,11 @@ import (
 //     settings and saves to the same bytes;
 //   - a *CorruptError with the defaults, the file moved aside with its
 //     content intact, nothing left at the settings path, and an earlier
-//     bad file of the same second not overwritten.
+//     bad file of the same second not overwritten;
+//   - a *DroppedKeyError (a relative opencodeBin) with valid settings
+//     without it, the file as it was copied aside (the earlier bad file
+//     untouched) and the settings path holding a file that loads back to
+//     the same settings without an error.
 func FuzzLoad(f *testing.F) {
 	for _, s := range []string{
 		``, `{}`, `null`, `[]`, `"x"`, `0`, `{"mcpPort":`, `{"mcpPort":65535}`, `{"mcpPort":65536}`, `{"mcpPort":-1}`,
@@ -27,6 +31,7 @@ func FuzzLoad(f *testing.F) {
 		`{"projects":["rel"]}`, `{"worktreeRoot":"/w\u0000x"}`, `{"rateLimit":{"perSecond":0}}`, `{"rateLimit":{"perSecond":1e308,"burst":1}}`,
 		`{"rateLimit":null}`, `{"toolTimeoutSeconds":600}`, `{"unknown":{"deep":[1,2,{"x":"<&>"}]},"zz":null}`, `{"a":1,"a":2}`,
 		`{"notifications":false,"opencodeBin":"/usr/bin/opencode"}`, "{\"k\":\"\xff\"}", "\xef\xbb\xbf{}", `{} trailing`, `{"":1}`,
+		`{"opencodeBin":"./oc","mcpPort":7}`, `{"opencodeBin":"a/b","mcpPort":70000}`, `{"opencodeBin":"a\\b","x":[]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -46,6 +51,11 @@ func FuzzLoad(f *testing.F) {
 
 		if b, rerr := os.ReadFile(earlier); rerr != nil || string(b) != "an earlier bad file" {
 			t.Fatalf("the earlier bad file was overwritten: %q, %v", b, rerr)
+		}
+		var derr *DroppedKeyError
+		if errors.As(err, &derr) {
+			checkDropped(t, data, s, derr, earlier)
+			return
 		}
 		if err != nil {
 			var cerr *CorruptError
@@ -100,6 +110,27 @@ func FuzzLoad(f *testing.F) {
 			t.Fatalf("saving twice gives different files:\n%s\n%s", first, second)
 		}
 	})
+}
+
+// checkDropped checks Load's third outcome: a relative opencodeBin dropped.
+func checkDropped(t *testing.T, data []byte, s Settings, derr *DroppedKeyError, earlier string) {
+	t.Helper()
+	if verr := s.Validate(); verr != nil || s.OpencodeBin != "" {
+		t.Fatalf("Load(%q) dropped a key but returned %+v (%v)", data, s, verr)
+	}
+	if derr.WriteErr != nil || derr.Backup == "" || derr.Backup == earlier {
+		t.Fatalf("Load(%q): backup %q, write error %v", data, derr.Backup, derr.WriteErr)
+	}
+	if b, rerr := os.ReadFile(derr.Backup); rerr != nil || !bytes.Equal(b, data) {
+		t.Fatalf("backup holds %q, %v; want the original %q", b, rerr, data)
+	}
+	again, err := Load(derr.Path)
+	if err != nil {
+		t.Fatalf("Load of the rewritten file: %v", err)
+	}
+	if !reflect.DeepEqual(fieldsOf(s), fieldsOf(again)) {
+		t.Fatalf("the rewritten file loads as %+v, want %+v", fieldsOf(again), fieldsOf(s))
+	}
 }
 
 func dirNames(t *testing.T, dir string) []string {

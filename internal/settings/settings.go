@@ -160,11 +160,7 @@ func (s Settings) Validate() error {
 	if n := s.MCPMaxConnections; n < 16 || n > 65535 {
 		errs = append(errs, fmt.Errorf("mcpMaxConnections is %d: use 16 to 65535", n))
 	}
-	if strings.ContainsAny(s.OpencodeBin, `/\`) && !filepath.IsAbs(s.OpencodeBin) {
-		// A relative path would be found from wherever an agent starts:
-		// in a workspace, that is a folder of the repository's content. A
-		// bare command name is looked up on PATH only (Go's exec refuses
-		// to find it in the current folder).
+	if relativeBin(s.OpencodeBin) {
 		errs = append(errs, fmt.Errorf("opencodeBin %q is a relative path: use the absolute path of the opencode executable, a command name to look up on PATH, or \"\" to search PATH and the tools folder", s.OpencodeBin))
 	}
 	if s.WorktreeRoot != "" && !filepath.IsAbs(s.WorktreeRoot) {
@@ -194,6 +190,14 @@ func (s Settings) validateRunLimits() []error {
 		errs = append(errs, fmt.Errorf("maxAgents is %d: use 1 to 1000", n))
 	}
 	return errs
+}
+
+// relativeBin reports an opencodeBin that is a relative path. It would be
+// found from wherever an agent starts: in a workspace, that is a folder of
+// the repository's content. A bare command name is looked up on PATH only
+// (Go's exec refuses to find it in the current folder).
+func relativeBin(bin string) bool {
+	return strings.ContainsAny(bin, `/\`) && !filepath.IsAbs(bin)
 }
 
 // knownKeys are the JSON names of the Settings fields.
@@ -308,14 +312,20 @@ func (e *CorruptError) Unwrap() error { return e.Err }
 // Load reads the settings file at path. A missing file gives Default() and
 // no error (nothing is written). A file that is not valid JSON or fails
 // Validate is moved aside as <path>.bad-<YYYYMMDD-hhmmss> and Load returns
-// Default() with a *CorruptError. Any other read failure returns Default()
-// with that error and leaves the file alone.
+// Default() with a *CorruptError; but a file that is valid except for a
+// relative opencodeBin keeps every other setting: Load returns them with a
+// *DroppedKeyError and rewrites the file without that key (keeping a copy
+// of it as it was). Any other read failure returns Default() with that
+// error and leaves the file alone.
 func Load(path string) (Settings, error) {
 	return load(path, time.Now)
 }
 
 func load(path string, now func() time.Time) (Settings, error) {
-	s, invalid, err := read(path)
+	s, dropped, invalid, err := read(path)
+	if dropped != nil {
+		return s, dropped.rewrite(s, now())
+	}
 	if !invalid {
 		return s, err
 	}
@@ -330,29 +340,35 @@ func load(path string, now func() time.Time) (Settings, error) {
 
 // Read reads the settings file at path as Load does but changes nothing,
 // for commands that only look: a file that is not valid settings is left
-// where it is. Whatever the error, the settings returned are usable (the
-// defaults when the file was not).
+// where it is, and a relative opencodeBin is ignored without a word (such
+// commands start no agent). Whatever the error, the settings returned are
+// usable (the defaults when the file was not).
 func Read(path string) (Settings, error) {
-	s, _, err := read(path)
+	s, _, _, err := read(path)
 	return s, err
 }
 
 // read returns the settings in the file at path, or Default() with no
 // error when there is none. invalid reports a file that was read but does
 // not hold valid settings; the settings returned are then Default().
-func read(path string) (s Settings, invalid bool, err error) {
+// dropped is set when the file is valid but for a relative opencodeBin:
+// the settings returned are the file's without it.
+func read(path string) (s Settings, dropped *DroppedKeyError, invalid bool, err error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return Default(), false, nil
+		return Default(), nil, false, nil
 	}
 	if err != nil {
-		return Default(), false, fmt.Errorf("read settings: %w", err)
+		return Default(), nil, false, fmt.Errorf("read settings: %w", err)
 	}
 	s, err = parse(data)
-	if err != nil {
-		return Default(), true, err
+	if err == nil {
+		return s, nil, false, nil
 	}
-	return s, false, nil
+	if s, dropped := withoutRelativeBin(path, data); dropped != nil {
+		return s, dropped, false, nil
+	}
+	return Default(), nil, true, err
 }
 
 // parse reads data over the defaults and validates the result.
@@ -367,21 +383,26 @@ func parse(data []byte) (Settings, error) {
 	return s, nil
 }
 
-// moveAside renames path to path.bad-<time>, adding a counter rather than
-// replacing an earlier bad file of the same second.
+// moveAside renames path to badName(path, t).
 func moveAside(path string, t time.Time) (string, error) {
-	base := path + ".bad-" + t.Format("20060102-150405")
-	target := base
-	for i := 1; ; i++ {
-		if _, err := os.Lstat(target); errors.Is(err, fs.ErrNotExist) {
-			break
-		}
-		target = fmt.Sprintf("%s-%d", base, i)
-	}
+	target := badName(path, t)
 	if err := os.Rename(path, target); err != nil {
 		return "", fmt.Errorf("move bad settings file aside: %w", err)
 	}
 	return target, nil
+}
+
+// badName is path.bad-<time>, with a counter added rather than naming an
+// earlier bad file of the same second.
+func badName(path string, t time.Time) string {
+	base := path + ".bad-" + t.Format("20060102-150405")
+	target := base
+	for i := 1; ; i++ {
+		if _, err := os.Lstat(target); errors.Is(err, fs.ErrNotExist) {
+			return target
+		}
+		target = fmt.Sprintf("%s-%d", base, i)
+	}
 }
 
 // Save validates s and writes it to path atomically with mode 0600,
