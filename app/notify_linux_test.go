@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 type notificationService struct {
 	mu    sync.Mutex
 	shown []string // "title: body"
+	icons []string // the signature and size of each notice's image-data hint
 }
 
 func (s *notificationService) Notify(app string, replaces uint32, icon, summary, body string,
@@ -24,6 +26,14 @@ func (s *notificationService) Notify(app string, replaces uint32, icon, summary,
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.shown = append(s.shown, summary+": "+body)
+	shape := "none"
+	if v, ok := hints["image-data"]; ok {
+		shape = "not a struct"
+		if f, ok := v.Value().([]any); ok && len(f) == 7 {
+			shape = fmt.Sprintf("%vx%v stride %v alpha %v bits %v channels %v bytes %d", f[0], f[1], f[2], f[3], f[4], f[5], len(f[6].([]byte)))
+		}
+	}
+	s.icons = append(s.icons, shape)
 	return uint32(len(s.shown)), nil
 }
 
@@ -31,6 +41,12 @@ func (s *notificationService) notes() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.shown...)
+}
+
+func (s *notificationService) iconHints() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.icons...)
 }
 
 // finishAgentUnderTray runs a tray whose desktop notifications go to the
@@ -85,6 +101,14 @@ func TestANotificationReachesTheDesktopsNotificationService(t *testing.T) {
 	log := finishAgentUnderTray(t, addr)
 	if got := svc.notes(); len(got) != 1 || !strings.HasPrefix(got[0], NoticeFinished+": ") {
 		t.Errorf("the service was sent %q, want one %q", got, NoticeFinished)
+	}
+	// The service cannot read Fyne's icon cache, so the icon goes inline.
+	if sig := noticeHints()["image-data"].Signature().String(); sig != "(iiibiiay)" {
+		t.Errorf("image-data is sent as %s, want the spec's (iiibiiay)", sig)
+	}
+	want := "64x64 stride 256 alpha true bits 8 channels 4 bytes 16384"
+	if got := svc.iconHints(); len(got) != 1 || got[0] != want {
+		t.Errorf("the notice's image-data hint is %q, want %q", got, want)
 	}
 	if strings.Contains(log, "notification failed") {
 		t.Errorf("log says a notification failed:\n%s", log)
