@@ -52,6 +52,7 @@ type Phase string
 const (
 	PhaseIdle         Phase = "idle"
 	PhaseBusy         Phase = "busy"
+	PhaseRetrying     Phase = "retrying"
 	PhaseNeedsInput   Phase = "needs input"
 	PhaseFailed       Phase = "failed"
 	PhaseStarting     Phase = "starting"
@@ -60,11 +61,20 @@ const (
 	PhaseNoAgent      Phase = "no agent"
 )
 
+// Phases lists every phase, in the order the README's table of marks
+// explains them.
+func Phases() []Phase {
+	return []Phase{PhaseIdle, PhaseBusy, PhaseRetrying, PhaseNeedsInput, PhaseStarting,
+		PhaseFailed, PhaseDeleting, PhaseDeleteFailed, PhaseNoAgent}
+}
+
 // Mark is the sign a phase shows before a workspace's name.
 func (p Phase) Mark() string {
 	switch p {
 	case PhaseBusy:
 		return "●"
+	case PhaseRetrying:
+		return "↻"
 	case PhaseIdle:
 		return "○"
 	case PhaseNeedsInput:
@@ -81,7 +91,8 @@ func (p Phase) Mark() string {
 }
 
 // Phase is what the workspace is doing; a delete outranks the agent, and a
-// failure or a question outranks work.
+// failure or a question outranks work. A turn whose model request failed
+// and waits to be retried is no longer plain work: it shows as retrying.
 func (w WorkspaceState) Phase() Phase {
 	a := w.Agent
 	switch {
@@ -95,6 +106,8 @@ func (w WorkspaceState) Phase() Phase {
 		return PhaseNeedsInput
 	case a.State == workspace.AgentStateStarting:
 		return PhaseStarting
+	case a.Retry.Sessions > 0:
+		return PhaseRetrying
 	case a.Type == workspace.AgentBusy || a.Type == workspace.AgentMixed:
 		return PhaseBusy
 	case a.Type == workspace.AgentIdle || a.State == workspace.AgentStateReady:
@@ -280,12 +293,20 @@ func workspaceItem(s State, w WorkspaceState, a Actions) *fyne.MenuItem {
 const maxTroubleLen = 90
 
 // AgentTrouble is why an agent that failed or was not found does not run
-// (the supervisor's detail, cut to one menu line); "" for any other state.
+// (the supervisor's detail), or why its turn stalls (opencode's reason for
+// retrying a model request, and the attempt), cut to one menu line; "" for
+// any other state.
 func AgentTrouble(st workspace.AgentStatus) string {
-	if st.State != workspace.AgentStateFailed && st.State != workspace.AgentStateNotFound {
+	var why string
+	switch {
+	case st.State == workspace.AgentStateFailed || st.State == workspace.AgentStateNotFound:
+		why = st.Detail
+	case st.State == workspace.AgentStateReady && st.Retry.Sessions > 0:
+		why = fmt.Sprintf("retrying (attempt %d): %s", st.Retry.Attempt, st.Retry.Message)
+	default:
 		return ""
 	}
-	why := strings.Join(strings.Fields(st.Detail), " ")
+	why = strings.Join(strings.Fields(why), " ")
 	if r := []rune(why); len(r) > maxTroubleLen {
 		why = string(r[:maxTroubleLen-1]) + "…"
 	}
@@ -337,13 +358,16 @@ const (
 	TrayFailed = "failed"
 )
 
-// Overall is the tray icon's state: failed > input > busy > idle.
+// Overall is the tray icon's state: failed > input > busy > idle. An agent
+// whose model cannot be reached shows the input icon: like a question, it
+// stalls until the user acts (or the model comes back), and unlike a
+// failure the agent itself runs.
 func Overall(s State) string {
 	_, c := CountPhases(s)
 	switch {
 	case c[PhaseFailed]+c[PhaseDeleteFailed] > 0:
 		return TrayFailed
-	case c[PhaseNeedsInput] > 0:
+	case c[PhaseNeedsInput]+c[PhaseRetrying] > 0:
 		return TrayInput
 	case c[PhaseBusy] > 0:
 		return TrayBusy
@@ -364,7 +388,7 @@ func Summary(s State) string {
 	}
 	parts := []string{plural(total, "workspace")}
 	var counted []string
-	for _, p := range []Phase{PhaseBusy, PhaseNeedsInput, PhaseFailed, PhaseDeleteFailed, PhaseStarting, PhaseDeleting} {
+	for _, p := range []Phase{PhaseBusy, PhaseRetrying, PhaseNeedsInput, PhaseFailed, PhaseDeleteFailed, PhaseStarting, PhaseDeleting} {
 		if n := c[p]; n > 0 {
 			counted = append(counted, fmt.Sprintf("%d %s", n, p))
 		}

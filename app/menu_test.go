@@ -21,6 +21,9 @@ var (
 	agentNotFound = workspace.AgentStatus{Type: workspace.AgentNone, State: workspace.AgentStateNotFound, Detail: "opencode not found"}
 	agentStarting = workspace.AgentStatus{Type: workspace.AgentNone, State: workspace.AgentStateStarting}
 	agentReady    = workspace.AgentStatus{Type: workspace.AgentNone, State: workspace.AgentStateReady, Port: 4105}
+	// agentRetrying's model cannot be reached: opencode retries its turn.
+	agentRetrying = workspace.AgentStatus{Type: workspace.AgentBusy, State: workspace.AgentStateReady, Port: 4106, Counts: workspace.AgentCounts{Busy: 1, Total: 1},
+		Retry: workspace.AgentRetry{Sessions: 1, Attempt: 3, Message: "Cannot connect to API", Next: 1767225600123}}
 )
 
 func wsState(name string, a workspace.AgentStatus) WorkspaceState {
@@ -76,6 +79,8 @@ func TestBuildMenuShowsEachWorkspacePhaseWithItsMarkAndActions(t *testing.T) {
 		{"busy", wsState("b", agentBusy), "● b (busy)", TrayBusy,
 			[]string{LabelOpenAgent, LabelCopyPath, LabelCopyAttach, LabelRestartAgent, LabelDelete}},
 		{"mixed is busy", wsState("b", agentMixed), "● b (busy)", TrayBusy,
+			[]string{LabelOpenAgent, LabelCopyPath, LabelCopyAttach, LabelRestartAgent, LabelDelete}},
+		{"retrying is not busy", wsState("r", agentRetrying), "↻ r (retrying)", TrayInput,
 			[]string{LabelOpenAgent, LabelCopyPath, LabelCopyAttach, LabelRestartAgent, LabelDelete}},
 		{"needs input", wsState("c", agentInput), "? c (needs input)", TrayInput,
 			[]string{LabelOpenAgent, LabelCopyPath, LabelCopyAttach, LabelRestartAgent, LabelDelete}},
@@ -284,6 +289,8 @@ func TestOverallRanksFailedAboveInputAboveBusy(t *testing.T) {
 		{"input over busy", []WorkspaceState{wsState("a", agentBusy), wsState("b", agentInput)}, TrayInput},
 		{"failed over input", []WorkspaceState{wsState("a", agentFailed), wsState("b", agentInput), wsState("c", agentBusy)}, TrayFailed},
 		{"starting is not busy", []WorkspaceState{wsState("a", agentStarting)}, TrayIdle},
+		{"retrying over busy", []WorkspaceState{wsState("a", agentBusy), wsState("b", agentRetrying)}, TrayInput},
+		{"failed over retrying", []WorkspaceState{wsState("a", agentRetrying), wsState("b", agentFailed)}, TrayFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -305,6 +312,8 @@ func TestSummaryCountsWorkspacesByPhase(t *testing.T) {
 		{"all idle", oneProject(wsState("a", agentIdle)), "CodeHydra: 1 workspace, all idle"},
 		{"mixed", oneProject(wsState("a", agentBusy), wsState("b", agentBusy), wsState("c", agentInput), wsState("d", agentFailed), wsState("e", agentStarting), wsState("f", agentIdle)),
 			"CodeHydra: 6 workspaces, 2 busy, 1 needs input, 1 failed, 1 starting"},
+		{"retrying apart from busy", oneProject(wsState("a", agentBusy), wsState("b", agentRetrying)),
+			"CodeHydra: 2 workspaces, 1 busy, 1 retrying"},
 		{"without agents", oneProject(wsState("a", workspace.NoAgent), wsState("b", agentIdle)),
 			"CodeHydra: 2 workspaces, 1 without agent"},
 	}
@@ -353,6 +362,7 @@ func TestAFailedAgentsReasonIsTheFirstLineOfItsSubmenu(t *testing.T) {
 		{"a long reason, cut to one line", long, "⚠ not started: 20 agents run already (maxAgents in the settings); it starts when one of the…"},
 		{"idle", agentIdle, ""},
 		{"starting", agentStarting, ""},
+		{"retrying, with opencode's reason and attempt", agentRetrying, "⚠ retrying (attempt 3): Cannot connect to API"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := State{Projects: []ProjectState{{Project: workspace.Project{Name: "proj", Path: "/src/proj"}, Workspaces: []WorkspaceState{wsState("a", tc.st)}}}}

@@ -67,7 +67,7 @@ func (s *Supervisor) set(key string, a *agent, f func()) {
 
 func (s *Supervisor) statusLocked(a *agent) workspace.AgentStatus {
 	return workspace.AgentStatus{Type: a.summary.Type, Counts: a.summary.Counts, NeedsInput: a.summary.NeedsInput,
-		State: a.state, Detail: a.detail, Port: a.port}
+		State: a.state, Detail: a.detail, Port: a.port, Retry: a.summary.Retry}
 }
 
 // setState sets a's state and detail.

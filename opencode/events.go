@@ -360,15 +360,17 @@ const resyncTimeout = 10 * time.Second
 // resync reads the server's state and folds it into the tracker.
 func (w *eventWatcher) resync(ctx context.Context) error {
 	var snap Snapshot
-	var status map[string]struct {
-		Type string `json:"type"`
-	}
+	var status map[string]sessionStatus
 	if err := w.api.getJSON(ctx, "/session/status", resyncTimeout, &status); err != nil {
 		return err
 	}
 	snap.Status = make(map[string]string, len(status))
+	snap.Retry = map[string]workspace.AgentRetry{}
 	for id, st := range status {
 		snap.Status[id] = st.Type
+		if st.Type == "retry" {
+			snap.Retry[id] = workspace.AgentRetry{Attempt: st.Attempt, Message: st.Message, Next: int64(st.Next)}
+		}
 	}
 	var perms, questions []struct {
 		ID        string `json:"id"`

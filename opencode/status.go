@@ -14,12 +14,43 @@ type SessionSummary struct {
 	// NeedsInput counts sessions with an unanswered permission request or
 	// question.
 	NeedsInput int
+	// Retry is set while sessions retry a failed model request.
+	Retry workspace.AgentRetry
 }
 
 // sessionInfo is what the tracker knows of one session.
 type sessionInfo struct {
 	child bool // has a parent session (a subagent); not counted
 	busy  bool // busy or retry
+	// retrying is true while the session waits to retry a failed model
+	// request; retry then holds opencode's attempt, message and next try
+	// (Sessions unused).
+	retrying bool
+	retry    workspace.AgentRetry
+}
+
+// sessionStatus is opencode's status of a session; attempt, message and
+// next are set for type "retry".
+type sessionStatus struct {
+	Type    string  `json:"type"`
+	Attempt int     `json:"attempt"`
+	Message string  `json:"message"`
+	Next    float64 `json:"next"`
+}
+
+// known reports whether the tracker understands the status type.
+func (st sessionStatus) known() bool {
+	return st.Type == "busy" || st.Type == "retry" || st.Type == "idle"
+}
+
+// setStatus records a session's (known) status.
+func (si *sessionInfo) setStatus(st sessionStatus) {
+	si.busy = st.Type != "idle"
+	si.retrying = st.Type == "retry"
+	si.retry = workspace.AgentRetry{}
+	if si.retrying {
+		si.retry = workspace.AgentRetry{Attempt: st.Attempt, Message: st.Message, Next: int64(st.Next)}
+	}
 }
 
 // Tracker folds an agent server's events into a SessionSummary. The zero
@@ -31,7 +62,7 @@ type sessionInfo struct {
 // so a fresh agent reports "none" and one finished turn "idle". A
 // subagent's session is not counted (its parent is busy meanwhile), but a
 // question or permission request in it needs the user as much as one in a
-// root session.
+// root session, and a model it cannot reach stalls the turn as much.
 type Tracker struct {
 	sessions map[string]*sessionInfo
 	// pending maps request IDs (permission or question) to their session.
@@ -46,7 +77,17 @@ func NewTracker() *Tracker {
 // Summary returns the current summary.
 func (t *Tracker) Summary() SessionSummary {
 	var s SessionSummary
-	for _, si := range t.sessions {
+	var retrying string
+	for id, si := range t.sessions {
+		if si.retrying {
+			s.Retry.Sessions++
+			// The session that tried most speaks for all; the ID breaks
+			// ties, so that the summary does not depend on map order.
+			if r := si.retry; retrying == "" || r.Attempt > s.Retry.Attempt || r.Attempt == s.Retry.Attempt && id < retrying {
+				retrying = id
+				s.Retry.Attempt, s.Retry.Message, s.Retry.Next = r.Attempt, r.Message, r.Next
+			}
+		}
 		if si.child {
 			continue
 		}
@@ -90,13 +131,11 @@ func (t *Tracker) session(id string) *sessionInfo {
 
 // eventProps is the union of the properties the tracker reads.
 type eventProps struct {
-	SessionID string `json:"sessionID"`
-	ID        string `json:"id"`
-	RequestID string `json:"requestID"`
-	Status    struct {
-		Type string `json:"type"`
-	} `json:"status"`
-	Info struct {
+	SessionID string        `json:"sessionID"`
+	ID        string        `json:"id"`
+	RequestID string        `json:"requestID"`
+	Status    sessionStatus `json:"status"`
+	Info      struct {
 		ID       string `json:"id"`
 		ParentID string `json:"parentID"`
 	} `json:"info"`
@@ -145,16 +184,12 @@ func (t *Tracker) Apply(e Event) (changed, resync bool) {
 			}
 		}
 	case EventSessionStatus:
-		switch p.Status.Type {
-		case "busy", "retry":
-			t.session(sid).busy = true
-		case "idle":
-			t.session(sid).busy = false
-		default:
+		if !p.Status.known() {
 			return false, false
 		}
+		t.session(sid).setStatus(p.Status)
 	case EventSessionIdle:
-		t.session(sid).busy = false
+		t.session(sid).setStatus(sessionStatus{Type: "idle"})
 	case EventPermissionAsked, EventQuestionAsked:
 		if p.ID == "" {
 			return false, false
@@ -189,6 +224,9 @@ func normalizeType(t string) string {
 type Snapshot struct {
 	// Status maps session IDs to "busy", "retry" or "idle".
 	Status map[string]string
+	// Retry holds, of sessions whose status is "retry", opencode's
+	// attempt, message and next try (Sessions unused).
+	Retry map[string]workspace.AgentRetry
 	// Pending maps pending request IDs to their session ID.
 	Pending map[string]string
 	// Children holds the IDs of sessions known to have a parent.
@@ -202,11 +240,14 @@ type Snapshot struct {
 func (t *Tracker) Resync(s Snapshot) bool {
 	before := t.Summary()
 	for _, si := range t.sessions {
-		si.busy = false
+		si.setStatus(sessionStatus{Type: "idle"})
 	}
-	for sid, st := range s.Status {
-		si := t.session(sid)
-		si.busy = st == "busy" || st == "retry"
+	for sid, typ := range s.Status {
+		r := s.Retry[sid]
+		st := sessionStatus{Type: typ, Attempt: r.Attempt, Message: r.Message, Next: float64(r.Next)}
+		if si := t.session(sid); st.known() {
+			si.setStatus(st)
+		}
 	}
 	for sid := range s.Children {
 		if si := t.sessions[sid]; si != nil {

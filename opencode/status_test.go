@@ -20,6 +20,17 @@ func status(sid, typ string) map[string]any {
 	return map[string]any{"sessionID": sid, "status": map[string]any{"type": typ}}
 }
 
+// retryNext is the next try of the retry statuses the tests make, as
+// opencode gives it: Unix milliseconds.
+const retryNext = 1767225600123
+
+// retry is opencode's session.status of a session that retries a failed
+// model request (opencode 1.18's SessionStatus "retry").
+func retry(sid string, attempt int, message string) map[string]any {
+	return map[string]any{"sessionID": sid, "status": map[string]any{
+		"type": "retry", "attempt": attempt, "message": message, "next": retryNext}}
+}
+
 func TestTrackerSummarisesSessions(t *testing.T) {
 	type step struct {
 		typ   string
@@ -42,8 +53,23 @@ func TestTrackerSummarisesSessions(t *testing.T) {
 			SessionSummary{Type: workspace.AgentIdle, Counts: workspace.AgentCounts{Idle: 1, Total: 1}}},
 		{"busy", []step{created("s1", ""), {EventSessionStatus, status("s1", "busy")}},
 			SessionSummary{Type: workspace.AgentBusy, Counts: workspace.AgentCounts{Busy: 1, Total: 1}}},
-		{"retry counts as busy", []step{{EventSessionStatus, status("s1", "retry")}},
+		{"retry counts as busy, and as retrying", []step{{EventSessionStatus, status("s1", "retry")}},
+			SessionSummary{Type: workspace.AgentBusy, Counts: workspace.AgentCounts{Busy: 1, Total: 1}, Retry: workspace.AgentRetry{Sessions: 1}}},
+		{"retry keeps opencode's attempt, message and next try", []step{{EventSessionStatus, retry("s1", 3, "Cannot connect to API")}},
+			SessionSummary{Type: workspace.AgentBusy, Counts: workspace.AgentCounts{Busy: 1, Total: 1},
+				Retry: workspace.AgentRetry{Sessions: 1, Attempt: 3, Message: "Cannot connect to API", Next: retryNext}}},
+		{"busy again ends retrying", []step{{EventSessionStatus, retry("s1", 1, "Cannot connect to API")}, {EventSessionStatus, status("s1", "busy")}},
 			SessionSummary{Type: workspace.AgentBusy, Counts: workspace.AgentCounts{Busy: 1, Total: 1}}},
+		{"session.idle ends retrying", []step{{EventSessionStatus, retry("s1", 1, "x")}, {EventSessionIdle, map[string]any{"sessionID": "s1"}}},
+			SessionSummary{Type: workspace.AgentIdle, Counts: workspace.AgentCounts{Idle: 1, Total: 1}}},
+		{"the session that tried most speaks for all", []step{{EventSessionStatus, retry("s1", 2, "two")},
+			{EventSessionStatus, retry("s2", 5, "five")}, {EventSessionStatus, retry("s3", 5, "five too")}},
+			SessionSummary{Type: workspace.AgentBusy, Counts: workspace.AgentCounts{Busy: 3, Total: 3},
+				Retry: workspace.AgentRetry{Sessions: 3, Attempt: 5, Message: "five", Next: retryNext}}},
+		{"a subagent's retry stalls the turn too", []step{created("s1", ""), {EventSessionStatus, status("s1", "busy")},
+			created("child", "s1"), {EventSessionStatus, retry("child", 2, "Cannot connect to API")}},
+			SessionSummary{Type: workspace.AgentBusy, Counts: workspace.AgentCounts{Busy: 1, Total: 1},
+				Retry: workspace.AgentRetry{Sessions: 1, Attempt: 2, Message: "Cannot connect to API", Next: retryNext}}},
 		{"busy then idle", []step{{EventSessionStatus, status("s1", "busy")}, {EventSessionStatus, status("s1", "idle")}},
 			SessionSummary{Type: workspace.AgentIdle, Counts: workspace.AgentCounts{Idle: 1, Total: 1}}},
 		{"session.idle ends busy", []step{{EventSessionStatus, status("s1", "busy")}, {EventSessionIdle, map[string]any{"sessionID": "s1"}}},
@@ -128,6 +154,13 @@ func TestTrackerResyncCatchesUpWithMissedEvents(t *testing.T) {
 	want := SessionSummary{Type: workspace.AgentMixed, Counts: workspace.AgentCounts{Idle: 1, Busy: 1, Total: 2}, NeedsInput: 1}
 	if got := tr.Summary(); got != want {
 		t.Errorf("summary = %+v, want %+v", got, want)
+	}
+	// A retry seen only in a snapshot carries its details too.
+	tr.Resync(Snapshot{Status: map[string]string{"s2": "retry"},
+		Retry: map[string]workspace.AgentRetry{"s2": {Attempt: 4, Message: "Cannot connect to API", Next: retryNext}}})
+	wantRetry := workspace.AgentRetry{Sessions: 1, Attempt: 4, Message: "Cannot connect to API", Next: retryNext}
+	if got := tr.Summary(); got.Retry != wantRetry || got.Counts.Busy != 1 {
+		t.Errorf("summary after a snapshot with a retry = %+v, want busy 1 and retry %+v", got, wantRetry)
 	}
 	if !tr.Knows("child") || tr.Knows("nobody") {
 		t.Error("Knows is wrong")

@@ -57,7 +57,9 @@ func NewSupervisor(o SupervisorOptions) *Supervisor {
 // Start starts the agent of ws unless one runs already. At most
 // MaxStarting agents start at once; the others wait their turn. With
 // MaxAgents running already, the agent is not started: its status is
-// failed and says why, and it starts when another agent ends.
+// failed and says why, and it starts when another agent ends. Either way
+// OnChange hears of it at once: the status is "starting" (or failed) from
+// here on, long before the process is ready.
 func (s *Supervisor) Start(ws workspace.Workspace) {
 	s.mu.Lock()
 	key := filepath.Clean(ws.Path)
@@ -65,11 +67,9 @@ func (s *Supervisor) Start(ws workspace.Workspace) {
 		s.mu.Unlock()
 		return
 	}
-	limited := s.startLocked(key, ws)
+	s.startLocked(key, ws)
 	s.mu.Unlock()
-	if limited {
-		s.opts.OnChange(ws.Path)
-	}
+	s.opts.OnChange(ws.Path)
 }
 
 // ended reports whether a's loop returned.
@@ -253,7 +253,7 @@ func (s *Supervisor) AgentStatus(path string) workspace.AgentStatus {
 	}
 	st := workspace.AgentStatus{Type: workspace.AgentNone, State: a.state, Detail: a.detail}
 	if a.state == workspace.AgentStateReady {
-		st.Type, st.Counts, st.NeedsInput = a.summary.Type, a.summary.Counts, a.summary.NeedsInput
+		st.Type, st.Counts, st.NeedsInput, st.Retry = a.summary.Type, a.summary.Counts, a.summary.NeedsInput, a.summary.Retry
 		st.Port = a.port
 	}
 	return st

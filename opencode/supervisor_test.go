@@ -740,9 +740,15 @@ func TestAgentStatusFollowsTheEventStream(t *testing.T) {
 	expect("needs input", workspace.AgentMixed, workspace.AgentCounts{Idle: 1, Busy: 1, Total: 2}, 1)
 	emit(t, port, false, EventPermissionReplied, map[string]any{"sessionID": "ses_1", "requestID": "per_1", "reply": "once"})
 	expect("permission answered", workspace.AgentMixed, workspace.AgentCounts{Idle: 1, Busy: 1, Total: 2}, 0)
-	emit(t, port, false, EventSessionStatus, status("ses_1", "retry"))
+	emit(t, port, false, EventSessionStatus, retry("ses_1", 3, "Cannot connect to API"))
+	expect("retrying", workspace.AgentMixed, workspace.AgentCounts{Idle: 1, Busy: 1, Total: 2}, 0)
+	want := workspace.AgentRetry{Sessions: 1, Attempt: 3, Message: "Cannot connect to API", Next: retryNext}
+	testenv.WaitFor(t, "the retry reported", 5*time.Second, func() bool { return s.AgentStatus(ws.Path).Retry == want })
 	emit(t, port, false, EventSessionStatus, status("ses_1", "idle"))
 	expect("idle again", workspace.AgentIdle, workspace.AgentCounts{Idle: 2, Total: 2}, 0)
+	if r := s.AgentStatus(ws.Path).Retry; r != (workspace.AgentRetry{}) {
+		t.Errorf("idle agent still reports retry %+v", r)
+	}
 }
 
 func TestAgentStatusResyncsAfterTheStreamBreaks(t *testing.T) {
@@ -763,6 +769,16 @@ func TestAgentStatusResyncsAfterTheStreamBreaks(t *testing.T) {
 	testenv.WaitFor(t, "resynced status", 5*time.Second, func() bool {
 		st := s.AgentStatus(ws.Path)
 		return st.Type == workspace.AgentIdle && st.NeedsInput == 1
+	})
+
+	// A retry missed while disconnected comes back with its details from
+	// GET /session/status.
+	emit(t, port, true, EventSessionStatus, retry("ses_1", 2, "Cannot connect to API"))
+	post(t, fmt.Sprintf("http://127.0.0.1:%d/fake/drop", port))
+	want := workspace.AgentRetry{Sessions: 1, Attempt: 2, Message: "Cannot connect to API", Next: retryNext}
+	testenv.WaitFor(t, "resynced retry", 5*time.Second, func() bool {
+		st := s.AgentStatus(ws.Path)
+		return st.Type == workspace.AgentBusy && st.Retry == want
 	})
 }
 
@@ -886,5 +902,26 @@ func TestAnEventStreamWithHeartbeatsStaysOpenAndASilentOneIsReopened(t *testing.
 				t.Errorf("event streams opened = %d over %s of heartbeats, want 1", n, 5*o.EventIdle)
 			}
 		})
+	}
+}
+
+func TestStartAnnouncesStartingBeforeTheAgentIsReady(t *testing.T) {
+	// The fake waits before it listens, so the agent is starting for a
+	// while; a tray that hears nothing until it is ready shows "no agent".
+	f := newFixture(t, "FAKEOC_MODE=slow=2s")
+	s := f.start(f.options())
+	ws := f.workspace("a")
+	drain(f.changes)
+	s.Start(ws)
+	if !changed(f.changes, ws.Path) {
+		t.Fatal("no OnChange after Start")
+	}
+	seen := f.changes.published(ws.Path)
+	if len(seen) == 0 || seen[0].State != workspace.AgentStateStarting {
+		t.Fatalf("first published status = %+v, want starting", seen)
+	}
+	st := waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second)
+	if st.Type != workspace.AgentNone {
+		t.Errorf("ready agent's type = %q, want none", st.Type)
 	}
 }

@@ -79,6 +79,23 @@ type AgentStatus struct {
 	Detail string     `json:"detail,omitempty"`
 	// Port is the agent server's port, 0 while none is ready.
 	Port int `json:"port,omitempty"`
+	// Retry is set while sessions wait to retry a model request that
+	// failed (opencode's "retry" status; e.g. the model cannot be
+	// reached). Such sessions still count as busy.
+	Retry AgentRetry `json:"retry,omitzero"`
+}
+
+// AgentRetry says that sessions of an agent retry a failed model request,
+// with opencode's words for the failure, of the session that tried most.
+type AgentRetry struct {
+	// Sessions counts the sessions that retry, subagents' included.
+	Sessions int `json:"sessions"`
+	// Attempt is opencode's count of attempts so far.
+	Attempt int `json:"attempt"`
+	// Message is opencode's reason, e.g. "Cannot connect to API".
+	Message string `json:"message"`
+	// Next is when opencode tries again, in Unix milliseconds; 0 if unknown.
+	Next int64 `json:"next,omitempty"`
 }
 
 // NoAgent is the status of a workspace without a running agent.

@@ -36,7 +36,9 @@
 // /mcp/codehydra/connect, it serves test controls: POST /fake/emit (an
 // event {"type","properties"} to apply to its state and broadcast;
 // ?silent=1 applies it without broadcasting, like an event missed while
-// disconnected), POST /fake/drop (close every event stream), GET
+// disconnected; a session.status is kept as sent, so that a retry status
+// {"type":"retry","attempt","message","next"} comes back whole from GET
+// /session/status), POST /fake/drop (close every event stream), GET
 // /fake/clients (how many event streams are open) and GET
 // /fake/connect-requests (how many POST /mcp/codehydra/connect it got).
 package main

@@ -21,7 +21,10 @@ type state struct {
 	heartbeat time.Duration
 	healthy   bool
 	mcp       *mcpLink
-	status    map[string]string // session → busy/retry (idle ones are absent)
+	// status maps sessions to their status as opencode gives it, e.g.
+	// {"type":"retry","attempt":3,"message":"…","next":…}; idle ones are
+	// absent.
+	status    map[string]json.RawMessage
 	parents   map[string]string // session → parent
 	perms     map[string]request
 	questions map[string]request
@@ -32,7 +35,7 @@ type state struct {
 
 func newState() *state {
 	return &state{
-		status: map[string]string{}, parents: map[string]string{},
+		status: map[string]json.RawMessage{}, parents: map[string]string{},
 		perms: map[string]request{}, questions: map[string]request{},
 		streams: map[chan []byte]bool{}, drop: make(chan struct{}),
 	}
@@ -88,11 +91,7 @@ func (s *state) api() http.Handler {
 	mux.HandleFunc("GET /session/status", func(w http.ResponseWriter, _ *http.Request) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		out := map[string]any{}
-		for id, t := range s.status {
-			out[id] = map[string]string{"type": t}
-		}
-		writeJSON(w, out)
+		writeJSON(w, s.status)
 	})
 	mux.HandleFunc("GET /session/{id}", func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
@@ -177,13 +176,11 @@ func (s *state) controls(mux *http.ServeMux) {
 // apply updates the fake's state the way opencode's would change.
 func (s *state) apply(typ string, props json.RawMessage) {
 	var p struct {
-		ID        string `json:"id"`
-		SessionID string `json:"sessionID"`
-		RequestID string `json:"requestID"`
-		Status    struct {
-			Type string `json:"type"`
-		} `json:"status"`
-		Info struct {
+		ID        string          `json:"id"`
+		SessionID string          `json:"sessionID"`
+		RequestID string          `json:"requestID"`
+		Status    json.RawMessage `json:"status"`
+		Info      struct {
 			ID       string `json:"id"`
 			ParentID string `json:"parentID"`
 		} `json:"info"`
@@ -199,10 +196,14 @@ func (s *state) apply(typ string, props json.RawMessage) {
 	case "session.deleted":
 		delete(s.status, p.SessionID)
 	case "session.status":
-		if p.Status.Type == "idle" {
+		var st struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(p.Status, &st)
+		if st.Type == "idle" {
 			delete(s.status, p.SessionID)
 		} else {
-			s.status[p.SessionID] = p.Status.Type
+			s.status[p.SessionID] = p.Status
 		}
 	case "permission.asked":
 		s.perms[p.ID] = request{ID: p.ID, SessionID: p.SessionID}
