@@ -1,0 +1,124 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"codehydra/internal/testenv"
+	"codehydra/mcp"
+)
+
+// stdioClient starts `codehydra mcp-stdio args...` as an MCP client
+// would: the SDK's client over the command's stdin and stdout.
+func stdioClient(t *testing.T, bin string, env []string, args ...string) (*sdk.ClientSession, *testenv.SyncBuffer, error) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"mcp-stdio"}, args...)...)
+	cmd.Env = env
+	stderr := &testenv.SyncBuffer{}
+	cmd.Stderr = stderr
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	client := sdk.NewClient(&sdk.Implementation{Name: "test-client", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err == nil {
+		t.Cleanup(func() { cs.Close() })
+	}
+	return cs, stderr, err
+}
+
+// toolJSON calls tool and returns its JSON text, or the error result's.
+func toolJSON(t *testing.T, cs *sdk.ClientSession, tool string) (string, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	return resultTextOf(res), res.IsError
+}
+
+func resultTextOf(res *sdk.CallToolResult) string {
+	for _, c := range res.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			return tc.Text
+		}
+	}
+	return ""
+}
+
+// TestMCPStdioReachesTheRunningServeAndSurvivesItsRestart runs the built
+// binary: `serve` with the fake opencode as the agents, and `mcp-stdio`
+// as a client would start it. The client reaches its workspace (or, with
+// no --workspace, acts as the user), keeps working across a restart of
+// serve on a new port, and gets the reason at once when nothing runs.
+func TestMCPStdioReachesTheRunningServeAndSurvivesItsRestart(t *testing.T) {
+	bin, fake := buildApp(t)
+	t.Cleanup(func() {
+		for _, pid := range processesOf(t, fake) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	isolate(t)
+	repo := testenv.GitRepo(t, "repo")
+	one := filepath.Join(filepath.Dir(repo), "worktrees", "one")
+	testenv.Git(t, repo, "worktree", "add", "-q", "-b", "one", one)
+	set, err := json.Marshal(map[string]any{"opencodeBin": fake, "projects": []string{repo}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSettings(t, string(set))
+	env := os.Environ()
+	app := launch(t, bin, env)
+
+	ws, wsErr, err := stdioClient(t, bin, env, "--workspace", one)
+	if err != nil {
+		t.Fatalf("connect to mcp-stdio --workspace: %v\n%s", err, wsErr)
+	}
+	if got, isErr := toolJSON(t, ws, mcp.ToolGetStatus); isErr || !strings.Contains(got, `"path":"`+one+`"`) {
+		t.Fatalf("%s through mcp-stdio --workspace = %s", mcp.ToolGetStatus, got)
+	}
+	if got, isErr := toolJSON(t, ws, mcp.ToolProjectAdd); !isErr || !strings.Contains(got, "forbidden") {
+		t.Fatalf("project_add with the workspace's token = %s, want forbidden", got)
+	}
+	user, userErr, err := stdioClient(t, bin, env)
+	if err != nil {
+		t.Fatalf("connect to mcp-stdio: %v\n%s", err, userErr)
+	}
+	if got, isErr := toolJSON(t, user, mcp.ToolProjectList); isErr || !strings.Contains(got, repo) {
+		t.Fatalf("project_list through mcp-stdio = %s", got)
+	}
+	if got, isErr := toolJSON(t, user, mcp.ToolGetStatus); !isErr || !strings.Contains(got, "invalid-input") {
+		t.Fatalf("%s without a workspace = %s, want invalid-input", mcp.ToolGetStatus, got)
+	}
+
+	// serve restarts (a dynamic port: most likely another one); the
+	// clients that were started before go on working.
+	app.stop(t)
+	app = launch(t, bin, env)
+	if got, isErr := toolJSON(t, ws, mcp.ToolGetStatus); isErr || !strings.Contains(got, `"path":"`+one+`"`) {
+		t.Fatalf("%s after serve restarted = %s\nstderr: %s", mcp.ToolGetStatus, got, wsErr)
+	}
+	app.stop(t)
+
+	// Nothing runs: the client gets the reason and nothing hangs.
+	start := time.Now()
+	_, stderr, err := stdioClient(t, bin, env)
+	if err == nil || !strings.Contains(err.Error(), "CodeHydra is not running") {
+		t.Fatalf("connect with nothing running: %v, want the reason", err)
+	}
+	if !strings.Contains(stderr.String(), "CodeHydra is not running") || time.Since(start) > 10*time.Second {
+		t.Fatalf("stderr %q after %v", stderr, time.Since(start))
+	}
+}
