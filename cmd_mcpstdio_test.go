@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -121,4 +122,102 @@ func TestMCPStdioReachesTheRunningServeAndSurvivesItsRestart(t *testing.T) {
 	if !strings.Contains(stderr.String(), "CodeHydra is not running") || time.Since(start) > 10*time.Second {
 		t.Fatalf("stderr %q after %v", stderr, time.Since(start))
 	}
+}
+
+// stdioCommandOf reads the command a printed config runs, the way its
+// client does.
+func stdioCommandOf(t *testing.T, client string, config []byte) []string {
+	t.Helper()
+	if client == mcp.ClientOpencode {
+		var c struct {
+			MCP map[string]struct {
+				Type    string   `json:"type"`
+				Command []string `json:"command"`
+				Enabled bool     `json:"enabled"`
+			} `json:"mcp"`
+		}
+		if err := json.Unmarshal(config, &c); err != nil {
+			t.Fatal(err)
+		}
+		s := c.MCP[mcp.ServerName]
+		if s.Type != "local" || !s.Enabled || len(s.Command) == 0 {
+			t.Fatalf("opencode config %s", config)
+		}
+		return s.Command
+	}
+	var c struct {
+		MCPServers map[string]struct {
+			Type    string   `json:"type"`
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(config, &c); err != nil {
+		t.Fatal(err)
+	}
+	s := c.MCPServers[mcp.ServerName]
+	if s.Command == "" || (client == mcp.ClientClaudeCode) != (s.Type == "stdio") {
+		t.Fatalf("%s config %s", client, config)
+	}
+	return append([]string{s.Command}, s.Args...)
+}
+
+// TestMCPConfigPrintsConfigsThatRunMCPStdio runs what the built binary's
+// mcp-config prints for each client, as the client would, against a
+// running serve: the command is this binary's absolute path, the config
+// holds neither port nor token, and its workspace_get_status answers for
+// the workspace.
+func TestMCPConfigPrintsConfigsThatRunMCPStdio(t *testing.T) {
+	bin, fake := buildApp(t)
+	t.Cleanup(func() {
+		for _, pid := range processesOf(t, fake) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	isolate(t)
+	repo := testenv.GitRepo(t, "repo")
+	one := filepath.Join(filepath.Dir(repo), "worktrees", "one")
+	testenv.Git(t, repo, "worktree", "add", "-q", "-b", "one", one)
+	set, err := json.Marshal(map[string]any{"opencodeBin": fake, "projects": []string{repo}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSettings(t, string(set))
+	env := os.Environ()
+	app := launch(t, bin, env)
+	// The binary reached through a symlink, as an installed one may be.
+	link := filepath.Join(t.TempDir(), "codehydra-link")
+	if err := os.Symlink(bin, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, client := range mcp.Clients() {
+		t.Run(client, func(t *testing.T) {
+			cmd := exec.Command(link, "mcp-config", "--client", client, "--workspace", one)
+			cmd.Env = env
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("mcp-config: %v", err)
+			}
+			if strings.Contains(string(out), app.info.Token) || strings.Contains(string(out), strconv.Itoa(app.info.MCPPort)) || strings.Contains(string(out), "npx") {
+				t.Fatalf("the config holds the token, the port or npx:\n%s", out)
+			}
+			argv := stdioCommandOf(t, client, out)
+			if argv[0] != bin {
+				t.Fatalf("the config runs %s, want the binary's real path %s", argv[0], bin)
+			}
+			run := exec.Command(argv[0], argv[1:]...)
+			run.Env = env
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			cs, err := sdk.NewClient(&sdk.Implementation{Name: client, Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: run}, nil)
+			if err != nil {
+				t.Fatalf("run the printed config: %v", err)
+			}
+			defer cs.Close()
+			if got, isErr := toolJSON(t, cs, mcp.ToolGetStatus); isErr || !strings.Contains(got, `"path":"`+one+`"`) {
+				t.Fatalf("%s through the printed config = %s", mcp.ToolGetStatus, got)
+			}
+		})
+	}
+	app.stop(t)
 }
