@@ -38,6 +38,29 @@ func stdioClient(t *testing.T, bin string, env []string, args ...string) (*sdk.C
 	return cs, stderr, err
 }
 
+// serveOneWorkspace runs the built binary's serve, with the fake opencode
+// as the agents, on a project repo with one workspace, one.
+func serveOneWorkspace(t *testing.T) (bin string, env []string, app *appRun, repo, one string) {
+	t.Helper()
+	bin, fake := buildApp(t)
+	t.Cleanup(func() {
+		for _, pid := range processesOf(t, fake) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	isolate(t)
+	repo = testenv.GitRepo(t, "repo")
+	one = filepath.Join(filepath.Dir(repo), "worktrees", "one")
+	testenv.Git(t, repo, "worktree", "add", "-q", "-b", "one", one)
+	set, err := json.Marshal(map[string]any{"opencodeBin": fake, "projects": []string{repo}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSettings(t, string(set))
+	env = os.Environ()
+	return bin, env, launch(t, bin, env), repo, one
+}
+
 // toolJSON calls tool and returns its JSON text, or the error result's.
 func toolJSON(t *testing.T, cs *sdk.ClientSession, tool string) (string, bool) {
 	t.Helper()
@@ -65,23 +88,7 @@ func resultTextOf(res *sdk.CallToolResult) string {
 // no --workspace, acts as the user), keeps working across a restart of
 // serve on a new port, and gets the reason at once when nothing runs.
 func TestMCPStdioReachesTheRunningServeAndSurvivesItsRestart(t *testing.T) {
-	bin, fake := buildApp(t)
-	t.Cleanup(func() {
-		for _, pid := range processesOf(t, fake) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	})
-	isolate(t)
-	repo := testenv.GitRepo(t, "repo")
-	one := filepath.Join(filepath.Dir(repo), "worktrees", "one")
-	testenv.Git(t, repo, "worktree", "add", "-q", "-b", "one", one)
-	set, err := json.Marshal(map[string]any{"opencodeBin": fake, "projects": []string{repo}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeSettings(t, string(set))
-	env := os.Environ()
-	app := launch(t, bin, env)
+	bin, env, app, repo, one := serveOneWorkspace(t)
 
 	ws, wsErr, err := stdioClient(t, bin, env, "--workspace", one)
 	if err != nil {
@@ -168,23 +175,7 @@ func stdioCommandOf(t *testing.T, client string, config []byte) []string {
 // holds neither port nor token, and its workspace_get_status answers for
 // the workspace.
 func TestMCPConfigPrintsConfigsThatRunMCPStdio(t *testing.T) {
-	bin, fake := buildApp(t)
-	t.Cleanup(func() {
-		for _, pid := range processesOf(t, fake) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	})
-	isolate(t)
-	repo := testenv.GitRepo(t, "repo")
-	one := filepath.Join(filepath.Dir(repo), "worktrees", "one")
-	testenv.Git(t, repo, "worktree", "add", "-q", "-b", "one", one)
-	set, err := json.Marshal(map[string]any{"opencodeBin": fake, "projects": []string{repo}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeSettings(t, string(set))
-	env := os.Environ()
-	app := launch(t, bin, env)
+	bin, env, app, _, one := serveOneWorkspace(t)
 	// The binary reached through a symlink, as an installed one may be.
 	link := filepath.Join(t.TempDir(), "codehydra-link")
 	if err := os.Symlink(bin, link); err != nil {

@@ -33,7 +33,7 @@ func (s *server) appDeps() app.Deps {
 		Workspaces:          s.manager,
 		Settings:            s.settings,
 		RotateToken:         s.rotateToken,
-		MCPConfig:           func(client string) (string, error) { return stdioClientConfig(client, "") },
+		MCPConfig:           stdioClientConfig,
 		Restart:             func() { s.restart = true },
 		Logger:              s.log,
 		Getenv:              s.cli.getenv,

@@ -9,29 +9,12 @@ import (
 
 func TestRenderClientConfigShapes(t *testing.T) {
 	c := ClientConfig{URL: "http://127.0.0.1:4321/mcp", Token: "tok", WorkspacePath: "/home/u/ws & co"}
-	tests := []struct {
-		client string
-		want   string
-	}{
-		{ClientOpencode, `{"$schema":"https://opencode.ai/config.json","mcp":{"codehydra":{"type":"remote","url":"http://127.0.0.1:4321/mcp",
-			"headers":{"Authorization":"Bearer tok","X-Workspace-Path":"/home/u/ws & co"},"enabled":true}}}`},
-		{ClientClaudeCode, `{"mcpServers":{"codehydra":{"type":"http","url":"http://127.0.0.1:4321/mcp",
-			"headers":{"Authorization":"Bearer tok","X-Workspace-Path":"/home/u/ws & co"}}}}`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.client, func(t *testing.T) {
-			got, err := RenderClientConfig(tc.client, c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !jsonEqual(t, got, []byte(tc.want)) {
-				t.Fatalf("got %s\nwant %s", got, tc.want)
-			}
-			if strings.Contains(string(got), `\u0026`) {
-				t.Fatal("HTML-escaped output")
-			}
-		})
-	}
+	checkRendered(t, c, map[string]string{
+		ClientOpencode: `{"$schema":"https://opencode.ai/config.json","mcp":{"codehydra":{"type":"remote","url":"http://127.0.0.1:4321/mcp",
+			"headers":{"Authorization":"Bearer tok","X-Workspace-Path":"/home/u/ws & co"},"enabled":true}}}`,
+		ClientClaudeCode: `{"mcpServers":{"codehydra":{"type":"http","url":"http://127.0.0.1:4321/mcp",
+			"headers":{"Authorization":"Bearer tok","X-Workspace-Path":"/home/u/ws & co"}}}}`,
+	})
 	if _, err := RenderClientConfig("vscode", c); err == nil {
 		t.Fatal("unknown client accepted")
 	}
@@ -44,26 +27,12 @@ func TestRenderClientConfigShapes(t *testing.T) {
 
 func TestRenderClientConfigWithACommandHoldsNeitherPortNorToken(t *testing.T) {
 	c := ClientConfig{Command: "/opt/code hydra/codehydra", WorkspacePath: "/home/u/ws & co"}
-	tests := []struct {
-		client string
-		want   string
-	}{
-		{ClientOpencode, `{"$schema":"https://opencode.ai/config.json","mcp":{"codehydra":{"type":"local",
-			"command":["/opt/code hydra/codehydra","mcp-stdio","--workspace","/home/u/ws & co"],"enabled":true}}}`},
-		{ClientClaudeCode, `{"mcpServers":{"codehydra":{"type":"stdio","command":"/opt/code hydra/codehydra","args":["mcp-stdio","--workspace","/home/u/ws & co"]}}}`},
-		{ClientClaudeDesktop, `{"mcpServers":{"codehydra":{"command":"/opt/code hydra/codehydra","args":["mcp-stdio","--workspace","/home/u/ws & co"]}}}`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.client, func(t *testing.T) {
-			got, err := RenderClientConfig(tc.client, c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !jsonEqual(t, got, []byte(tc.want)) {
-				t.Fatalf("got %s\nwant %s", got, tc.want)
-			}
-		})
-	}
+	checkRendered(t, c, map[string]string{
+		ClientOpencode: `{"$schema":"https://opencode.ai/config.json","mcp":{"codehydra":{"type":"local",
+			"command":["/opt/code hydra/codehydra","mcp-stdio","--workspace","/home/u/ws & co"],"enabled":true}}}`,
+		ClientClaudeCode:    `{"mcpServers":{"codehydra":{"type":"stdio","command":"/opt/code hydra/codehydra","args":["mcp-stdio","--workspace","/home/u/ws & co"]}}}`,
+		ClientClaudeDesktop: `{"mcpServers":{"codehydra":{"command":"/opt/code hydra/codehydra","args":["mcp-stdio","--workspace","/home/u/ws & co"]}}}`,
+	})
 	got, err := RenderClientConfig(ClientClaudeCode, ClientConfig{Command: "/bin/codehydra"})
 	if err != nil || strings.Contains(string(got), "--workspace") {
 		t.Fatalf("without a workspace: %s, %v", got, err)
@@ -154,5 +123,25 @@ func endpointOf(t *testing.T, client string, data []byte) (string, http.Header) 
 	default:
 		t.Fatalf("no HTTP config for %s", client)
 		return "", nil
+	}
+}
+
+// checkRendered checks that c renders, for each client, as want says (as
+// JSON, and with no HTML escapes).
+func checkRendered(t *testing.T, c ClientConfig, want map[string]string) {
+	t.Helper()
+	for client, w := range want {
+		t.Run(client, func(t *testing.T) {
+			got, err := RenderClientConfig(client, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !jsonEqual(t, got, []byte(w)) {
+				t.Fatalf("got %s\nwant %s", got, w)
+			}
+			if strings.Contains(string(got), `\u0026`) {
+				t.Fatal("HTML-escaped output")
+			}
+		})
 	}
 }
