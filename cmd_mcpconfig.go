@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -18,30 +19,35 @@ import (
 	"codehydra/mcp"
 )
 
-const mcpConfigHelp = `Usage: codehydra mcp-config --client opencode|claude-code|claude-desktop [--workspace PATH]
+const mcpConfigHelp = `Usage: codehydra mcp-config --client opencode|claude-code|claude-desktop [--workspace PATH] [--http]
 
-Prints a configuration for an MCP client outside CodeHydra, with the MCP
-server's URL and a token written out, so it works as printed. Without
---workspace it holds your master token, which may call every tool. With
---workspace it holds that workspace's own token and names the workspace
-(sent as the X-Workspace-Path header): a client set up so acts on that
-workspace only, lists and creates workspaces in its project only, and
-cannot add or remove projects. Clients:
+Prints a configuration for an MCP client outside CodeHydra. The config runs
+this codehydra binary as "codehydra mcp-stdio", which finds the running
+CodeHydra each time the client starts it: the config holds neither port nor
+token, keeps working when CodeHydra restarts or the token is rotated, and
+needs nothing else installed (no Node.js, no bridge).
+
+Without --workspace the client acts as you (your master token): every
+tool, on every project; workspace_* tools answer invalid-input. With
+--workspace it acts on that workspace only (that workspace's own token,
+the workspace named as X-Workspace-Path): it lists and creates workspaces
+in its project only, and cannot add or remove projects.
+
+Clients:
   opencode        an opencode.json (project folder or ~/.config/opencode/)
   claude-code     a .mcp.json (project folder)
-  claude-desktop  an entry for claude_desktop_config.json; Claude Desktop only
-                  starts local (stdio) servers, so it runs the mcp-remote
-                  bridge with npx, which needs Node.js
-Without --workspace the workspace_* tools answer invalid-input; project_list
-and workspace_create (with projectPath) work. The config holds a token: keep
-it private, and print it again after "Rotate token", which changes every
-token. With a dynamic MCP port (settings
-mcpPort 0) the port changes at every launch; set a fixed mcpPort to keep the
-config working.
+  claude-desktop  an entry for claude_desktop_config.json
+
+--http prints the URL and a token instead, for clients that cannot start a
+command. It needs a fixed MCP port (settings "mcpPort"): with the default,
+dynamic port, the URL would change at every launch. The token is written
+out, so keep the file private, and print it again after "Rotate token".
+Claude Desktop starts only commands, so it has no HTTP form.
 
 Flags:
   --client NAME     opencode, claude-code or claude-desktop
   --workspace PATH  the workspace the client acts on
+  --http            print the URL and a token instead of the command
   --help            show this help
 `
 
@@ -50,6 +56,7 @@ func runMCPConfig(ctx context.Context, c *cli, args []string) int {
 	fs := newFlagSet("mcp-config", mcpConfigHelp)
 	client := fs.String("client", "", "")
 	wsFlag := fs.String("workspace", "", "")
+	useHTTP := fs.Bool("http", false, "")
 	rest, code, ok := parseInterleaved(fs, c, args)
 	if !ok {
 		return code
@@ -59,6 +66,9 @@ func runMCPConfig(ctx context.Context, c *cli, args []string) int {
 	}
 	if !slices.Contains(mcp.Clients(), *client) {
 		return usageError(fs, c, fmt.Errorf("--client must be one of %s", strings.Join(mcp.Clients(), ", ")))
+	}
+	if *useHTTP && *client == mcp.ClientClaudeDesktop {
+		return usageError(fs, c, errors.New("claude-desktop starts only commands, so it has no HTTP form; leave out --http"))
 	}
 	ws := ""
 	if *wsFlag != "" {
@@ -80,14 +90,15 @@ func runMCPConfig(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stderr, "codehydra mcp-config: %v\n", err)
 		return 1
 	}
-	cfg, ok := src.config(c)
+	var cfg mcp.ClientConfig
+	if *useHTTP {
+		cfg, ok = src.httpConfig(ctx, c)
+	} else {
+		cfg, ok = src.stdioConfig(ctx, c)
+	}
 	if !ok {
 		return 1
 	}
-	if ws != "" {
-		cfg = src.forWorkspace(ctx, c, cfg)
-	}
-	src.warn(c)
 	out, err := mcp.RenderClientConfig(*client, cfg)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "codehydra mcp-config: %v\n", err)
@@ -97,6 +108,68 @@ func runMCPConfig(ctx context.Context, c *cli, args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// stdioConfig is the config that runs this binary's mcp-stdio.
+func (s configSources) stdioConfig(ctx context.Context, c *cli) (mcp.ClientConfig, bool) {
+	exe, err := executablePath()
+	if err != nil {
+		fmt.Fprintf(c.stderr, "codehydra mcp-config: %v\n", err)
+		return mcp.ClientConfig{}, false
+	}
+	cfg := mcp.ClientConfig{Command: exe}
+	if s.workspace != "" {
+		cfg.WorkspacePath = s.workspacePath(ctx, c)
+	}
+	if !s.running {
+		fmt.Fprintln(c.stderr, "note: CodeHydra is not running; this config works whenever it runs (`codehydra` or `codehydra serve`)")
+	}
+	if s.workspace == "" {
+		fmt.Fprintln(c.stderr, "note: no --workspace: the client acts as you and may call every tool; workspace_* tools will answer invalid-input")
+	}
+	return cfg, true
+}
+
+// httpConfig is the config that holds the URL and a token, which only a
+// fixed port keeps working.
+func (s configSources) httpConfig(ctx context.Context, c *cli) (mcp.ClientConfig, bool) {
+	if s.settings.MCPPort == 0 {
+		fmt.Fprintf(c.stderr, "codehydra mcp-config: --http needs a fixed MCP port: the port is dynamic (settings mcpPort is 0), so it changes at every launch and a URL would stop working; set a fixed \"mcpPort\" in %s, or leave out --http for a config that runs codehydra mcp-stdio\n", paths.SettingsFile())
+		return mcp.ClientConfig{}, false
+	}
+	cfg, ok := s.config(c)
+	if !ok {
+		return cfg, false
+	}
+	if s.workspace != "" {
+		cfg = s.forWorkspace(ctx, c, cfg)
+	}
+	s.warn(c)
+	return cfg, true
+}
+
+// stdioClientConfig is client's config that runs this binary's mcp-stdio
+// for workspace ("" for the user's own client), as the tray copies it.
+func stdioClientConfig(client, workspace string) (string, error) {
+	exe, err := executablePath()
+	if err != nil {
+		return "", err
+	}
+	b, err := mcp.RenderClientConfig(client, mcp.ClientConfig{Command: exe, WorkspacePath: workspace})
+	return string(b), err
+}
+
+// executablePath is this binary's absolute path, symlinks resolved, for a
+// config to run: a client starts it with no PATH of the user's shell.
+func executablePath() (string, error) {
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		return "", fmt.Errorf("find this program's path: %w", err)
+	}
+	return exe, nil
 }
 
 // configSources are what mcp-config builds a client config from.
@@ -138,6 +211,16 @@ func (s configSources) config(c *cli) (cfg mcp.ClientConfig, ok bool) {
 // instance, else with symlinks resolved here) and that workspace's own
 // token, derived from the master token as the server derives it.
 func (s configSources) forWorkspace(ctx context.Context, c *cli, cfg mcp.ClientConfig) mcp.ClientConfig {
+	path := s.workspacePath(ctx, c)
+	cfg.WorkspacePath = path
+	cfg.Token = mcp.WorkspaceToken(cfg.Token, path)
+	return cfg
+}
+
+// workspacePath is the workspace as CodeHydra registered it (asked of the
+// running instance, else with symlinks resolved here); it warns when the
+// running instance does not know it.
+func (s configSources) workspacePath(ctx context.Context, c *cli) string {
 	path := s.workspace
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		path = real
@@ -149,18 +232,13 @@ func (s configSources) forWorkspace(ctx context.Context, c *cli, cfg mcp.ClientC
 			path = registered
 		}
 	}
-	cfg.WorkspacePath = path
-	cfg.Token = mcp.WorkspaceToken(cfg.Token, path)
-	return cfg
+	return path
 }
 
-// warn says when the config will stop working (a dynamic or moved port)
-// or does not reach a workspace.
+// warn says when an HTTP config will stop working (a moved port) or does
+// not reach a workspace.
 func (s configSources) warn(c *cli) {
-	switch {
-	case s.settings.MCPPort == 0:
-		fmt.Fprintf(c.stderr, "warning: the MCP port is dynamic (settings mcpPort is 0), so it changes at every launch and this config stops working when CodeHydra restarts; set a fixed \"mcpPort\" in %s\n", paths.SettingsFile())
-	case s.running && s.info.MCPPort != s.settings.MCPPort:
+	if s.running && s.info.MCPPort != s.settings.MCPPort {
 		fmt.Fprintf(c.stderr, "warning: CodeHydra runs on port %d because the configured port %d was taken; this config stops working when it restarts\n", s.info.MCPPort, s.settings.MCPPort)
 	}
 	if s.workspace == "" {

@@ -38,7 +38,8 @@ func TestAgentsAndWorkspaceConfigsCarryTheWorkspacesTokenNotTheMaster(t *testing
 	one, two := filepath.Join(wsDir, "one"), filepath.Join(wsDir, "two")
 	testenv.Git(t, repo, "worktree", "add", "-q", "-b", "one", one)
 	testenv.Git(t, repo, "worktree", "add", "-q", "-b", "two", two)
-	set, err := json.Marshal(map[string]any{"opencodeBin": fake, "projects": []string{repo}})
+	// A fixed port: the HTTP form, which holds the token, needs one.
+	set, err := json.Marshal(map[string]any{"opencodeBin": fake, "projects": []string{repo}, "mcpPort": testenv.FreePort(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestAgentsAndWorkspaceConfigsCarryTheWorkspacesTokenNotTheMaster(t *testing
 	}
 
 	// The config mcp-config prints for one.
-	cmd := exec.Command(bin, "mcp-config", "--client", "opencode", "--workspace", one)
+	cmd := exec.Command(bin, "mcp-config", "--client", "opencode", "--workspace", one, "--http")
 	cmd.Env = env
 	out, err := cmd.Output()
 	if err != nil {

@@ -215,9 +215,47 @@ func TestMCPConfigPrintsAConfigThatWorks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	exe, err := executablePath()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, client := range mcp.Clients() {
 		t.Run(client, func(t *testing.T) {
 			code, out, errOut := runRemote(t, "mcp-config", "--client", client, "--workspace", ws.Path)
+			if code != 0 {
+				t.Fatalf("%d %q", code, errOut)
+			}
+			if !strings.Contains(out, exe) || !strings.Contains(out, `"mcp-stdio"`) || !strings.Contains(out, ws.Path) {
+				t.Fatalf("config lacks the command, mcp-stdio or the workspace:\n%s", out)
+			}
+			if strings.Contains(out, ri.srv.URL()) || strings.Contains(out, ri.token) || strings.Contains(out, mcp.WorkspaceToken(ri.token, ws.Path)) {
+				t.Fatalf("the config holds a URL or a token:\n%s", out)
+			}
+			if !json.Valid([]byte(out)) {
+				t.Fatalf("not JSON: %s", out)
+			}
+			if strings.Contains(errOut, "warning") {
+				t.Fatalf("a warning for a config that keeps working: %q", errOut)
+			}
+		})
+	}
+
+	t.Run("--http with a dynamic port: refused, saying why", func(t *testing.T) {
+		code, out, errOut := runRemote(t, "mcp-config", "--client", "claude-code", "--workspace", ws.Path, "--http")
+		if code != 1 || out != "" || !strings.Contains(errOut, "--http needs a fixed MCP port") {
+			t.Fatalf("%d %q %q", code, out, errOut)
+		}
+	})
+	t.Run("--http for claude-desktop: bad usage", func(t *testing.T) {
+		code, out, errOut := runRemote(t, "mcp-config", "--client", "claude-desktop", "--http")
+		if code != 2 || out != "" || !strings.Contains(errOut, "no HTTP form") {
+			t.Fatalf("%d %q %q", code, out, errOut)
+		}
+	})
+	writeSettings(t, `{"mcpPort":`+strconv.Itoa(ri.srv.Port())+`}`)
+	for _, client := range []string{mcp.ClientOpencode, mcp.ClientClaudeCode} {
+		t.Run(client+" --http", func(t *testing.T) {
+			code, out, errOut := runRemote(t, "mcp-config", "--client", client, "--workspace", ws.Path, "--http")
 			if code != 0 {
 				t.Fatalf("%d %q", code, errOut)
 			}
@@ -227,17 +265,11 @@ func TestMCPConfigPrintsAConfigThatWorks(t *testing.T) {
 			if strings.Contains(out, ri.token) {
 				t.Fatalf("the config of a workspace holds the master token:\n%s", out)
 			}
-			if !json.Valid([]byte(out)) {
-				t.Fatalf("not JSON: %s", out)
-			}
-			if !strings.Contains(errOut, "warning: the MCP port is dynamic") {
-				t.Fatalf("no dynamic-port warning: %q", errOut)
-			}
 		})
 	}
 
 	t.Run("the claude-code config reaches the workspace", func(t *testing.T) {
-		_, out, _ := runRemote(t, "mcp-config", "--client", "claude-code", "--workspace", ws.Path)
+		_, out, _ := runRemote(t, "mcp-config", "--client", "claude-code", "--workspace", ws.Path, "--http")
 		var cfg struct {
 			MCPServers map[string]struct {
 				URL     string            `json:"url"`
@@ -261,14 +293,14 @@ func TestMCPConfigPrintsAConfigThatWorks(t *testing.T) {
 
 	t.Run("fixed port: no warning", func(t *testing.T) {
 		writeSettings(t, `{"mcpPort":`+strconv.Itoa(ri.srv.Port())+`}`)
-		code, _, errOut := runRemote(t, "mcp-config", "--client", "opencode", "--workspace", ws.Path)
+		code, _, errOut := runRemote(t, "mcp-config", "--client", "opencode", "--workspace", ws.Path, "--http")
 		if code != 0 || strings.Contains(errOut, "warning") {
 			t.Fatalf("%d %q", code, errOut)
 		}
 	})
 	t.Run("fixed port taken at launch: warning", func(t *testing.T) {
 		writeSettings(t, `{"mcpPort":1}`)
-		code, _, errOut := runRemote(t, "mcp-config", "--client", "opencode")
+		code, _, errOut := runRemote(t, "mcp-config", "--client", "opencode", "--http")
 		if code != 0 || !strings.Contains(errOut, "was taken") || !strings.Contains(errOut, "no --workspace") {
 			t.Fatalf("%d %q", code, errOut)
 		}
@@ -284,11 +316,11 @@ func TestMCPConfigPrintsAConfigThatWorks(t *testing.T) {
 		if err := instance.Remove(paths.InstanceFile()); err != nil {
 			t.Fatal(err)
 		}
-		code, out, errOut := runRemote(t, "mcp-config", "--client", "claude-code")
+		code, out, errOut := runRemote(t, "mcp-config", "--client", "claude-code", "--http")
 		if code != 0 || !strings.Contains(out, "http://127.0.0.1:4777/mcp") || !strings.Contains(out, ri.token) || !strings.Contains(errOut, "not running") {
 			t.Fatalf("%d %q %q", code, out, errOut)
 		}
-		code, out, errOut = runRemote(t, "mcp-config", "--client", "claude-code", "--workspace", ws.Path)
+		code, out, errOut = runRemote(t, "mcp-config", "--client", "claude-code", "--workspace", ws.Path, "--http")
 		if code != 0 || !strings.Contains(out, mcp.WorkspaceToken(ri.token, ws.Path)) || strings.Contains(out, ri.token) {
 			t.Fatalf("--workspace, not running: %d %q %q", code, out, errOut)
 		}
@@ -304,17 +336,21 @@ func TestMCPConfigPrintsAConfigThatWorks(t *testing.T) {
 		if err := os.WriteFile(paths.TokenFile(), []byte(spoilt), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		code, out, errOut := runRemote(t, "mcp-config", "--client", "claude-code")
+		code, out, errOut := runRemote(t, "mcp-config", "--client", "claude-code", "--http")
 		if code != 1 || out != "" || !strings.Contains(errOut, "holds no valid token") || !strings.Contains(errOut, "start CodeHydra once") ||
 			strings.Contains(errOut, spoilt) {
 			t.Fatalf("%d %q %q", code, out, errOut)
 		}
 	})
-	t.Run("not running, dynamic port: refused", func(t *testing.T) {
+	t.Run("not running, dynamic port: the command form still works", func(t *testing.T) {
 		writeSettings(t, `{"mcpPort":0}`)
 		code, out, errOut := runRemote(t, "mcp-config", "--client", "claude-code")
-		if code != 1 || out != "" || !strings.Contains(errOut, "CodeHydra is not running") {
+		if code != 0 || !strings.Contains(out, exe) || !strings.Contains(errOut, "CodeHydra is not running; this config works whenever it runs") {
 			t.Fatalf("%d %q %q", code, out, errOut)
+		}
+		code, out, errOut = runRemote(t, "mcp-config", "--client", "claude-code", "--http")
+		if code != 1 || out != "" || !strings.Contains(errOut, "--http needs a fixed MCP port") {
+			t.Fatalf("--http: %d %q %q", code, out, errOut)
 		}
 	})
 }

@@ -9,7 +9,6 @@ import (
 
 	"codehydra/app"
 	"codehydra/internal/paths"
-	"codehydra/mcp"
 )
 
 // runApp is step 7 of the default command: run the tray app until ctx is
@@ -31,13 +30,10 @@ func (s *server) runApp(ctx context.Context) error {
 // startup built and the actions that change them.
 func (s *server) appDeps() app.Deps {
 	deps := app.Deps{
-		Workspaces:  s.manager,
-		Settings:    s.settings,
-		RotateToken: s.rotateToken,
-		MCPConfig: func(client string) (string, error) {
-			b, err := mcp.RenderClientConfig(client, mcp.ClientConfig{URL: s.mcpURL, Token: s.token.Value()})
-			return string(b), err
-		},
+		Workspaces:          s.manager,
+		Settings:            s.settings,
+		RotateToken:         s.rotateToken,
+		MCPConfig:           stdioClientConfig,
 		Restart:             func() { s.restart = true },
 		Logger:              s.log,
 		Getenv:              s.cli.getenv,

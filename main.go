@@ -39,8 +39,9 @@ type command struct {
 }
 
 // commands lists the subcommands in the order usage shows them. project,
-// workspace and mcp-config (cmd_project.go, cmd_workspace.go,
-// cmd_mcpconfig.go) talk to the running instance through cmd_remote.go.
+// workspace, mcp-config and mcp-stdio (cmd_project.go, cmd_workspace.go,
+// cmd_mcpconfig.go, cmd_mcpstdio.go) talk to the running instance through
+// cmd_remote.go.
 func commands() []command {
 	return []command{
 		{"serve", "run headless: MCP server and agents, no GUI", runServe},
@@ -48,6 +49,7 @@ func commands() []command {
 		{"project", "add, remove or list projects of the running instance", runProject},
 		{"workspace", "create, list or delete workspaces of the running instance", runWorkspace},
 		{"mcp-config", "print a ready MCP client config", runMCPConfig},
+		{"mcp-stdio", "an MCP server on stdio that forwards to the running instance", runMCPStdio},
 		{"version", "print the version", runVersion},
 	}
 }

@@ -107,8 +107,9 @@ type Deps struct {
 	// calls Agents.RestartAll itself. Nil disables "Rotate token".
 	RotateToken func() error
 	// MCPConfig returns a ready MCP client config for a client of
-	// mcp.Clients. Nil disables "Copy MCP config".
-	MCPConfig func(client string) (string, error)
+	// mcp.Clients, acting on the workspace at workspacePath, or as the
+	// user when it is "". Nil disables "Copy MCP config".
+	MCPConfig func(client, workspacePath string) (string, error)
 	// Restart asks for the app to start again once it has shut down
 	// (settings such as the MCP port only take effect then). The settings
 	// window's "Restart now" calls it on the Fyne thread and then quits the

@@ -8,7 +8,6 @@ import (
 
 	"fyne.io/fyne/v2"
 
-	"codehydra/mcp"
 	"codehydra/workspace"
 )
 
@@ -128,18 +127,17 @@ func (w WorkspaceState) Port() int {
 // The fixed labels of the tray menu. They are stable: tests drive the tray
 // over D-Bus by these strings.
 const (
-	LabelOpenAgent     = "Open agent in browser"
-	LabelCopyPath      = "Copy path"
-	LabelCopyAttach    = "Copy attach command"
-	LabelRestartAgent  = "Restart agent"
-	LabelDelete        = "Delete…"
-	LabelNewWorkspace  = "New workspace…"
-	LabelAddProject    = "Add project…"
-	LabelSettings      = "Settings…"
-	LabelCopyMCPConfig = "Copy MCP config"
-	LabelQuit          = "Quit"
-	LabelNoProjects    = "No projects yet: use Add project…"
-	LabelNoWorkspaces  = "No workspaces: use New workspace…"
+	LabelOpenAgent    = "Open agent in browser"
+	LabelCopyPath     = "Copy path"
+	LabelCopyAttach   = "Copy attach command"
+	LabelRestartAgent = "Restart agent"
+	LabelDelete       = "Delete…"
+	LabelNewWorkspace = "New workspace…"
+	LabelAddProject   = "Add project…"
+	LabelSettings     = "Settings…"
+	LabelQuit         = "Quit"
+	LabelNoProjects   = "No projects yet: use Add project…"
+	LabelNoWorkspaces = "No workspaces: use New workspace…"
 )
 
 // WorkspaceLabel is the menu label of a workspace: its mark, its name and
@@ -188,16 +186,19 @@ func AttachCommand(port int, password string) string {
 type Actions struct {
 	// OpenAgent and CopyAttach act on the agent server of the workspace
 	// at path; they ask for its password only when clicked.
-	OpenAgent     func(path string)
-	CopyAttach    func(path string)
-	CopyText      func(text string)
-	RestartAgent  func(path string)
-	Delete        func(ws workspace.Workspace)
-	NewWorkspace  func()
-	AddProject    func()
-	Settings      func()
-	CopyMCPConfig func(client string)
-	Quit          func()
+	OpenAgent    func(path string)
+	CopyAttach   func(path string)
+	CopyText     func(text string)
+	RestartAgent func(path string)
+	Delete       func(ws workspace.Workspace)
+	NewWorkspace func()
+	AddProject   func()
+	Settings     func()
+	// CopyMCPConfig copies a config for the user's own client;
+	// CopyWorkspaceMCPConfig one that acts on ws only.
+	CopyMCPConfig          func(client string)
+	CopyWorkspaceMCPConfig func(client string, ws workspace.Workspace)
+	Quit                   func()
 }
 
 // BuildMenu is the tray menu for s: a summary line, each project with its
@@ -235,15 +236,7 @@ func BuildMenu(s State, a Actions) *fyne.Menu {
 		actionItem(LabelSettings, a.Settings),
 	)
 
-	canCopy := s.CanCopyMCPConfig && a.CopyMCPConfig != nil
-	var clients []*fyne.MenuItem
-	for _, c := range mcp.Clients() {
-		clients = append(clients, actionItem(mcp.ClientTitle(c), when(canCopy, func() { a.CopyMCPConfig(c) })))
-	}
-	copyConfig := fyne.NewMenuItem(LabelCopyMCPConfig, nil)
-	copyConfig.ChildMenu = fyne.NewMenu(LabelCopyMCPConfig, clients...)
-	copyConfig.Disabled = !canCopy
-	add(copyConfig, fyne.NewMenuItemSeparator())
+	add(userConfigItem(s, a), fyne.NewMenuItemSeparator())
 
 	quit := actionItem(LabelQuit, a.Quit)
 	// Fyne appends its own Quit unless the last item is marked as one.
@@ -282,6 +275,7 @@ func workspaceItem(s State, w WorkspaceState, a Actions) *fyne.MenuItem {
 		actionItem(LabelOpenAgent, open),
 		actionItem(LabelCopyPath, copyPath),
 		actionItem(LabelCopyAttach, attach),
+		workspaceConfigItem(s, w, a),
 		fyne.NewMenuItemSeparator(),
 		actionItem(LabelRestartAgent, restart),
 		actionItem(LabelDelete, del),

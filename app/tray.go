@@ -274,15 +274,6 @@ func (t *Tray) actions() Actions {
 			})
 		}
 	}
-	if config := u.deps.MCPConfig; config != nil {
-		a.CopyMCPConfig = func(client string) {
-			text, err := config(client)
-			if err != nil {
-				u.showError("Copy MCP config", err)
-				return
-			}
-			u.app.Clipboard().SetContent(text)
-		}
-	}
+	u.copyConfigActions(&a)
 	return a
 }

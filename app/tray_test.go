@@ -16,7 +16,7 @@ import (
 
 func TestTrayRebuildsTheMenuFromManagerEvents(t *testing.T) {
 	f, ws, agents := oneWorkspace(agentIdle)
-	h := newHarness(t, Deps{Workspaces: f, Agents: agents, MCPConfig: func(string) (string, error) { return "{}", nil }})
+	h := newHarness(t, Deps{Workspaces: f, Agents: agents, MCPConfig: func(string, string) (string, error) { return "{}", nil }})
 	h.startTray()
 
 	hasItem := func(label string) func() bool {
@@ -198,7 +198,7 @@ func TestTrayNotifiesOnFinishAndInputUnlessSwitchedOff(t *testing.T) {
 
 func TestTrayActionsOpenCopyAndRestart(t *testing.T) {
 	f, ws, agents := oneWorkspace(agentIdle)
-	h := newHarness(t, Deps{Workspaces: f, Agents: agents, MCPConfig: func(c string) (string, error) { return "config for " + c, nil }})
+	h := newHarness(t, Deps{Workspaces: f, Agents: agents, MCPConfig: func(c, ws string) (string, error) { return "config for " + c + " " + ws, nil }})
 	h.startTray()
 	h.waitFor("the menu", func() bool { return h.view.menu() != nil })
 	m := h.view.menu()
@@ -215,8 +215,19 @@ func TestTrayActionsOpenCopyAndRestart(t *testing.T) {
 		t.Errorf("clipboard = %q, want the attach command", got)
 	}
 	find(m, LabelCopyMCPConfig, "Claude Code").Action()
-	if got := clip.Content(); got != "config for claude-code" {
-		t.Errorf("clipboard = %q, want the Claude Code config", got)
+	if got := clip.Content(); got != "config for claude-code " {
+		t.Errorf("clipboard = %q, want the user's Claude Code config", got)
+	}
+	find(m, label, LabelCopyWorkspaceMCPConfig, "OpenCode").Action()
+	if got := clip.Content(); got != "config for opencode "+ws.Path {
+		t.Errorf("clipboard = %q, want the workspace's OpenCode config", got)
+	}
+	notes := h.app.notifications()
+	if len(notes) != 2 || notes[0].Content != CopiedConfigNotice("claude-code", "").Content || notes[1].Content != CopiedConfigNotice("opencode", ws.Name).Content {
+		t.Errorf("notifications %+v, want one confirmation per copy", notes)
+	}
+	if want := "Copied the OpenCode config for feat."; !strings.HasPrefix(notes[len(notes)-1].Content, want) {
+		t.Errorf("the notification says %q, want it to start with %q", notes[len(notes)-1].Content, want)
 	}
 	find(m, label, LabelRestartAgent).Action()
 	h.waitFor("the restart", func() bool { return slices.Equal(agents.restarted(), []string{ws.Path}) })

@@ -15,7 +15,7 @@ OPENCODE_VERSION=1.18.33
 PACKAGES=(
 	gcc libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev libxinerama-dev
 	libxi-dev libxxf86vm-dev pkg-config git
-	xvfb dbus-x11 xdotool imagemagick xfce4-panel
+	xvfb dbus-x11 xdotool xclip imagemagick xfce4-panel
 	libgl1-mesa-dri libglib2.0-bin x11-utils
 )
 

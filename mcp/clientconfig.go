@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 )
@@ -35,78 +36,54 @@ func ClientTitle(client string) string {
 	return client
 }
 
-// MCPRemoteVersion is the mcp-remote bridge that Claude Desktop's config
-// runs through npx. It is pinned: an unpinned npx name runs whatever the
-// registry serves that day, with the token in its environment. 0.15.1 was
-// checked against this server (initialize, tools/call through the bridge).
-const MCPRemoteVersion = "0.15.1"
-
 // ClientConfig is what an MCP client needs to reach the running server.
 type ClientConfig struct {
-	// URL is the endpoint, e.g. http://127.0.0.1:4321/mcp.
+	// Command, when set, is the absolute path of the codehydra binary: the
+	// config then runs "Command mcp-stdio [--workspace WorkspacePath]",
+	// which finds the running instance each time it starts, and holds
+	// neither URL nor token.
+	Command string
+	// URL is the endpoint, e.g. http://127.0.0.1:4321/mcp (without
+	// Command).
 	URL string
-	// Token is the access token, sent as "Authorization: Bearer <token>".
+	// Token is the access token, sent as "Authorization: Bearer <token>"
+	// (without Command).
 	Token string
-	// WorkspacePath is sent as X-Workspace-Path; "" leaves the header out,
+	// WorkspacePath names the workspace the client acts on; "" for none,
 	// so workspace_* tools answer invalid-input while project_list and
 	// workspace_create work.
 	WorkspacePath string
 }
 
-// RenderClientConfig returns a configuration file (JSON) for client with
-// the literal URL, token and workspace of c, ready to use as printed:
-//   - opencode: an opencode.json with a "remote" MCP server (DESIGN.md's
-//     shape, with values instead of {env:…} placeholders);
-//   - claude-code: a .mcp.json with an "http" server;
-//   - claude-desktop: a claude_desktop_config.json entry. Claude Desktop
-//     only starts stdio servers, so the entry runs the mcp-remote bridge
-//     through npx (Node.js needed); the header values travel in env so that
-//     no argument contains a space (Claude Desktop on Windows splits them).
-func RenderClientConfig(client string, c ClientConfig) ([]byte, error) {
-	headers := map[string]string{"Authorization": "Bearer " + c.Token}
-	ws := filepath.ToSlash(c.WorkspacePath)
-	if ws != "" {
-		headers[WorkspaceHeader] = ws
+// StdioArgs are the arguments of codehydra that serve a client on stdio,
+// acting on workspace ("" for the user's own client).
+func StdioArgs(workspace string) []string {
+	if workspace == "" {
+		return []string{"mcp-stdio"}
 	}
+	return []string{"mcp-stdio", "--workspace", workspace}
+}
+
+// RenderClientConfig returns a configuration file (JSON) for client,
+// ready to use as printed. With c.Command it runs codehydra mcp-stdio:
+//   - opencode: an opencode.json with a "local" MCP server;
+//   - claude-code: a .mcp.json with a "stdio" server;
+//   - claude-desktop: a claude_desktop_config.json entry.
+//
+// Without it, it holds c's URL and token (HTTP): opencode's "remote" server
+// (DESIGN.md's shape, with values instead of {env:…} placeholders) or
+// Claude Code's "http" server. Claude Desktop's config file starts only
+// commands, so it has no HTTP form.
+func RenderClientConfig(client string, c ClientConfig) ([]byte, error) {
 	var doc any
-	switch client {
-	case ClientOpencode:
-		type remote struct {
-			Type    string            `json:"type"`
-			URL     string            `json:"url"`
-			Headers map[string]string `json:"headers"`
-			Enabled bool              `json:"enabled"`
-		}
-		doc = struct {
-			Schema string            `json:"$schema"`
-			MCP    map[string]remote `json:"mcp"`
-		}{
-			Schema: "https://opencode.ai/config.json",
-			MCP:    map[string]remote{ServerName: {Type: "remote", URL: c.URL, Headers: headers, Enabled: true}},
-		}
-	case ClientClaudeCode:
-		type server struct {
-			Type    string            `json:"type"`
-			URL     string            `json:"url"`
-			Headers map[string]string `json:"headers"`
-		}
-		doc = map[string]any{"mcpServers": map[string]server{ServerName: {Type: "http", URL: c.URL, Headers: headers}}}
-	case ClientClaudeDesktop:
-		type server struct {
-			Command string            `json:"command"`
-			Args    []string          `json:"args"`
-			Env     map[string]string `json:"env"`
-		}
-		args := []string{"-y", "mcp-remote@" + MCPRemoteVersion, c.URL, "--transport", "http-only",
-			"--header", "Authorization:${CODEHYDRA_AUTHORIZATION}"}
-		env := map[string]string{"CODEHYDRA_AUTHORIZATION": "Bearer " + c.Token}
-		if ws != "" {
-			args = append(args, "--header", WorkspaceHeader+":${CODEHYDRA_WORKSPACE_PATH}")
-			env["CODEHYDRA_WORKSPACE_PATH"] = ws
-		}
-		doc = map[string]any{"mcpServers": map[string]server{ServerName: {Command: "npx", Args: args, Env: env}}}
-	default:
-		return nil, fmt.Errorf("unknown MCP client %q; choose one of %v", client, Clients())
+	var err error
+	if c.Command != "" {
+		doc, err = stdioConfig(client, c)
+	} else {
+		doc, err = httpConfig(client, c)
+	}
+	if err != nil {
+		return nil, err
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -117,4 +94,74 @@ func RenderClientConfig(client string, c ClientConfig) ([]byte, error) {
 		return nil, fmt.Errorf("encode %s config: %w", client, err)
 	}
 	return buf.Bytes(), nil
+}
+
+// stdioConfig is client's config that runs codehydra mcp-stdio.
+func stdioConfig(client string, c ClientConfig) (any, error) {
+	args := StdioArgs(c.WorkspacePath)
+	switch client {
+	case ClientOpencode:
+		type local struct {
+			Type    string   `json:"type"`
+			Command []string `json:"command"`
+			Enabled bool     `json:"enabled"`
+		}
+		return struct {
+			Schema string           `json:"$schema"`
+			MCP    map[string]local `json:"mcp"`
+		}{
+			Schema: "https://opencode.ai/config.json",
+			MCP:    map[string]local{ServerName: {Type: "local", Command: append([]string{c.Command}, args...), Enabled: true}},
+		}, nil
+	case ClientClaudeCode, ClientClaudeDesktop:
+		type server struct {
+			Type    string   `json:"type,omitempty"`
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		}
+		s := server{Command: c.Command, Args: args}
+		if client == ClientClaudeCode {
+			s.Type = "stdio"
+		}
+		return map[string]any{"mcpServers": map[string]server{ServerName: s}}, nil
+	}
+	return nil, unknownClient(client)
+}
+
+// httpConfig is client's config that holds the URL and the token.
+func httpConfig(client string, c ClientConfig) (any, error) {
+	headers := map[string]string{"Authorization": "Bearer " + c.Token}
+	if ws := filepath.ToSlash(c.WorkspacePath); ws != "" {
+		headers[WorkspaceHeader] = ws
+	}
+	switch client {
+	case ClientOpencode:
+		type remote struct {
+			Type    string            `json:"type"`
+			URL     string            `json:"url"`
+			Headers map[string]string `json:"headers"`
+			Enabled bool              `json:"enabled"`
+		}
+		return struct {
+			Schema string            `json:"$schema"`
+			MCP    map[string]remote `json:"mcp"`
+		}{
+			Schema: "https://opencode.ai/config.json",
+			MCP:    map[string]remote{ServerName: {Type: "remote", URL: c.URL, Headers: headers, Enabled: true}},
+		}, nil
+	case ClientClaudeCode:
+		type server struct {
+			Type    string            `json:"type"`
+			URL     string            `json:"url"`
+			Headers map[string]string `json:"headers"`
+		}
+		return map[string]any{"mcpServers": map[string]server{ServerName: {Type: "http", URL: c.URL, Headers: headers}}}, nil
+	case ClientClaudeDesktop:
+		return nil, errors.New("the config file of Claude Desktop starts only commands, so it has no HTTP form; use its default config, which runs codehydra mcp-stdio")
+	}
+	return nil, unknownClient(client)
+}
+
+func unknownClient(client string) error {
+	return fmt.Errorf("unknown MCP client %q; choose one of %v", client, Clients())
 }

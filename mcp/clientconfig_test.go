@@ -3,47 +3,44 @@ package mcp
 import (
 	"encoding/json"
 	"net/http"
-	"os"
-	"regexp"
 	"strings"
 	"testing"
 )
 
 func TestRenderClientConfigShapes(t *testing.T) {
 	c := ClientConfig{URL: "http://127.0.0.1:4321/mcp", Token: "tok", WorkspacePath: "/home/u/ws & co"}
-	tests := []struct {
-		client string
-		want   string
-	}{
-		{ClientOpencode, `{"$schema":"https://opencode.ai/config.json","mcp":{"codehydra":{"type":"remote","url":"http://127.0.0.1:4321/mcp",
-			"headers":{"Authorization":"Bearer tok","X-Workspace-Path":"/home/u/ws & co"},"enabled":true}}}`},
-		{ClientClaudeCode, `{"mcpServers":{"codehydra":{"type":"http","url":"http://127.0.0.1:4321/mcp",
-			"headers":{"Authorization":"Bearer tok","X-Workspace-Path":"/home/u/ws & co"}}}}`},
-		{ClientClaudeDesktop, `{"mcpServers":{"codehydra":{"command":"npx","args":["-y","mcp-remote@0.15.1","http://127.0.0.1:4321/mcp",
-			"--transport","http-only","--header","Authorization:${CODEHYDRA_AUTHORIZATION}","--header","X-Workspace-Path:${CODEHYDRA_WORKSPACE_PATH}"],
-			"env":{"CODEHYDRA_AUTHORIZATION":"Bearer tok","CODEHYDRA_WORKSPACE_PATH":"/home/u/ws & co"}}}}`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.client, func(t *testing.T) {
-			got, err := RenderClientConfig(tc.client, c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !jsonEqual(t, got, []byte(tc.want)) {
-				t.Fatalf("got %s\nwant %s", got, tc.want)
-			}
-			if strings.Contains(string(got), `\u0026`) {
-				t.Fatal("HTML-escaped output")
-			}
-		})
-	}
+	checkRendered(t, c, map[string]string{
+		ClientOpencode: `{"$schema":"https://opencode.ai/config.json","mcp":{"codehydra":{"type":"remote","url":"http://127.0.0.1:4321/mcp",
+			"headers":{"Authorization":"Bearer tok","X-Workspace-Path":"/home/u/ws & co"},"enabled":true}}}`,
+		ClientClaudeCode: `{"mcpServers":{"codehydra":{"type":"http","url":"http://127.0.0.1:4321/mcp",
+			"headers":{"Authorization":"Bearer tok","X-Workspace-Path":"/home/u/ws & co"}}}}`,
+	})
 	if _, err := RenderClientConfig("vscode", c); err == nil {
 		t.Fatal("unknown client accepted")
+	}
+	// Claude Desktop starts only commands: no config of it needs Node
+	// and a bridge from the network any more.
+	if got, err := RenderClientConfig(ClientClaudeDesktop, c); err == nil || !strings.Contains(err.Error(), "mcp-stdio") {
+		t.Fatalf("claude-desktop over HTTP: %s, %v; want an error that points to mcp-stdio", got, err)
+	}
+}
+
+func TestRenderClientConfigWithACommandHoldsNeitherPortNorToken(t *testing.T) {
+	c := ClientConfig{Command: "/opt/code hydra/codehydra", WorkspacePath: "/home/u/ws & co"}
+	checkRendered(t, c, map[string]string{
+		ClientOpencode: `{"$schema":"https://opencode.ai/config.json","mcp":{"codehydra":{"type":"local",
+			"command":["/opt/code hydra/codehydra","mcp-stdio","--workspace","/home/u/ws & co"],"enabled":true}}}`,
+		ClientClaudeCode:    `{"mcpServers":{"codehydra":{"type":"stdio","command":"/opt/code hydra/codehydra","args":["mcp-stdio","--workspace","/home/u/ws & co"]}}}`,
+		ClientClaudeDesktop: `{"mcpServers":{"codehydra":{"command":"/opt/code hydra/codehydra","args":["mcp-stdio","--workspace","/home/u/ws & co"]}}}`,
+	})
+	got, err := RenderClientConfig(ClientClaudeCode, ClientConfig{Command: "/bin/codehydra"})
+	if err != nil || strings.Contains(string(got), "--workspace") {
+		t.Fatalf("without a workspace: %s, %v", got, err)
 	}
 }
 
 func TestRenderClientConfigWithoutWorkspaceOmitsTheHeader(t *testing.T) {
-	for _, client := range Clients() {
+	for _, client := range []string{ClientOpencode, ClientClaudeCode} {
 		got, err := RenderClientConfig(client, ClientConfig{URL: "http://127.0.0.1:1/mcp", Token: "tok"})
 		if err != nil {
 			t.Fatal(err)
@@ -59,7 +56,7 @@ func TestRenderClientConfigWithoutWorkspaceOmitsTheHeader(t *testing.T) {
 func TestPrintedClientConfigsWork(t *testing.T) {
 	h := newHarness(t)
 	ws := h.create("cfg")
-	for _, client := range Clients() {
+	for _, client := range []string{ClientOpencode, ClientClaudeCode} {
 		t.Run(client, func(t *testing.T) {
 			data, err := RenderClientConfig(client, ClientConfig{URL: h.srv.URL(), Token: h.token.Value(), WorkspacePath: ws.Path})
 			if err != nil {
@@ -79,9 +76,7 @@ func TestPrintedClientConfigsWork(t *testing.T) {
 	}
 }
 
-// endpointOf extracts URL and headers from a rendered config; for Claude
-// Desktop it does what mcp-remote does with its arguments: substitute
-// ${VAR} from env and split "Name:value".
+// endpointOf extracts URL and headers from a rendered HTTP config.
 func endpointOf(t *testing.T, client string, data []byte) (string, http.Header) {
 	t.Helper()
 	hdr := http.Header{}
@@ -126,39 +121,27 @@ func endpointOf(t *testing.T, client string, data []byte) (string, http.Header) 
 		}
 		return s.URL, hdr
 	default:
-		var c struct {
-			MCPServers map[string]struct {
-				Command string            `json:"command"`
-				Args    []string          `json:"args"`
-				Env     map[string]string `json:"env"`
-			} `json:"mcpServers"`
-		}
-		if err := json.Unmarshal(data, &c); err != nil {
-			t.Fatal(err)
-		}
-		s := c.MCPServers[ServerName]
-		header := regexp.MustCompile(`^([A-Za-z0-9_-]+):\s*(.*)$`)
-		var url string
-		for i := 0; i < len(s.Args); i++ {
-			a := s.Args[i]
-			if strings.Contains(a, " ") {
-				t.Fatalf("argument %q has a space", a)
+		t.Fatalf("no HTTP config for %s", client)
+		return "", nil
+	}
+}
+
+// checkRendered checks that c renders, for each client, as want says (as
+// JSON, and with no HTML escapes).
+func checkRendered(t *testing.T, c ClientConfig, want map[string]string) {
+	t.Helper()
+	for client, w := range want {
+		t.Run(client, func(t *testing.T) {
+			got, err := RenderClientConfig(client, c)
+			if err != nil {
+				t.Fatal(err)
 			}
-			switch {
-			case a == "--header":
-				i++
-				v := os.Expand(s.Args[i], func(k string) string { return s.Env[k] })
-				m := header.FindStringSubmatch(v)
-				if m == nil {
-					t.Fatalf("header argument %q", s.Args[i])
-				}
-				hdr.Set(m[1], m[2])
-			case a == "--transport":
-				i++
-			case strings.HasPrefix(a, "http"):
-				url = a
+			if !jsonEqual(t, got, []byte(w)) {
+				t.Fatalf("got %s\nwant %s", got, w)
 			}
-		}
-		return url, hdr
+			if strings.Contains(string(got), `\u0026`) {
+				t.Fatal("HTML-escaped output")
+			}
+		})
 	}
 }
