@@ -45,6 +45,7 @@ type Workspaces interface {
 	Workspaces(projectPath string) ([]workspace.Workspace, error)
 	Subscribe() (events <-chan workspace.Event, cancel func())
 	AddProject(ctx context.Context, path string) (workspace.Project, error)
+	RemoveProject(ctx context.Context, path string) error
 	Create(ctx context.Context, o workspace.CreateOptions) (workspace.Workspace, error)
 	Delete(ctx context.Context, wsPath string, o workspace.DeleteOptions) error
 	Status(ctx context.Context, wsPath string) (workspace.Status, error)

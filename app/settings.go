@@ -39,6 +39,8 @@ type settingsWindow struct {
 	ocBin         *widget.Entry
 	ocFound       *widget.Label
 	worktreeRoot  *widget.Entry
+	editorCmd     *widget.Entry
+	terminalCmd   *widget.Entry
 	notifications *widget.Check
 	ratePerSecond *widget.Entry
 	rateBurst     *widget.Entry
@@ -85,6 +87,8 @@ func (u *ui) newSettingsWindow() *settingsWindow {
 	}
 	w.worktreeRoot.SetPlaceHolder("empty: " + def)
 	w.worktreeRoot.Validator = func(s string) error { _, err := parseWorktreeRoot(s); return err }
+	w.editorCmd = commandEntry("editorCommand", openEditor, newFinder(u.deps.Getenv))
+	w.terminalCmd = commandEntry("terminalCommand", openTerminal, newFinder(u.deps.Getenv))
 	w.notifications = widget.NewCheck("Notify when an agent finishes or needs input", nil)
 	w.ratePerSecond = widget.NewEntry()
 	w.ratePerSecond.Validator = func(s string) error { _, err := parseRate(s); return err }
@@ -115,6 +119,8 @@ func (u *ui) newSettingsWindow() *settingsWindow {
 	cells = append(cells, row("OpenCode base port", w.ocMode, w.ocPort)...)
 	cells = append(cells, row("OpenCode binary", w.ocBin, w.ocFound)...)
 	cells = append(cells, row("Worktree root", w.worktreeRoot)...)
+	cells = append(cells, row("Editor command", w.editorCmd)...)
+	cells = append(cells, row("Terminal command", w.terminalCmd)...)
 	cells = append(cells, row("Notifications", w.notifications)...)
 	cells = append(cells, row("MCP rate limit", container.NewGridWithColumns(2,
 		container.NewBorder(nil, nil, nil, widget.NewLabel("calls per second"), w.ratePerSecond),
@@ -176,6 +182,8 @@ func (w *settingsWindow) fill(s settings.Settings) {
 	fillPort(w.ocMode, w.ocPort, s.OpencodeBasePort)
 	w.ocBin.SetText(s.OpencodeBin)
 	w.worktreeRoot.SetText(s.WorktreeRoot)
+	w.editorCmd.SetText(s.EditorCommand)
+	w.terminalCmd.SetText(s.TerminalCommand)
 	w.notifications.SetChecked(s.Notifications)
 	w.ratePerSecond.SetText(strconv.FormatFloat(s.RateLimit.PerSecond, 'f', -1, 64))
 	w.rateBurst.SetText(strconv.Itoa(s.RateLimit.Burst))
@@ -218,6 +226,10 @@ func (w *settingsWindow) read(s *settings.Settings) error {
 	s.OpencodeBin, err = parseBinary(w.ocBin.Text)
 	errs = append(errs, err)
 	s.WorktreeRoot, err = parseWorktreeRoot(w.worktreeRoot.Text)
+	errs = append(errs, err)
+	s.EditorCommand, err = readCommand("editorCommand", w.editorCmd.Text)
+	errs = append(errs, err)
+	s.TerminalCommand, err = readCommand("terminalCommand", w.terminalCmd.Text)
 	errs = append(errs, err)
 	s.Notifications = w.notifications.Checked
 	s.RateLimit.PerSecond, err = parseRate(w.ratePerSecond.Text)

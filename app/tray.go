@@ -261,6 +261,7 @@ func (t *Tray) actions() Actions {
 		Settings:     func() { u.openSettings() },
 		Quit:         u.app.Quit,
 	}
+	a.FolderActions = u.folderActions()
 	if agents := u.deps.Agents; agents != nil {
 		a.OpenAgent = func(path string) {
 			port, password, ok := agents.OpencodeServer(path)
