@@ -149,8 +149,8 @@ func argvRecorder(t *testing.T) (script, record string) {
 	return script, record
 }
 
-// startGUIPanel starts xfce4-panel with only its systray plugin (as
-// build/desktop.sh does) and waits until it hosts StatusNotifier items; it
+// startGUIPanel starts xfce4-panel with only its systray plugin (the
+// panel of build/desktop.sh, from build/xfce4-panel.xml) and waits until it hosts StatusNotifier items; it
 // returns a connection to the session bus.
 func startGUIPanel(t *testing.T, d *guiDesktop) *dbus.Conn {
 	t.Helper()
@@ -158,25 +158,11 @@ func startGUIPanel(t *testing.T, d *guiDesktop) *dbus.Conn {
 	if err := os.MkdirAll(xml, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	const channel = `<?xml version="1.0" encoding="UTF-8"?>
-<channel name="xfce4-panel" version="1.0">
-  <property name="configver" type="int" value="2"/>
-  <property name="panels" type="array">
-    <value type="int" value="1"/>
-    <property name="panel-1" type="empty">
-      <property name="position" type="string" value="p=6;x=0;y=0"/>
-      <property name="length" type="uint" value="100"/>
-      <property name="position-locked" type="bool" value="true"/>
-      <property name="size" type="uint" value="32"/>
-      <property name="plugin-ids" type="array"><value type="int" value="1"/></property>
-    </property>
-  </property>
-  <property name="plugins" type="empty">
-    <property name="plugin-1" type="string" value="systray"/>
-  </property>
-</channel>
-`
-	if err := os.WriteFile(filepath.Join(xml, "xfce4-panel.xml"), []byte(channel), 0o600); err != nil {
+	channel, err := os.ReadFile(filepath.Join("build", "xfce4-panel.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(xml, "xfce4-panel.xml"), channel, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	panel := exec.Command("xfce4-panel", "--disable-wm-check")

@@ -79,32 +79,12 @@ desktop_start() {
 	eval "$(dbus-launch --sh-syntax)"
 	DESKTOP_GROUPS+=("$DBUS_SESSION_BUS_PID")
 
-	# The panel's settings come from xfconf; this channel file gives one
+	# The panel's settings come from xfconf; build/xfce4-panel.xml gives one
 	# panel along the top with just the systray plugin (which also hosts
 	# StatusNotifier items), and keeps the first-run dialog away.
 	local xml="$XDG_CONFIG_HOME/xfce4/xfconf/xfce-perchannel-xml"
 	mkdir -p "$xml"
-	cat >"$xml/xfce4-panel.xml" <<-'EOF'
-		<?xml version="1.0" encoding="UTF-8"?>
-		<channel name="xfce4-panel" version="1.0">
-		  <property name="configver" type="int" value="2"/>
-		  <property name="panels" type="array">
-		    <value type="int" value="1"/>
-		    <property name="panel-1" type="empty">
-		      <property name="position" type="string" value="p=6;x=0;y=0"/>
-		      <property name="length" type="uint" value="100"/>
-		      <property name="position-locked" type="bool" value="true"/>
-		      <property name="size" type="uint" value="32"/>
-		      <property name="plugin-ids" type="array">
-		        <value type="int" value="1"/>
-		      </property>
-		    </property>
-		  </property>
-		  <property name="plugins" type="empty">
-		    <property name="plugin-1" type="string" value="systray"/>
-		  </property>
-		</channel>
-	EOF
+	cp "$(dirname "${BASH_SOURCE[0]}")/xfce4-panel.xml" "$xml/xfce4-panel.xml"
 	DESKTOP_DIR=$dir
 	panel_start
 }
