@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 
 	"codehydra/mcp"
-	"codehydra/workspace"
 )
 
 const projectHelp = `Usage:
@@ -66,9 +65,13 @@ func projectAdd(ctx context.Context, c *cli, fs *flag.FlagSet, arg string) int {
 	if err != nil {
 		return usageError(fs, c, err)
 	}
-	var p workspace.Project
+	var p mcp.ProjectAdded
 	if _, code := callRemote(ctx, c, "", mcp.ToolProjectAdd, map[string]any{"path": path}, &p); code != 0 {
 		return code
+	}
+	if p.AlreadyAdded {
+		fmt.Fprintf(c.stdout, "project %s (%s) was already added; nothing changed\n", p.Name, p.Path)
+		return 0
 	}
 	fmt.Fprintf(c.stdout, "added project %s (%s)\n", p.Name, p.Path)
 	return 0

@@ -253,43 +253,6 @@ func trayTooltip(t *testing.T, tray *trayMenu) string {
 	return tip.Title
 }
 
-// startGUIPanel starts xfce4-panel on the desktop, along the top with only
-// its systray plugin (a StatusNotifier host, as build/desktop.sh sets it
-// up), and waits until it hosts tray items.
-func startGUIPanel(t *testing.T, d *guiDesktop) {
-	t.Helper()
-	xml := filepath.Join(os.Getenv("XDG_CONFIG_HOME"), "xfce4", "xfconf", "xfce-perchannel-xml", "xfce4-panel.xml")
-	// The channel build/desktop.sh uses: one panel along the top with
-	// only the systray plugin, and no first-run dialog.
-	channel, err := os.ReadFile(filepath.Join("build", "xfce4-panel.xml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.WriteFile(t, xml, string(channel))
-	panel := exec.Command("xfce4-panel", "--disable-wm-check")
-	panel.Env = d.env
-	panel.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var out testenv.SyncBuffer
-	panel.Stdout, panel.Stderr = &out, &out
-	if err := panel.Start(); err != nil {
-		t.Fatalf("start xfce4-panel: %v", err)
-	}
-	t.Cleanup(func() { killGroup(panel) })
-	conn, err := dbus.Connect(d.busAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	watcher := conn.Object("org.kde.StatusNotifierWatcher", "/StatusNotifierWatcher")
-	ok := testenv.Poll(30*time.Second, 100*time.Millisecond, func() bool {
-		v, err := watcher.GetProperty("org.kde.StatusNotifierWatcher.IsStatusNotifierHostRegistered")
-		return err == nil && v.Value() == true
-	})
-	if !ok {
-		t.Fatalf("xfce4-panel registered no StatusNotifier host within 30 s:\n%s", &out)
-	}
-}
-
 // shotTrayMenu opens the tray menu as a user does, with a right-click on
 // the panel's icon (the only one, at its left end), keys into the first
 // workspace's submenu, and takes a screenshot into path for a person to

@@ -46,6 +46,7 @@ type Workspaces interface {
 	Workspaces(projectPath string) ([]workspace.Workspace, error)
 	Subscribe() (events <-chan workspace.Event, cancel func())
 	AddProject(ctx context.Context, path string) (workspace.Project, error)
+	RemoveProject(ctx context.Context, path string) error
 	Create(ctx context.Context, o workspace.CreateOptions) (workspace.Workspace, error)
 	Delete(ctx context.Context, wsPath string, o workspace.DeleteOptions) error
 	Status(ctx context.Context, wsPath string) (workspace.Status, error)
@@ -207,8 +208,9 @@ type ui struct {
 	do func(fn func())
 	// now is the clock.
 	now func() time.Time
-	// openFolder shows a folder in the file manager (openFolder).
-	openFolder func(path string) error
+	// openFolder shows a folder in the file manager (open); failed gets a
+	// failure that comes after it returned.
+	openFolder func(path string, failed func(error)) error
 	// notify shows a desktop notification (notify.go).
 	notify func(Notice) error
 	// browser opens the agents' web UIs (agenturl.go).
@@ -240,9 +242,8 @@ func newUI(ctx context.Context, a fyne.App, deps Deps) *ui {
 		notify:  fyneNotifier(a),
 		browser: &browser{dir: paths.RuntimeDir(), keep: time.Minute, getenv: getenv, run: startOpener, platform: a.OpenURL},
 		windows: map[string]fyne.Window{},
-
-		openFolder: openFolder,
 	}
+	u.openFolder = func(path string, failed func(error)) error { return u.open(openFolder, path, failed) }
 	u.tray = newTray(u)
 	return u
 }

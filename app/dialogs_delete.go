@@ -203,9 +203,11 @@ func fileList(c workspace.Changes) string {
 func (d *deleteDialog) showFolder() {
 	path := d.ws.Path
 	d.u.background(func(context.Context) {
-		err := d.u.openFolder(path)
-		if err != nil {
-			d.u.do(func() { say(d.status, err.Error(), true) })
+		failed := func(err error) {
+			d.u.do(func() { say(d.status, err.Error()+" The folder is "+path+".", true) })
+		}
+		if err := d.u.openFolder(path, failed); err != nil {
+			failed(err)
 		}
 	})
 }

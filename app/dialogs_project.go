@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"fyne.io/fyne/v2"
@@ -155,6 +156,7 @@ func (d *projectDialog) submit() {
 	say(d.status, "Adding "+path+"…", false)
 	d.refresh()
 	d.u.background(func(ctx context.Context) {
+		before := d.u.deps.Workspaces.Projects()
 		p, err := d.u.deps.Workspaces.AddProject(ctx, path)
 		d.u.do(func() {
 			d.busy = false
@@ -163,10 +165,22 @@ func (d *projectDialog) submit() {
 				say(d.status, "Could not add the project: "+userMessage(err), true)
 				return
 			}
+			// The manager answers an add of a known project with that
+			// project; closing as if it were new would leave the user
+			// looking for a second entry.
+			if slices.ContainsFunc(before, func(q workspace.Project) bool { return q.Path == p.Path }) {
+				say(d.status, AlreadyAddedNote(p), false)
+				return
+			}
 			d.added = &p
 			d.win.Close()
 		})
 	})
+}
+
+// AlreadyAddedNote says that p was a project already.
+func AlreadyAddedNote(p workspace.Project) string {
+	return fmt.Sprintf("%s is already added (as %s); its workspaces are in the menu. Nothing changed.", p.Path, p.Name)
 }
 
 // expandHome turns a leading "~" into the home folder, as a shell would.

@@ -318,7 +318,8 @@ func TestDeleteDialogOpensTheFolderOrSaysWhyItCannot(t *testing.T) {
 	ws := f.addWorkspace("proj", "feat")
 	h := newHarness(t, Deps{Workspaces: f})
 	opened := make(chan string, 1)
-	h.u.openFolder = func(p string) error { opened <- p; return nil }
+	real := h.u.openFolder
+	h.u.openFolder = func(p string, _ func(error)) error { opened <- p; return nil }
 	d := h.u.openDelete(ws)
 	test.Tap(d.openFolder)
 	if got := <-opened; got != ws.Path {
@@ -327,7 +328,7 @@ func TestDeleteDialogOpensTheFolderOrSaysWhyItCannot(t *testing.T) {
 
 	// Without xdg-open the real opener says so in words.
 	t.Setenv("PATH", t.TempDir())
-	h.u.openFolder = openFolder
+	h.u.openFolder = real
 	test.Tap(d.openFolder)
 	h.waitFor("the reason", func() bool { return d.status.Text != "" })
 	if want := "xdg-open is not installed"; !strings.Contains(d.status.Text, want) || !strings.Contains(d.status.Text, ws.Path) ||

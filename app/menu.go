@@ -147,7 +147,8 @@ func WorkspaceLabel(w WorkspaceState) string {
 	return fmt.Sprintf("%s %s (%s)", p.Mark(), w.Workspace.Name, p)
 }
 
-// ProjectLabel is the (disabled) header of a project's workspaces.
+// ProjectLabel is the header of a project's workspaces (its submenu holds
+// the project's actions).
 func ProjectLabel(p ProjectState) string {
 	name := p.Project.Name
 	if name == "" {
@@ -199,6 +200,7 @@ type Actions struct {
 	CopyMCPConfig          func(client string)
 	CopyWorkspaceMCPConfig func(client string, ws workspace.Workspace)
 	Quit                   func()
+	FolderActions
 }
 
 // BuildMenu is the tray menu for s: a summary line, each project with its
@@ -217,7 +219,7 @@ func BuildMenu(s State, a Actions) *fyne.Menu {
 		add(disabled(LabelNoProjects))
 	}
 	for _, p := range s.Projects {
-		add(disabled(ProjectLabel(p)))
+		add(projectItem(p, a))
 		if len(p.Workspaces) == 0 && p.Err == "" {
 			add(disabled("    " + LabelNoWorkspaces))
 		}
@@ -271,11 +273,14 @@ func workspaceItem(s State, w WorkspaceState, a Actions) *fyne.MenuItem {
 		items = append(items, disabled("⚠ "+why), fyne.NewMenuItemSeparator())
 	}
 	it := fyne.NewMenuItem(WorkspaceLabel(w), nil)
-	it.ChildMenu = fyne.NewMenu(ws.Name, append(items,
+	items = append(items,
 		actionItem(LabelOpenAgent, open),
 		actionItem(LabelCopyPath, copyPath),
 		actionItem(LabelCopyAttach, attach),
 		workspaceConfigItem(s, w, a),
+		fyne.NewMenuItemSeparator())
+	items = append(items, folderItems(w, a)...)
+	it.ChildMenu = fyne.NewMenu(ws.Name, append(items,
 		fyne.NewMenuItemSeparator(),
 		actionItem(LabelRestartAgent, restart),
 		actionItem(LabelDelete, del),

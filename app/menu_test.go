@@ -168,7 +168,11 @@ func TestBuildMenuListsProjectsWithTheirWorkspacesInOrder(t *testing.T) {
 	want := []string{
 		"CodeHydra: 2 workspaces, 1 busy, 1 needs input (off)",
 		"---",
-		"alpha (off)",
+		"alpha",
+		"  " + LabelNewWorkspaceHere,
+		"  " + LabelOpenFolder,
+		"  ---",
+		"  " + LabelRemoveProject,
 		"● feature/login (busy)",
 		"  " + LabelOpenAgent,
 		"  " + LabelCopyPath,
@@ -179,6 +183,10 @@ func TestBuildMenuListsProjectsWithTheirWorkspacesInOrder(t *testing.T) {
 		"    OpenCode",
 		"    Claude Code",
 		"    Claude Desktop",
+		"  ---",
+		"  " + LabelOpenFolder,
+		"  " + LabelOpenTerminal,
+		"  " + LabelOpenEditor,
 		"  ---",
 		"  " + LabelRestartAgent,
 		"  " + LabelDelete,
@@ -193,13 +201,25 @@ func TestBuildMenuListsProjectsWithTheirWorkspacesInOrder(t *testing.T) {
 		"    Claude Code",
 		"    Claude Desktop",
 		"  ---",
+		"  " + LabelOpenFolder,
+		"  " + LabelOpenTerminal,
+		"  " + LabelOpenEditor,
+		"  ---",
 		"  " + LabelRestartAgent,
 		"  " + LabelDelete,
 		"---",
-		"beta (off)",
+		"beta",
+		"  " + LabelNewWorkspaceHere,
+		"  " + LabelOpenFolder,
+		"  ---",
+		"  " + LabelRemoveProject,
 		"    " + LabelNoWorkspaces + " (off)",
 		"---",
-		"gamma (cannot list workspaces) (off)",
+		"gamma (cannot list workspaces)",
+		"  " + LabelNewWorkspaceHere + " (off)",
+		"  " + LabelOpenFolder,
+		"  ---",
+		"  " + LabelRemoveProject,
 		"---",
 		LabelNewWorkspace,
 		LabelAddProject,
@@ -213,7 +233,9 @@ func TestBuildMenuListsProjectsWithTheirWorkspacesInOrder(t *testing.T) {
 		"---",
 		LabelQuit,
 	}
-	if got := labels(BuildMenu(s, allActions(new([]string)))); !slices.Equal(got, want) {
+	a := allActions(new([]string))
+	a.FolderActions = folderActionsRec(new([]string))
+	if got := labels(BuildMenu(s, a)); !slices.Equal(got, want) {
 		t.Errorf("menu =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	if got := Overall(s); got != TrayInput {

@@ -38,6 +38,8 @@ type settingsWindow struct {
 	ocBin         *field
 	ocFound       *widget.Label
 	worktreeRoot  *field
+	editorCmd     *field
+	terminalCmd   *field
 	notifications *widget.Check
 	ratePerSecond *field
 	rateBurst     *field
@@ -81,6 +83,8 @@ func (u *ui) newSettingsWindow() *settingsWindow {
 		def = "the default folder"
 	}
 	w.worktreeRoot.SetPlaceHolder("empty: " + def)
+	w.editorCmd = commandEntry("editorCommand", openEditor, newFinder(u.deps.Getenv))
+	w.terminalCmd = commandEntry("terminalCommand", openTerminal, newFinder(u.deps.Getenv))
 	w.notifications = widget.NewCheck("Notify when an agent finishes or needs input", nil)
 	w.ratePerSecond = newField(func(s string) error { _, err := parseRate(s); return err })
 	w.rateBurst = newField(func(s string) error { _, err := parseBurst(s); return err })
@@ -113,6 +117,8 @@ func (u *ui) newSettingsWindow() *settingsWindow {
 	cells = append(cells, row("OpenCode base port", w.ocMode, w.ocPort.withReason())...)
 	cells = append(cells, row("OpenCode binary", w.ocBin.withReason(), w.ocFound)...)
 	cells = append(cells, row("Worktree root", w.worktreeRoot.withReason())...)
+	cells = append(cells, row("Editor command", w.editorCmd.withReason())...)
+	cells = append(cells, row("Terminal command", w.terminalCmd.withReason())...)
 	cells = append(cells, row("Notifications", w.notifications)...)
 	cells = append(cells, row("MCP rate limit", container.NewGridWithColumns(2,
 		container.NewBorder(nil, nil, nil, widget.NewLabel("calls per second"), w.ratePerSecond),
@@ -138,6 +144,7 @@ func (u *ui) newSettingsWindow() *settingsWindow {
 	)
 	w.win.SetContent(tabs)
 	answerEscape(w.win, w.win.Close, w.mcpPort.entry, w.ocPort.entry, w.ocBin.entry, w.worktreeRoot.entry,
+		w.editorCmd.entry, w.terminalCmd.entry,
 		w.ratePerSecond.entry, w.rateBurst.entry, w.meta.key.entry, w.meta.value.entry)
 	w.win.Resize(fyne.NewSize(640, 680))
 	w.fill(u.deps.Settings.Get())
@@ -179,6 +186,8 @@ func (w *settingsWindow) fill(s settings.Settings) {
 	fillPort(w.ocMode, w.ocPort, s.OpencodeBasePort)
 	w.ocBin.SetText(s.OpencodeBin)
 	w.worktreeRoot.SetText(s.WorktreeRoot)
+	w.editorCmd.SetText(s.EditorCommand)
+	w.terminalCmd.SetText(s.TerminalCommand)
 	w.notifications.SetChecked(s.Notifications)
 	w.ratePerSecond.SetText(strconv.FormatFloat(s.RateLimit.PerSecond, 'f', -1, 64))
 	w.rateBurst.SetText(strconv.Itoa(s.RateLimit.Burst))
@@ -221,6 +230,10 @@ func (w *settingsWindow) read(s *settings.Settings) error {
 	s.OpencodeBin, err = parseBinary(w.ocBin.Text)
 	errs = append(errs, err)
 	s.WorktreeRoot, err = parseWorktreeRoot(w.worktreeRoot.Text)
+	errs = append(errs, err)
+	s.EditorCommand, err = readCommand("editorCommand", w.editorCmd.Text)
+	errs = append(errs, err)
+	s.TerminalCommand, err = readCommand("terminalCommand", w.terminalCmd.Text)
 	errs = append(errs, err)
 	s.Notifications = w.notifications.Checked
 	s.RateLimit.PerSecond, err = parseRate(w.ratePerSecond.Text)

@@ -256,6 +256,7 @@ func (t *Tray) actions() Actions {
 		Settings:     func() { u.openSettings() },
 		Quit:         func() { u.unlessBusy(LabelQuit, u.app.Quit) },
 	}
+	a.FolderActions = u.folderActions()
 	if agents := u.deps.Agents; agents != nil {
 		a.OpenAgent = u.openAgent
 		a.CopyAttach = func(path string) {

@@ -250,15 +250,16 @@ func TestMainWindowShowsTheMenuAsWidgets(t *testing.T) {
 	h.drain()
 
 	var texts, buttons []string
-	var actions *widget.Button
+	// actions are the Actions buttons by the label of their row.
+	actions := map[string]*widget.Button{}
 	for _, o := range test.LaidOutObjects(h.u.tray.window.win.Content()) {
 		switch w := o.(type) {
 		case *widget.Label:
 			texts = append(texts, w.Text)
 		case *widget.Button:
 			buttons = append(buttons, w.Text)
-			if w.Text == "Actions ▾" && actions == nil {
-				actions = w
+			if w.Text == "Actions ▾" && len(texts) > 0 {
+				actions[texts[len(texts)-1]] = w
 			}
 		}
 	}
@@ -272,16 +273,25 @@ func TestMainWindowShowsTheMenuAsWidgets(t *testing.T) {
 			t.Errorf("no button %q in %q", want, buttons)
 		}
 	}
-	if actions == nil {
-		t.Fatal("no Actions button for the workspace")
-	}
-	test.Tap(actions)
-	overlay := h.u.tray.window.win.Canvas().Overlays().Top()
-	if overlay == nil {
-		t.Fatal("Actions did not pop up the workspace's menu")
-	}
-	if markup := test.RenderObjectToMarkup(overlay); !strings.Contains(markup, LabelOpenAgent) || !strings.Contains(markup, LabelDelete) {
-		t.Errorf("popup does not show the workspace's actions:\n%s", markup)
+	for row, want := range map[string][]string{
+		"● feat (busy)": {LabelOpenAgent, LabelOpenTerminal, LabelDelete},
+		"proj":          {LabelNewWorkspaceHere, LabelRemoveProject},
+	} {
+		if actions[row] == nil {
+			t.Fatalf("no Actions button for %q", row)
+		}
+		test.Tap(actions[row])
+		overlay := h.u.tray.window.win.Canvas().Overlays().Top()
+		if overlay == nil {
+			t.Fatalf("Actions did not pop up the menu of %q", row)
+		}
+		markup := test.RenderObjectToMarkup(overlay)
+		for _, label := range want {
+			if !strings.Contains(markup, label) {
+				t.Errorf("the popup of %q does not show %q:\n%s", row, label, markup)
+			}
+		}
+		h.u.tray.window.win.Canvas().Overlays().Remove(overlay)
 	}
 }
 

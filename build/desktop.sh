@@ -79,7 +79,7 @@ desktop_start() {
 	eval "$(dbus-launch --sh-syntax)"
 	DESKTOP_GROUPS+=("$DBUS_SESSION_BUS_PID")
 
-	# The panel's settings come from xfconf; this channel file gives one
+	# The panel's settings come from xfconf; build/xfce4-panel.xml gives one
 	# panel along the top with just the systray plugin (which also hosts
 	# StatusNotifier items), and keeps the first-run dialog away. The GUI
 	# tests that need a real panel use it too.

@@ -147,7 +147,9 @@ open_menu() {
 		xdotool mousemove "$((ix + iw / 2))" "$((iy + ih / 2))" click 3
 		wait_for 10 "tray menu on screen" popup_count_is 1 || return 1
 		sleep 0.5
-		xdotool key Down Right
+		# The first Down lands on the project heading (it opens the
+		# project's actions), the second on its first workspace.
+		xdotool key Down Down Right
 		if wait_for 5 "workspace submenu on screen" popup_count_is 2; then
 			sleep 0.5 # the submenu's highlight
 			return 0

@@ -204,7 +204,7 @@ func toolTable() []toolDef {
 				Name:  ToolProjectAdd,
 				Title: "Add a project",
 				Description: "Adds a git repository to CodeHydra by its absolute path; its existing worktrees become " +
-					"workspaces. Returns the project. Adding a project that is already managed returns it unchanged. " +
+					"workspaces. Returns the project. Adding a project that is already managed returns it unchanged, with alreadyAdded true. " +
 					"Only for the user (the master token); an agent gets forbidden.",
 				Annotations: &sdk.ToolAnnotations{IdempotentHint: true, DestructiveHint: new(false), OpenWorldHint: new(false)},
 			},

@@ -9,6 +9,7 @@ import (
 	"context"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -95,12 +96,23 @@ func samePath(a, b string) bool {
 	return a == b
 }
 
-func (s *Server) projectAdd(ctx context.Context, _ *sdk.CallToolRequest, in projectPathInput) (*sdk.CallToolResult, workspace.Project, error) {
+// ProjectAdded is project_add's answer: the project, and whether it was
+// managed already (then nothing changed).
+type ProjectAdded struct {
+	workspace.Project
+	AlreadyAdded bool `json:"alreadyAdded,omitempty" jsonschema:"true: the project was managed already and nothing changed"`
+}
+
+func (s *Server) projectAdd(ctx context.Context, _ *sdk.CallToolRequest, in projectPathInput) (*sdk.CallToolResult, ProjectAdded, error) {
+	// The manager answers an add of a known project with that project, so
+	// whether it is new shows only against the list from before.
+	before := s.opts.Workspaces.Projects()
 	p, err := s.opts.Workspaces.AddProject(ctx, in.Path)
 	if err != nil {
-		return nil, workspace.Project{}, fail(err)
+		return nil, ProjectAdded{}, fail(err)
 	}
-	return nil, p, nil
+	known := slices.ContainsFunc(before, func(q workspace.Project) bool { return q.Path == p.Path })
+	return nil, ProjectAdded{Project: p, AlreadyAdded: known}, nil
 }
 
 func (s *Server) projectRemove(ctx context.Context, _ *sdk.CallToolRequest, in projectPathInput) (*sdk.CallToolResult, removeOutput, error) {

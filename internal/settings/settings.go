@@ -77,6 +77,13 @@ type Settings struct {
 	// a workspace past it waits until one stops.
 	MaxAgents int `json:"maxAgents"`
 
+	// EditorCommand opens a workspace in an editor ("" picks one, see
+	// app/openers.go); TerminalCommand opens a terminal in it. Each is a
+	// command line run without a shell (SplitCommand), in the folder, with
+	// PathPlaceholder in an argument replaced by the folder.
+	EditorCommand   string `json:"editorCommand"`
+	TerminalCommand string `json:"terminalCommand"`
+
 	// extra holds the keys of the file that the fields above do not name,
 	// verbatim, so that Save writes them back.
 	extra map[string]json.RawMessage
@@ -149,6 +156,7 @@ func (s Settings) Validate() error {
 		errs = append(errs, fmt.Errorf("toolTimeoutSeconds is %d: use 1 to 600", t))
 	}
 	errs = append(errs, s.validateRunLimits()...)
+	errs = append(errs, s.validateCommands()...)
 	if t := s.MCPSessionIdleSeconds; t < 1 || t > 7*24*60*60 {
 		errs = append(errs, fmt.Errorf("mcpSessionIdleSeconds is %d: use 1 to 604800 (a week)", t))
 	}

@@ -330,7 +330,8 @@ func TestSaveWritesEveryKnownKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds",
-		"mcpSessionIdleSeconds", "mcpMaxSessions", "mcpMaxConnections", "logMaxMB", "workspaceCreateLimit", "maxAgents"} {
+		"mcpSessionIdleSeconds", "mcpMaxSessions", "mcpMaxConnections", "logMaxMB", "workspaceCreateLimit", "maxAgents",
+		"editorCommand", "terminalCommand"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("key %s missing from\n%s", k, data)
 		}
@@ -419,7 +420,8 @@ func TestStoreConcurrentUpdatesAllLand(t *testing.T) {
 
 func TestKnownKeysMatchStructTags(t *testing.T) {
 	want := []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds",
-		"mcpSessionIdleSeconds", "mcpMaxSessions", "mcpMaxConnections", "logMaxMB", "workspaceCreateLimit", "maxAgents"}
+		"mcpSessionIdleSeconds", "mcpMaxSessions", "mcpMaxConnections", "logMaxMB", "workspaceCreateLimit", "maxAgents",
+		"editorCommand", "terminalCommand"}
 	if got := knownKeys(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("knownKeys() = %v, want %v", got, want)
 	}
