@@ -125,15 +125,7 @@ func TestGUITrayMenuSettingsNewWorkspaceAndQuit(t *testing.T) {
 		t.Fatal("no instance file while the app runs")
 	}
 	tray.click(t, app.LabelQuit)
-	select {
-	case err := <-exited:
-		exited <- err
-		if err != nil {
-			t.Fatalf("the app exited with %v after Quit, want 0", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the app did not exit within 30 s of Quit")
-	}
+	guiWaitExit(t, exited, "Quit")
 	if fileExists(paths.InstanceFile()) {
 		t.Error("instance file left after Quit")
 	}
@@ -181,6 +173,21 @@ func guiShotDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// guiWaitExit waits up to 30 s for the app to exit, after what (a signal
+// or a menu item), and fails unless its status is 0.
+func guiWaitExit(t *testing.T, exited chan error, what string) {
+	t.Helper()
+	select {
+	case err := <-exited:
+		exited <- err
+		if err != nil {
+			t.Fatalf("the app exited with %v after %s, want 0", err, what)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the app did not exit within 30 s of %s", what)
+	}
 }
 
 // guiApp is the app running on a test desktop.
@@ -254,15 +261,7 @@ func TestGUIWithoutTrayHostShowsTheMainWindow(t *testing.T) {
 	if err := syscall.Kill(a.pid, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-a.exited:
-		a.exited <- err
-		if err != nil {
-			t.Fatalf("the app exited with %v after SIGTERM, want 0", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the app did not exit within 30 s of SIGTERM")
-	}
+	guiWaitExit(t, a.exited, "SIGTERM")
 }
 
 // checkTrayMenu checks the entries of a menu for one project with a

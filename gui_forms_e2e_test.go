@@ -130,15 +130,7 @@ func TestGUIQuitWithABusyAgentAsksAndEscapeOrCancelKeepTheAppRunning(t *testing.
 	emitStatus("idle")
 	waitPhase(app.PhaseIdle)
 	tray.click(t, app.LabelQuit)
-	select {
-	case err := <-a.exited:
-		a.exited <- err
-		if err != nil {
-			t.Fatalf("the app exited with %v after Quit, want 0", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("with no busy agent, Quit did not quit within 30 s")
-	}
+	guiWaitExit(t, a.exited, "Quit")
 }
 
 // guiShot waits until win is drawn in a screenshot at path.

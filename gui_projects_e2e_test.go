@@ -108,15 +108,7 @@ func TestGUIProjectAndFolderItems(t *testing.T) {
 		t.Errorf("the settings still list the removed project:\n%s", data)
 	}
 	tray.click(t, app.LabelQuit)
-	select {
-	case err := <-a.exited:
-		a.exited <- err
-		if err != nil {
-			t.Fatalf("the app exited with %v after Quit, want 0", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the app did not exit within 30 s of Quit")
-	}
+	guiWaitExit(t, a.exited, "Quit")
 }
 
 // wantItems checks that it has enabled items labelled labels.

@@ -109,15 +109,7 @@ func TestGUITrayShowsStartingIdleAndARetryingAgent(t *testing.T) {
 
 	// Quit stops the agents, the retrying one too.
 	tray.click(t, app.LabelQuit)
-	select {
-	case err := <-a.exited:
-		a.exited <- err
-		if err != nil {
-			t.Fatalf("the app exited with %v after Quit, want 0", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the app did not exit within 30 s of Quit")
-	}
+	guiWaitExit(t, a.exited, "Quit")
 	if recs := agentRecords(t); len(recs) != 0 {
 		t.Errorf("agents still recorded after Quit: %+v", recs)
 	}
