@@ -98,6 +98,35 @@ type AgentRetry struct {
 	Next int64 `json:"next,omitempty"`
 }
 
+// FirstPrompt is the prompt a new workspace's agent is given as soon as it
+// is ready (workspace_create's initialPrompt).
+type FirstPrompt struct {
+	Prompt string `json:"prompt"`
+	// Agent is the opencode agent to run it with ("build", "plan"); ""
+	// for opencode's default.
+	Agent string `json:"agent,omitempty"`
+	// Model is "provider/model"; "" for the creator's current model, or
+	// opencode's default.
+	Model string `json:"model,omitempty"`
+}
+
+// DeliveryState is how far a first prompt has come.
+type DeliveryState string
+
+// The states of a first prompt's delivery.
+const (
+	DeliveryPending   DeliveryState = "pending"   // waiting for the agent to be ready
+	DeliveryDelivered DeliveryState = "delivered" // the agent accepted it, in SessionID
+	DeliveryFailed    DeliveryState = "failed"    // it will not be delivered; Error says why
+)
+
+// PromptDelivery is what became of a workspace's first prompt.
+type PromptDelivery struct {
+	State     DeliveryState `json:"state"`
+	SessionID string        `json:"sessionId,omitempty"`
+	Error     string        `json:"error,omitempty"`
+}
+
 // NoAgent is the status of a workspace without a running agent.
 var NoAgent = AgentStatus{Type: AgentNone}
 
