@@ -51,8 +51,8 @@ func removeBackoff(attempt int) time.Duration {
 // Delete refuses the project's main checkout (CodeInvalidInput), a path
 // that is no workspace (CodeWorkspaceNotFound), a workspace that holds a
 // project or another workspace, a worktree folder replaced by a symlink or
-// a file, a fallback removal of a folder that is not git's worktree (see
-// checkWorktreeFolder), and a second delete of a workspace while one runs
+// a file, a folder that is not git's worktree (see checkWorktreeFolder),
+// and a second delete of a workspace while one runs
 // (CodeConflict).
 func (m *Manager) Delete(ctx context.Context, wsPath string, o DeleteOptions) error {
 	run, err := m.StartDelete(ctx, wsPath, o)
@@ -94,8 +94,9 @@ func (m *Manager) StartDelete(ctx context.Context, wsPath string, o DeleteOption
 	}
 	if err == nil {
 		// Refused before the agent is stopped or anything is removed: a
-		// folder a symlink or file took the place of is not deleted.
-		err = checkNotReplaced(ws.Path)
+		// folder that a symlink, a file, another repository or a hand edit
+		// took the place of is not deleted.
+		err = checkFolderBeforeDelete(p.commonDir, ws.Path)
 	}
 	if err != nil {
 		release()
@@ -407,4 +408,19 @@ func (m *Manager) deleteBranch(ctx context.Context, p *project, branch string) e
 		return classify(err, CodeInternal, "cannot delete branch %s; try the delete again", branch)
 	}
 	return nil
+}
+
+// checkFolderBeforeDelete is the check a delete makes before any step
+// runs: a worktree folder that is gone is fine (git then only forgets the
+// worktree); one that is there must be git's worktree (checkWorktreeFolder).
+// Refusing only when git fails to remove it would come after the agent
+// was stopped and the user's work in it interrupted.
+func checkFolderBeforeDelete(commonDir, path string) error {
+	if err := checkNotReplaced(path); err != nil {
+		return err
+	}
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return checkWorktreeFolder(commonDir, path)
 }
