@@ -272,8 +272,9 @@ func TestDeleteDialogOffersRetryAfterAFailedStep(t *testing.T) {
 			t.Errorf("status = %q, want %q in it", d.status.Text, want)
 		}
 	}
-	if d.progress.Value != 0.5 {
-		t.Errorf("progress = %v, want it left at the failed step (0.5)", d.progress.Value)
+	// remove-worktree is the second of the four steps before done.
+	if d.progress.Value != 0.25 {
+		t.Errorf("progress = %v, want it left at the failed step (0.25)", d.progress.Value)
 	}
 	test.Tap(d.del)
 	h.waitFor("the retry to finish", func() bool { return d.done && !h.windowOpen("Delete workspace") })
@@ -352,7 +353,7 @@ func TestDeleteDialogOpenedDuringADeleteShowsItsProgress(t *testing.T) {
 	h.waitFor("the tray to see the delete", func() bool { return find(h.view.menu(), "… feat (deleting)") != nil })
 
 	d := h.u.openDelete(ws)
-	if !d.del.Disabled() || d.step.Text != StepText(workspace.StepRemoveWorktree) || d.progress.Value != 0.5 {
+	if !d.del.Disabled() || d.step.Text != StepText(workspace.StepRemoveWorktree) || d.progress.Value != 0.25 {
 		t.Errorf("dialog: Delete enabled %v, step %q, progress %v; want the running delete", !d.del.Disabled(), d.step.Text, d.progress.Value)
 	}
 	if again := h.u.openDelete(ws); again != nil {
