@@ -341,3 +341,25 @@ func (m *Manager) refExists(ctx context.Context, dir, ref string) (bool, error) 
 	}
 	return false, err
 }
+
+// ReusableBranches lists the project's local branches that are checked
+// out nowhere: a workspace named after one of them reuses it (see
+// Create), which a form can say as the name is typed.
+func (m *Manager) ReusableBranches(ctx context.Context, projectPath string) ([]string, error) {
+	p, err := m.lookupProject(projectPath)
+	if err != nil {
+		return nil, err
+	}
+	out, err := m.git.run(ctx, p.Path, "for-each-ref", "--format=%(refname:lstrip=2)%00%(worktreepath)", "refs/heads")
+	if err != nil {
+		return nil, classify(err, CodeInternal, "cannot list the branches of %s", p.Path)
+	}
+	var free []string
+	for line := range strings.Lines(out) {
+		b, wt, _ := strings.Cut(strings.TrimRight(line, "\n"), "\x00")
+		if b != "" && wt == "" {
+			free = append(free, b)
+		}
+	}
+	return free, nil
+}

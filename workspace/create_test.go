@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -441,5 +442,21 @@ func TestCreateDefaultsTheRootToTheProjectsDir(t *testing.T) {
 	ws := create(t, m, p, "dflt")
 	if want := filepath.Join(data, "codehydra", "projects"); !strings.HasPrefix(ws.Path, want+string(filepath.Separator)) {
 		t.Fatalf("path %s is not under %s", ws.Path, want)
+	}
+}
+
+func TestReusableBranchesAreTheLocalBranchesCheckedOutNowhere(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	create(t, m, p, "busy")
+	testenv.Git(t, p.Path, "branch", "free")
+	testenv.Git(t, p.Path, "branch", "feature/free")
+	got, err := m.ReusableBranches(context.Background(), p.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// main is the main checkout's, busy a workspace's.
+	if want := []string{"feature/free", "free"}; !slices.Equal(got, want) {
+		t.Fatalf("reusable branches = %q, want %q", got, want)
 	}
 }
