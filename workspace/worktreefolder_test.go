@@ -37,6 +37,19 @@ func wantFile(t *testing.T, file, content string) {
 	}
 }
 
+// wantNoStep checks that a refused delete published no step. The marker
+// event comes after anything the delete published.
+func wantNoStep(t *testing.T, m *Manager, ev *events) {
+	t.Helper()
+	m.Publish(Event{Kind: "test-marker"})
+	ev.waitFor(t, soon, "marker", func(e Event) bool { return e.Kind == "test-marker" })
+	for _, e := range ev.all() {
+		if e.Kind == EventDeleteProgress || e.Kind == EventDeleteFailed {
+			t.Errorf("the refused delete ran a step: %+v", e)
+		}
+	}
+}
+
 func TestAWorktreeFolderReplacedByASymlinkIsNeitherListedNorDeletedAsItsTarget(t *testing.T) {
 	t.Parallel()
 	bothRemovals(t, func(t *testing.T, fallback bool) {
@@ -69,15 +82,8 @@ func TestAWorktreeFolderReplacedByASymlinkIsNeitherListedNorDeletedAsItsTarget(t
 		err := m.Delete(context.Background(), ws.Path, DeleteOptions{})
 		wantCode(t, err, CodeConflict)
 		// Refused before it began: no step ran (the agent was not stopped)
-		// and the branch's metadata is still there. The marker event comes
-		// after anything the delete published.
-		m.Publish(Event{Kind: "test-marker"})
-		ev.waitFor(t, soon, "marker", func(e Event) bool { return e.Kind == "test-marker" })
-		for _, e := range ev.all() {
-			if e.Kind == EventDeleteProgress || e.Kind == EventDeleteFailed {
-				t.Errorf("the refused delete ran a step: %+v", e)
-			}
-		}
+		// and the branch's metadata is still there.
+		wantNoStep(t, m, ev)
 		if got := testenv.Git(t, p.Path, "config", "--get", "branch.ws.codehydra.base"); got == "" {
 			t.Error("the refused delete removed the branch's metadata")
 		}
@@ -163,14 +169,7 @@ func TestAFolderThatIsNotGitsWorktreeIsRefusedBeforeAnyStep(t *testing.T) {
 				t.Fatal("StartDelete returned work for a folder that is not git's worktree")
 			}
 			wantCode(t, err, CodeConflict)
-			// The marker event comes after anything the delete published.
-			m.Publish(Event{Kind: "test-marker"})
-			ev.waitFor(t, soon, "marker", func(e Event) bool { return e.Kind == "test-marker" })
-			for _, e := range ev.all() {
-				if e.Kind == EventDeleteProgress || e.Kind == EventDeleteFailed {
-					t.Errorf("the refused delete ran a step: %+v", e)
-				}
-			}
+			wantNoStep(t, m, ev)
 			agents.mu.Lock()
 			stopped := agents.stopped
 			agents.mu.Unlock()
