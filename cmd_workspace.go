@@ -19,7 +19,9 @@ const workspaceHelp = `Usage:
 Lists, creates or deletes workspaces (git worktrees, each with its own
 agent) of the running CodeHydra, through its MCP server. create makes branch
 NAME from REF (default: the project's default branch) in the project at PATH
-(default: the current folder). delete stops the workspace's agent, removes
+(default: the current folder); a branch NAME that exists already is
+reused as it is, with its metadata and recorded base (--base does not
+apply to it, and the output says so). delete stops the workspace's agent, removes
 its worktree (uncommitted changes are lost) and, unless --keep-branch, its
 branch if CodeHydra created it: a branch that existed before the workspace
 is kept (the log says so) unless --delete-branch; it runs in the
@@ -117,6 +119,10 @@ func workspaceCreate(ctx context.Context, c *cli, fs *flag.FlagSet, f workspaceF
 		return printJSON(c, raw)
 	}
 	fmt.Fprintf(c.stdout, "created workspace %s at %s\n", w.Name, w.Path)
+	if w.Note != "" {
+		// A reused branch keeps its own commits and base, whatever --base said.
+		fmt.Fprintf(c.stdout, "note: %s\n", w.Note)
+	}
 	return 0
 }
 

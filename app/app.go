@@ -55,6 +55,7 @@ type Workspaces interface {
 	Metadata(ctx context.Context, wsPath string) (map[string]string, error)
 	SetMetadata(ctx context.Context, wsPath, key string, value *string) error
 	Branches(ctx context.Context, projectPath string) ([]string, error)
+	ReusableBranches(ctx context.Context, projectPath string) ([]string, error)
 	DefaultBase(ctx context.Context, projectPath string) (string, error)
 }
 

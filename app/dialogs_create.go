@@ -23,16 +23,20 @@ type createDialog struct {
 	project  *widget.Select
 	// name shows why a typed name cannot be used under it.
 	name *field
-	base *widget.Select
+	// reuse says, under the name, that a branch of that name exists and
+	// is reused as it is.
+	reuse *widget.Label
+	base  *widget.Select
 	// status says what is going on: creating, or what failed.
 	status *widget.Label
 	create *widget.Button
 	cancel *widget.Button
 
 	// projectPath is the selected project; taken holds its workspaces'
-	// names once loaded.
+	// names and free its branches checked out nowhere, once loaded.
 	projectPath string
 	taken       map[string]bool
+	free        map[string]bool
 	loading     bool
 	busy        bool
 	// created is the workspace made, once Create succeeded.
@@ -56,6 +60,7 @@ func (u *ui) newCreateDialog(projectPath string) *createDialog {
 		win:      u.app.NewWindow("New workspace"),
 		projects: u.deps.Workspaces.Projects(),
 		taken:    map[string]bool{},
+		free:     map[string]bool{},
 	}
 	labels := projectChoices(d.projects)
 	d.project = widget.NewSelect(labels, func(label string) {
@@ -75,6 +80,8 @@ func (u *ui) newCreateDialog(projectPath string) *createDialog {
 	d.name.SetPlaceHolder("feature/login")
 	d.name.onEdit = func(string) { d.refresh() }
 	d.name.OnSubmitted = func(string) { d.submit() }
+	d.reuse = statusLabel()
+	d.reuse.Importance = widget.WarningImportance
 	d.base = widget.NewSelect(nil, func(string) { d.refresh() })
 	d.base.PlaceHolder = "Choose a project first"
 	d.status = statusLabel()
@@ -84,7 +91,7 @@ func (u *ui) newCreateDialog(projectPath string) *createDialog {
 
 	form := container.New(layout.NewFormLayout(),
 		widget.NewLabel("Project"), d.project,
-		widget.NewLabel("Name"), d.name.withReason(),
+		widget.NewLabel("Name"), container.NewVBox(d.name.withReason(), d.reuse),
 		widget.NewLabel("Start from"), d.base,
 	)
 	d.win.SetContent(container.NewVBox(
@@ -135,6 +142,7 @@ func projectChoices(ps []workspace.Project) []string {
 func (d *createDialog) selectProject(path string) {
 	d.projectPath = path
 	d.taken = map[string]bool{}
+	d.free = map[string]bool{}
 	d.loading = true
 	d.base.Options = nil
 	d.base.ClearSelected()
@@ -145,6 +153,7 @@ func (d *createDialog) selectProject(path string) {
 	d.u.background(func(ctx context.Context) {
 		wss := d.u.deps.Workspaces
 		branches, errB := wss.Branches(ctx, path)
+		free, errF := wss.ReusableBranches(ctx, path)
 		def, errD := wss.DefaultBase(ctx, path)
 		list, errW := wss.Workspaces(path)
 		d.u.do(func() {
@@ -155,13 +164,16 @@ func (d *createDialog) selectProject(path string) {
 			for _, w := range list {
 				d.taken[w.Name] = true
 			}
+			for _, b := range free {
+				d.free[b] = true
+			}
 			d.base.Options = branches
 			d.base.PlaceHolder = "Choose a branch"
 			if errD == nil && def != "" {
 				d.base.SetSelected(def)
 			}
 			d.base.Refresh()
-			if err := errors.Join(errB, errW); err != nil {
+			if err := errors.Join(errB, errF, errW); err != nil {
 				say(d.status, "Cannot read the project's branches: "+userMessage(err), true)
 			}
 			d.name.showReason()
@@ -184,11 +196,23 @@ func (d *createDialog) validateName(name string) error {
 
 // refresh enables Create when it can work.
 func (d *createDialog) refresh() {
+	reused := d.reusesBranch()
+	if reused {
+		d.reuse.SetText(fmt.Sprintf("Branch %s exists: the workspace reuses it as it is, with its metadata and recorded base. “Start from” does not apply to it.", d.name.Text))
+	} else {
+		d.reuse.SetText("")
+	}
 	ready := d.validateName(d.name.Text) == nil && d.projectPath != "" && !d.loading && !d.busy
 	setEnabled(d.create, ready)
 	setEnabled(d.project, !d.busy)
-	setEnabled(d.base, !d.busy && !d.loading)
+	setEnabled(d.base, !d.busy && !d.loading && !reused)
 	setEnabled(d.name, !d.busy)
+}
+
+// reusesBranch reports whether the name typed is that of a branch checked
+// out nowhere (and so no workspace's): Create reuses it.
+func (d *createDialog) reusesBranch() bool {
+	return d.free[d.name.Text] && !d.taken[d.name.Text]
 }
 
 // submit creates the workspace. The window closes when it is there; the
@@ -198,6 +222,10 @@ func (d *createDialog) submit() {
 		return
 	}
 	opts := workspace.CreateOptions{ProjectPath: d.projectPath, Name: d.name.Text, Base: d.base.Selected}
+	if d.reusesBranch() {
+		// "Start from" is off for a reused branch: it would not apply.
+		opts.Base = ""
+	}
 	d.busy = true
 	say(d.status, "Creating "+opts.Name+"…", false)
 	d.refresh()

@@ -84,7 +84,7 @@ func (u *ui) newDeleteDialog(ws workspace.Workspace) *deleteDialog {
 		d.keepBranch.Text = "Keep the branch (detached HEAD: there is none)"
 		d.keepBranch.Disable()
 	} else {
-		d.keepBranch.Text = "Keep the branch " + ws.Branch
+		d.keepBranch.Text = "Keep the branch " + ws.Branch + " and its metadata"
 	}
 	d.progress = widget.NewProgressBar()
 	d.progress.Max = 1
@@ -135,7 +135,7 @@ func (d *deleteDialog) showBranchOrigin(created bool, err error) {
 	}
 	d.branchKnown = true
 	if !created {
-		d.keepBranch.Text = "Keep the branch " + d.ws.Branch + " (it existed before this workspace)"
+		d.keepBranch.Text = "Keep the branch " + d.ws.Branch + " and its metadata (it existed before this workspace)"
 		d.keepBranch.SetChecked(true)
 		d.keepBranch.Refresh()
 	}

@@ -88,6 +88,48 @@ func TestCreateDialogShowsTheManagersErrorAndStaysOpen(t *testing.T) {
 	}
 }
 
+func TestCreateDialogSaysAsYouTypeThatAnExistingBranchIsReusedAndKeepsItsBase(t *testing.T) {
+	repo := testenv.GitRepo(t, "repo")
+	testenv.Git(t, repo, "branch", "develop")
+	testenv.Git(t, repo, "branch", "kept")
+	testenv.Git(t, repo, "config", "branch.kept.codehydra.base", "develop")
+	testenv.Git(t, repo, "config", "branch.kept.codehydra.note", "mine")
+	m := realManager(t, repo)
+	h := newHarness(t, Deps{Workspaces: m, Agents: newFakeAgents()})
+	d := openCreateLoaded(t, h)
+
+	for _, tc := range []struct {
+		typed  string
+		reused bool
+	}{
+		{"kept", true},
+		{"brand-new", false},
+		{"main", false}, // checked out in the main checkout: Create refuses it
+	} {
+		d.name.SetText("")
+		test.Type(d.name, tc.typed)
+		says := strings.Contains(d.reuse.Text, "Branch "+tc.typed+" exists") && strings.Contains(d.reuse.Text, "“Start from” does not apply")
+		if says != tc.reused || (d.reuse.Text != "") != tc.reused {
+			t.Errorf("typed %q: hint %q, want reused = %v", tc.typed, d.reuse.Text, tc.reused)
+		}
+		if d.base.Disabled() != tc.reused {
+			t.Errorf("typed %q: Start from enabled = %v, want %v", tc.typed, !d.base.Disabled(), !tc.reused)
+		}
+	}
+
+	d.name.SetText("")
+	test.Type(d.name, "kept")
+	test.Tap(d.create)
+	h.waitFor("the window to close", func() bool { return d.created != nil && !h.windowOpen("New workspace") })
+	if !d.created.BranchReused {
+		t.Errorf("created %+v, want the branch reused", *d.created)
+	}
+	md, err := m.Metadata(context.Background(), d.created.Path)
+	if err != nil || md["base"] != "develop" || md["note"] != "mine" {
+		t.Errorf("metadata = %v, %v; want base develop and the note kept", md, err)
+	}
+}
+
 func TestCreateDialogWithoutProjectsSaysToAddOne(t *testing.T) {
 	h := newHarness(t, Deps{Workspaces: newFake()})
 	d := h.u.openCreate("")
@@ -272,8 +314,9 @@ func TestDeleteDialogOffersRetryAfterAFailedStep(t *testing.T) {
 			t.Errorf("status = %q, want %q in it", d.status.Text, want)
 		}
 	}
-	if d.progress.Value != 0.5 {
-		t.Errorf("progress = %v, want it left at the failed step (0.5)", d.progress.Value)
+	// remove-worktree is the second of the four steps before done.
+	if d.progress.Value != 0.25 {
+		t.Errorf("progress = %v, want it left at the failed step (0.25)", d.progress.Value)
 	}
 	test.Tap(d.del)
 	h.waitFor("the retry to finish", func() bool { return d.done && !h.windowOpen("Delete workspace") })
@@ -352,7 +395,7 @@ func TestDeleteDialogOpenedDuringADeleteShowsItsProgress(t *testing.T) {
 	h.waitFor("the tray to see the delete", func() bool { return find(h.view.menu(), "… feat (deleting)") != nil })
 
 	d := h.u.openDelete(ws)
-	if !d.del.Disabled() || d.step.Text != StepText(workspace.StepRemoveWorktree) || d.progress.Value != 0.5 {
+	if !d.del.Disabled() || d.step.Text != StepText(workspace.StepRemoveWorktree) || d.progress.Value != 0.25 {
 		t.Errorf("dialog: Delete enabled %v, step %q, progress %v; want the running delete", !d.del.Disabled(), d.step.Text, d.progress.Value)
 	}
 	if again := h.u.openDelete(ws); again != nil {

@@ -431,6 +431,13 @@ func (f *fakeWorkspaces) Branches(context.Context, string) ([]string, error) {
 	return slices.Clone(f.branches), nil
 }
 
+// ReusableBranches are the fake's branches but main, which the fake
+// project's main checkout has checked out.
+func (f *fakeWorkspaces) ReusableBranches(ctx context.Context, path string) ([]string, error) {
+	all, err := f.Branches(ctx, path)
+	return slices.DeleteFunc(all, func(b string) bool { return b == "main" }), err
+}
+
 func (f *fakeWorkspaces) DefaultBase(context.Context, string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -141,19 +141,25 @@ func TestHeldGitLocksAreAConflictNamingTheFileAndARetrySucceeds(t *testing.T) {
 		if failed.Step != workspace.StepRemoveMetadata || !strings.Contains(failed.Err, configLock) {
 			t.Fatalf("delete-failed = %+v", failed)
 		}
-		// Nothing was removed: the workspace is whole and still answers.
-		if _, err := os.Stat(filepath.Join(doomed.Path, "README.md")); err != nil {
-			t.Fatalf("the workspace lost files: %v", err)
+		// The metadata goes last, after the worktree and the branch: the
+		// failure left it, and nothing else, for the retry.
+		if _, err := os.Stat(doomed.Path); !os.IsNotExist(err) {
+			t.Fatalf("the worktree is still there although only the metadata step failed: %v", err)
 		}
-		// The domain keeps the workspace reserved until the failed delete
-		// has returned; the retry comes after that.
+		if base := testenv.Git(t, h.project, "config", "--get", "branch.doomed-locked.codehydra.base"); base == "" {
+			t.Fatal("the failed delete lost the metadata")
+		}
+		// The workspace is gone, so its token no longer calls; the next
+		// launch finishes the delete.
 		h.waitBackground()
 		release()
-		okJSON(t, call(t, dcs, ToolDelete, nil), &map[string]any{})
-		waitFor(t, "the retried delete", func() bool {
-			_, err := os.Stat(doomed.Path)
-			return os.IsNotExist(err) && testenv.Git(t, h.project, "branch", "--list", "doomed-locked") == ""
-		})
+		next := workspace.NewManager(workspace.Options{Projects: []string{h.project}, WorktreeRoot: t.TempDir()})
+		if err := next.Load(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if out, _ := testenv.GitErr(h.project, "config", "--get-regexp", `^branch\.doomed-locked\.`); out != "" {
+			t.Fatalf("the next launch left the branch's config %q", out)
+		}
 	})
 
 	t.Run("ref lock: delete", func(t *testing.T) {

@@ -193,7 +193,9 @@ func toolTable() []toolDef {
 				Description: "Creates a new workspace in your project (an agent may not create one in another project): a new " +
 					"git branch named name, starting from base (default: the project's default branch), checked out in its " +
 					"own worktree, with its own agent started by CodeHydra. Returns the new workspace. Use it to hand a " +
-					"separate task to a new agent; the name must be a valid branch name that does not exist yet.",
+					"separate task to a new agent; the name must be a valid branch name. A branch of that name that exists " +
+					"and is checked out nowhere is reused as it is, with its metadata and recorded base (base does not apply " +
+					"to it); the answer then has branchReused true and a note saying so.",
 				Annotations: &sdk.ToolAnnotations{DestructiveHint: new(false), OpenWorldHint: new(false)},
 			},
 		},

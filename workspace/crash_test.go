@@ -242,8 +242,8 @@ func (f *crashFixture) relaunch(t *testing.T) (*Manager, time.Duration) {
 }
 
 // checkDeleted checks that the target is gone — folder, registration,
-// metadata, branch (unless kept), delete record — and that nothing else
-// changed.
+// branch and metadata (unless the branch is kept), delete record — and
+// that nothing else changed.
 func (f *crashFixture) checkDeleted(t *testing.T, m *Manager, keepBranch bool) {
 	t.Helper()
 	for _, l := range f.leftovers(t, keepBranch) {
@@ -259,8 +259,8 @@ func (f *crashFixture) checkDeleted(t *testing.T, m *Manager, keepBranch bool) {
 }
 
 // leftovers lists what is left of the target: its folder, its
-// registration, its metadata, its branch (unless kept), its delete
-// record.
+// registration, its branch and metadata (or, when the branch is kept, its
+// metadata lost), its delete record.
 func (f *crashFixture) leftovers(t *testing.T, keepBranch bool) []string {
 	t.Helper()
 	var left []string
@@ -273,8 +273,8 @@ func (f *crashFixture) leftovers(t *testing.T, keepBranch bool) []string {
 	if got := branchOK(t, f.repo, "target"); got != keepBranch {
 		left = append(left, fmt.Sprintf("branch target exists = %v, want %v", got, keepBranch))
 	}
-	if out, _ := testenv.GitErr(f.repo, "config", "--get-regexp", `^branch\.target\.codehydra\.`); out != "" {
-		left = append(left, fmt.Sprintf("the target's metadata is left: %q", out))
+	if has := f.hasMetadata(t); has != keepBranch {
+		left = append(left, fmt.Sprintf("the target's metadata is there = %v, want %v (with the branch)", has, keepBranch))
 	}
 	if recs, err := readPending(filepath.Join(f.repo, ".git")); err != nil || len(recs) != 0 {
 		left = append(left, fmt.Sprintf("delete records left: %+v, %v", recs, err))
@@ -339,13 +339,13 @@ func TestADeleteKilledAtAnyStepIsFinishedByTheNextLaunchOrASecondDelete(t *testi
 		worktreeGone bool
 	}{
 		{point: "stop-agent"},
-		{point: "before:config --local --remove-section"},
-		{point: "after:config --local --remove-section"},
 		{point: "before:worktree remove"},
 		{point: "after:worktree remove", worktreeGone: true},
 		{point: "after:worktree remove", keepBranch: true, worktreeGone: true},
 		{point: "before:branch -D", worktreeGone: true},
 		{point: "after:branch -D", worktreeGone: true},
+		{point: "before:config --local --remove-section", worktreeGone: true},
+		{point: "after:config --local --remove-section", worktreeGone: true},
 	}
 	var failures atomic.Int32
 	t.Cleanup(func() {
@@ -361,6 +361,7 @@ func TestADeleteKilledAtAnyStepIsFinishedByTheNextLaunchOrASecondDelete(t *testi
 			}()
 			f := newCrashFixture(t)
 			killDuring(t, deleteSpec{Repo: f.repo, Root: f.root, Path: f.target.Path, KeepBranch: tt.keepBranch, Point: tt.point})
+			f.checkMetadataWhileLeft(t)
 			m, _ := f.relaunch(t)
 			if tt.worktreeGone {
 				f.checkDeleted(t, m, tt.keepBranch)
@@ -390,6 +391,7 @@ func TestAHalfDoneDeleteThatTheLaunchCannotFinishIsFinishedByASecondDelete(t *te
 	if !branchOK(t, f.repo, "target") {
 		t.Fatal("the launch deleted a branch whose ref is locked")
 	}
+	f.checkMetadataWhileLeft(t)
 	if recs, _ := readPending(filepath.Join(f.repo, ".git")); len(recs) != 1 {
 		t.Fatalf("delete records = %+v, want the unfinished one kept", recs)
 	}
@@ -429,8 +431,9 @@ func TestALaunchLeavesAWorkspaceAloneWhoseBranchIsInUseAgain(t *testing.T) {
 // times the kill itself from its delete's start, so that most kills land
 // inside a delete. The trials that really interrupted one (something of
 // the target was left when the helper died) are counted, and so are those
-// that left it half done (its metadata, the first thing a delete removes,
-// already gone); at least half of the trials must have interrupted a
+// that left it half done (its worktree, the first thing a delete removes,
+// already gone or partly removed); none may leave the worktree or the
+// branch without its metadata. At least half of the trials must have interrupted a
 // delete and, in the soak, a quarter must have left it half done.
 func TestDeletesKilledAtRandomMomentsLeaveNothingBehind(t *testing.T) {
 	t.Parallel()
@@ -455,9 +458,10 @@ func TestDeletesKilledAtRandomMomentsLeaveNothingBehind(t *testing.T) {
 				// than measured, so the next kills come earlier.
 				deleteTakes = min(deleteTakes, took)
 			}
+			f.checkMetadataWhileLeft(t)
 			if len(f.leftovers(t, false)) > 0 {
 				interrupted++
-				if !f.hasMetadata(t) {
+				if !exists(filepath.Join(f.target.Path, "work.txt")) {
 					// The delete's first change was made: the kill left a
 					// half-done state, not only an untouched workspace.
 					halfDone++
@@ -528,7 +532,18 @@ func deleteTook(out string) (time.Duration, bool) {
 	return time.Duration(n), true
 }
 
-// hasMetadata reports whether the target's metadata (the first thing a
+// checkMetadataWhileLeft checks what a delete cut short left: while the
+// target's worktree folder or its branch is there, so is its metadata
+// (the last thing a delete removes).
+func (f *crashFixture) checkMetadataWhileLeft(t *testing.T) {
+	t.Helper()
+	if (exists(f.target.Path) || branchOK(t, f.repo, "target")) && !f.hasMetadata(t) {
+		t.Errorf("the target's worktree (there = %v) or branch (there = %v) is left without its metadata",
+			exists(f.target.Path), branchOK(t, f.repo, "target"))
+	}
+}
+
+// hasMetadata reports whether the target's metadata (the last thing a
 // delete removes) is still there.
 func (f *crashFixture) hasMetadata(t *testing.T) bool {
 	t.Helper()

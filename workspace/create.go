@@ -23,7 +23,8 @@ type CreateOptions struct {
 	// Name is the workspace and branch name (see ValidateName).
 	Name string
 	// Base is the branch or commit a new branch starts from; "" means
-	// DefaultBase. It is recorded as the "base" metadata.
+	// DefaultBase. It is recorded as the "base" metadata. It does not
+	// apply to a branch that exists already (see Create).
 	Base string
 }
 
@@ -54,8 +55,10 @@ func (m *Manager) worktreeRoot() (string, error) {
 
 // Create makes a workspace: a worktree of the project on branch o.Name,
 // under the worktree root. A branch that exists and is checked out nowhere
-// is reused as it is; otherwise a new branch starts at o.Base (default
-// DefaultBase), which must exist. The base is recorded as metadata. A
+// is reused as it is, with its metadata and its recorded base (o.Base does
+// not apply to it); the returned workspace says so (BranchReused, Note).
+// Otherwise a new branch starts at o.Base (default DefaultBase), which
+// must exist, and the base is recorded as metadata. A
 // branch checked out in the main checkout or in another worktree, a create
 // of the same name already running, and a non-empty folder at the target
 // are CodeConflict. On failure Create undoes what it made itself — the
@@ -80,6 +83,10 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (Workspace, error
 	if err != nil {
 		return Workspace{}, err
 	}
+	note := ""
+	if branchExisted {
+		note = m.reuseNote(ctx, p, o)
+	}
 	folderExisted, err := checkTarget(target)
 	if err != nil {
 		return Workspace{}, err
@@ -101,7 +108,10 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (Workspace, error
 		p.workspaces[pathKey(real)] = ws
 		p.gen++
 	}
-	m.log.Info("workspace created", "path", real, "branch", o.Name, "base", base)
+	// What the workspace is stays in the registry; how it was made goes
+	// to the caller and the event only.
+	ws.BranchReused, ws.Note = branchExisted, note
+	m.log.Info("workspace created", "path", real, "branch", o.Name, "base", base, "branchReused", branchExisted)
 	m.Publish(Event{Kind: EventWorkspaceAdded, ProjectPath: p.Path, Workspace: ws})
 	return ws, nil
 }
@@ -148,40 +158,62 @@ func (m *Manager) checkBranchFree(ctx context.Context, p *project, name, target,
 	return nil
 }
 
-// createBase returns the base of the workspace o asks for: o.Base, which
-// must exist; else the base a reused branch was created from; else
-// DefaultBase. It reports whether branch o.Name exists already.
+// createBase returns the base of the workspace o asks for and reports
+// whether branch o.Name exists already. A new branch starts at o.Base,
+// which must exist, else at DefaultBase. An existing branch is not moved,
+// so o.Base does not apply to it: its base is the one recorded, "" when
+// none is (then Metadata reports DefaultBase, as for a worktree made
+// outside the app).
 func (m *Manager) createBase(ctx context.Context, p *project, o CreateOptions) (base string, branchExisted bool, err error) {
 	branchExisted, err = m.refExists(ctx, p.Path, "refs/heads/"+o.Name)
 	if err != nil {
 		return "", false, classify(err, CodeInternal, "cannot look up branch %s", o.Name)
 	}
-	base = o.Base
-	switch {
-	case base != "":
-		if _, err := m.git.run(ctx, p.Path, "rev-parse", "--verify", "-q", "--end-of-options", base+"^{commit}"); err != nil {
-			if ctx.Err() != nil {
-				return "", false, err
-			}
-			return "", false, Errorf(CodeInvalidInput, "base %q does not exist in %s; give an existing branch, tag or commit", base, p.Path)
-		}
-	case branchExisted:
-		// A reused branch keeps the base it was created from.
-		if b, _ := m.configGet(ctx, p, metadataVar(o.Name, "base")); validateBase(b) == nil {
-			base = b
-		}
+	if branchExisted {
+		return m.recordedBase(ctx, p, o.Name), true, nil
 	}
+	base = o.Base
 	if base == "" {
-		if base, err = m.defaultBase(ctx, p); err != nil {
+		base, err = m.defaultBase(ctx, p)
+		return base, false, err
+	}
+	if _, err := m.git.run(ctx, p.Path, "rev-parse", "--verify", "-q", "--end-of-options", base+"^{commit}"); err != nil {
+		if ctx.Err() != nil {
 			return "", false, err
 		}
+		return "", false, Errorf(CodeInvalidInput, "base %q does not exist in %s; give an existing branch, tag or commit", base, p.Path)
 	}
-	return base, branchExisted, nil
+	return base, false, nil
+}
+
+// recordedBase is the "base" metadata of branch when it holds a valid
+// base, else "".
+func (m *Manager) recordedBase(ctx context.Context, p *project, branch string) string {
+	if b, _ := m.configGet(ctx, p, metadataVar(branch, "base")); validateBase(b) == nil {
+		return b
+	}
+	return ""
+}
+
+// reuseNote says that Create reuses the existing branch o.Name, with which
+// base, and that o.Base, when given, did not apply.
+func (m *Manager) reuseNote(ctx context.Context, p *project, o CreateOptions) string {
+	base := m.recordedBase(ctx, p, o.Name)
+	note := fmt.Sprintf("branch %s already existed and is reused as it is, with its metadata and its recorded base %s", o.Name, base)
+	if base == "" {
+		base = m.baseOf(ctx, p, o.Name)
+		note = fmt.Sprintf("branch %s already existed and is reused as it is, with its metadata; it has no recorded base, so its base is the project's default %s", o.Name, base)
+	}
+	if o.Base != "" && o.Base != base {
+		note += fmt.Sprintf("; the base %s that was asked for does not apply to an existing branch and was not used (set the \"base\" metadata to change it)", o.Base)
+	}
+	return note
 }
 
 // addWorktree adds the worktree at target on branch name (made from base
-// unless branchExisted), records base as its metadata, and returns the
-// worktree's resolved path and HEAD commit.
+// unless branchExisted), records base as its metadata unless the branch
+// existed (its own stays), and returns the worktree's resolved path and
+// HEAD commit.
 func (m *Manager) addWorktree(ctx context.Context, p *project, name, target, base string, branchExisted bool) (real, head string, err error) {
 	// "--" (and -b taking the next word whole) keeps a name, a path or a
 	// base from reading as an option.
@@ -192,8 +224,10 @@ func (m *Manager) addWorktree(ctx context.Context, p *project, name, target, bas
 	if _, err := m.changeWorktrees(ctx, p, args...); err != nil {
 		return "", "", err
 	}
-	if err := m.configSet(ctx, p, metadataVar(name, "base"), base); err != nil {
-		return "", "", err
+	if !branchExisted {
+		if err := m.configSet(ctx, p, metadataVar(name, "base"), base); err != nil {
+			return "", "", err
+		}
 	}
 	if err := m.recordCreatedBranch(ctx, p, name, !branchExisted); err != nil {
 		return "", "", err
@@ -306,4 +340,26 @@ func (m *Manager) refExists(ctx context.Context, dir, ref string) (bool, error) 
 		return false, nil
 	}
 	return false, err
+}
+
+// ReusableBranches lists the project's local branches that are checked
+// out nowhere: a workspace named after one of them reuses it (see
+// Create), which a form can say as the name is typed.
+func (m *Manager) ReusableBranches(ctx context.Context, projectPath string) ([]string, error) {
+	p, err := m.lookupProject(projectPath)
+	if err != nil {
+		return nil, err
+	}
+	out, err := m.git.run(ctx, p.Path, "for-each-ref", "--format=%(refname:lstrip=2)%00%(worktreepath)", "refs/heads")
+	if err != nil {
+		return nil, classify(err, CodeInternal, "cannot list the branches of %s", p.Path)
+	}
+	var free []string
+	for line := range strings.Lines(out) {
+		b, wt, _ := strings.Cut(strings.TrimRight(line, "\n"), "\x00")
+		if b != "" && wt == "" {
+			free = append(free, b)
+		}
+	}
+	return free, nil
 }

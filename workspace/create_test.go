@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -111,10 +112,67 @@ func TestCreateReusesAnExistingBranchWithoutResettingIt(t *testing.T) {
 			if !exists(filepath.Join(ws.Path, "work.txt")) {
 				t.Fatal("worktree does not show the branch's own commit")
 			}
-			if got := testenv.Git(t, p.Path, "config", "branch.existing.codehydra.base"); got != "main" {
-				t.Fatalf("base = %q, want main", got)
+			// It had no recorded base and gets none: its base is the
+			// project's default, as for a worktree made outside the app.
+			if got, _ := testenv.GitErr(p.Path, "config", "branch.existing.codehydra.base"); got != "" {
+				t.Fatalf("recorded base = %q, want none recorded", got)
+			}
+			if md, err := m.Metadata(context.Background(), ws.Path); err != nil || md["base"] != "main" {
+				t.Fatalf("metadata = %v, %v; want base main", md, err)
+			}
+			if !ws.BranchReused || !strings.Contains(ws.Note, "branch existing already existed and is reused") {
+				t.Fatalf("the create does not say the branch is reused: %+v", ws)
 			}
 		})
+	}
+}
+
+func TestCreateOnAnExistingBranchKeepsItsRecordedBaseAndSaysTheAskedBaseDidNotApply(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	testenv.Git(t, p.Path, "branch", "develop")
+	ws := create(t, m, p, "kept")
+	if err := m.SetMetadata(context.Background(), ws.Path, "base", ptr("develop")); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SetMetadata(context.Background(), ws.Path, "note", ptr("mine")); err != nil {
+		t.Fatal(err)
+	}
+	deleteDone(t, m, ws.Path, DeleteOptions{KeepBranch: true})
+	ev := record(t, m)
+
+	again, err := m.Create(context.Background(), CreateOptions{ProjectPath: p.Path, Name: "kept", Base: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := testenv.Git(t, p.Path, "config", "branch.kept.codehydra.base"); got != "develop" {
+		t.Fatalf("recorded base = %q after a create that asked for main, want develop kept", got)
+	}
+	md, err := m.Metadata(context.Background(), again.Path)
+	if err != nil || md["base"] != "develop" || md["note"] != "mine" {
+		t.Fatalf("metadata = %v, %v; want base develop and the note kept", md, err)
+	}
+	if !again.BranchReused {
+		t.Fatal("the create does not say the branch is reused")
+	}
+	for _, want := range []string{"reused", "recorded base develop", "base main that was asked for does not apply"} {
+		if !strings.Contains(again.Note, want) {
+			t.Errorf("note %q does not say %q", again.Note, want)
+		}
+	}
+	added := ev.waitFor(t, soon, "workspace-added", func(e Event) bool { return e.Kind == EventWorkspaceAdded })
+	if !added.Workspace.BranchReused || added.Workspace.Note != again.Note {
+		t.Errorf("the workspace-added event does not say the branch is reused: %+v", added.Workspace)
+	}
+	// The registry keeps what the workspace is, not how it was made.
+	for _, w := range m.AllWorkspaces() {
+		if w.BranchReused || w.Note != "" {
+			t.Errorf("listed workspace carries the create's note: %+v", w)
+		}
+	}
+	// A new branch says nothing of the kind.
+	if fresh := create(t, m, p, "fresh"); fresh.BranchReused || fresh.Note != "" {
+		t.Errorf("a new branch's create says %+v", fresh)
 	}
 }
 
@@ -384,5 +442,21 @@ func TestCreateDefaultsTheRootToTheProjectsDir(t *testing.T) {
 	ws := create(t, m, p, "dflt")
 	if want := filepath.Join(data, "codehydra", "projects"); !strings.HasPrefix(ws.Path, want+string(filepath.Separator)) {
 		t.Fatalf("path %s is not under %s", ws.Path, want)
+	}
+}
+
+func TestReusableBranchesAreTheLocalBranchesCheckedOutNowhere(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	create(t, m, p, "busy")
+	testenv.Git(t, p.Path, "branch", "free")
+	testenv.Git(t, p.Path, "branch", "feature/free")
+	got, err := m.ReusableBranches(context.Background(), p.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// main is the main checkout's, busy a workspace's.
+	if want := []string{"feature/free", "free"}; !slices.Equal(got, want) {
+		t.Fatalf("reusable branches = %q, want %q", got, want)
 	}
 }

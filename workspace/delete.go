@@ -51,8 +51,8 @@ func removeBackoff(attempt int) time.Duration {
 // Delete refuses the project's main checkout (CodeInvalidInput), a path
 // that is no workspace (CodeWorkspaceNotFound), a workspace that holds a
 // project or another workspace, a worktree folder replaced by a symlink or
-// a file, a fallback removal of a folder that is not git's worktree (see
-// checkWorktreeFolder), and a second delete of a workspace while one runs
+// a file, a folder that is not git's worktree (see checkWorktreeFolder),
+// and a second delete of a workspace while one runs
 // (CodeConflict).
 func (m *Manager) Delete(ctx context.Context, wsPath string, o DeleteOptions) error {
 	run, err := m.StartDelete(ctx, wsPath, o)
@@ -94,8 +94,9 @@ func (m *Manager) StartDelete(ctx context.Context, wsPath string, o DeleteOption
 	}
 	if err == nil {
 		// Refused before the agent is stopped or anything is removed: a
-		// folder a symlink or file took the place of is not deleted.
-		err = checkNotReplaced(ws.Path)
+		// folder that a symlink, a file, another repository or a hand edit
+		// took the place of is not deleted.
+		err = checkFolderBeforeDelete(p.commonDir, ws.Path)
 	}
 	if err != nil {
 		release()
@@ -187,29 +188,35 @@ func (m *Manager) runDelete(ctx context.Context, p *project, ws Workspace, o Del
 		return d.fail(err)
 	}
 
-	d.progress(StepRemoveMetadata)
-	if d.ws.Branch != "" {
-		if err := m.removeMetadata(ctx, p, d.ws.Branch); err != nil {
-			return d.fail(classify(err, CodeInternal, "cannot remove the metadata of branch %s", d.ws.Branch))
-		}
-	}
-
 	d.progress(StepRemoveWorktree)
 	if err := d.removeWorktree(ctx, entry, registered); err != nil {
 		return d.fail(err)
 	}
 
 	d.progress(StepDeleteBranch)
-	if !o.KeepBranch && d.ws.Branch != "" {
-		if err := d.deleteBranch(ctx); err != nil {
-			// The worktree is gone, so the workspace is; the tombstone lets
-			// a second Delete of the path delete the branch.
-			m.Publish(Event{Kind: EventWorkspaceRemoved, ProjectPath: p.Path, Workspace: d.ws})
-			return d.fail(err)
+	branchGone, err := d.deleteBranch(ctx)
+	if err != nil {
+		return d.failWithoutWorktree(err)
+	}
+
+	// The metadata belongs to the branch: it goes only with it, and only
+	// after it, so that what a failure leaves still has its metadata.
+	d.progress(StepRemoveMetadata)
+	if branchGone {
+		if err := m.removeMetadata(ctx, p, d.ws.Branch); err != nil {
+			return d.failWithoutWorktree(classify(err, CodeInternal, "cannot remove the metadata of branch %s", d.ws.Branch))
 		}
 	}
 	d.done()
 	return nil
+}
+
+// failWithoutWorktree ends with err a delete whose worktree is gone, so the
+// workspace is; the tombstone and the record let a second Delete of the
+// path, or the next launch, finish the job.
+func (d *deletion) failWithoutWorktree(err error) error {
+	d.m.Publish(Event{Kind: EventWorkspaceRemoved, ProjectPath: d.p.Path, Workspace: d.ws})
+	return d.fail(err)
 }
 
 // progress announces step s.
@@ -296,20 +303,32 @@ func (d *deletion) done() {
 }
 
 // deleteBranch deletes the workspace's branch if CodeHydra created it or
-// the caller asked for it; otherwise it keeps the branch and notes why.
-func (d *deletion) deleteBranch(ctx context.Context) error {
+// the caller asked for it; otherwise it keeps the branch and notes why. It
+// reports whether the branch is gone, deleted now or before (by an earlier
+// run of this delete that was cut short, or by hand).
+func (d *deletion) deleteBranch(ctx context.Context) (gone bool, err error) {
 	b := d.ws.Branch
+	if b == "" || d.o.KeepBranch {
+		return false, nil
+	}
+	ok, err := d.m.refExists(ctx, d.p.Path, "refs/heads/"+b)
+	if err != nil {
+		return false, classify(err, CodeInternal, "cannot look up branch %s", b)
+	}
+	if !ok {
+		return true, nil
+	}
 	if !d.o.DeleteBranch {
 		created, err := d.m.createdBranch(ctx, d.p, b)
 		if err != nil {
-			return classify(err, CodeInternal, "cannot read whether CodeHydra created branch %s; try the delete again", b)
+			return false, classify(err, CodeInternal, "cannot read whether CodeHydra created branch %s; try the delete again", b)
 		}
 		if !created {
 			d.note = fmt.Sprintf("kept branch %s: it existed before the workspace", b)
-			return nil
+			return false, nil
 		}
 	}
-	return d.m.deleteBranch(ctx, d.p, b)
+	return true, d.m.deleteBranch(ctx, d.p, b)
 }
 
 // removeWorktree removes the registered worktree e (folder ws.Path).
@@ -407,4 +426,19 @@ func (m *Manager) deleteBranch(ctx context.Context, p *project, branch string) e
 		return classify(err, CodeInternal, "cannot delete branch %s; try the delete again", branch)
 	}
 	return nil
+}
+
+// checkFolderBeforeDelete is the check a delete makes before any step
+// runs: a worktree folder that is gone is fine (git then only forgets the
+// worktree); one that is there must be git's worktree (checkWorktreeFolder).
+// Refusing only when git fails to remove it would come after the agent
+// was stopped and the user's work in it interrupted.
+func checkFolderBeforeDelete(commonDir, path string) error {
+	if err := checkNotReplaced(path); err != nil {
+		return err
+	}
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return checkWorktreeFolder(commonDir, path)
 }

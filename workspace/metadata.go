@@ -55,15 +55,23 @@ func (m *Manager) configUnsetLocked(ctx context.Context, p *project, name string
 	return err
 }
 
-// removeMetadata removes every metadata key of branch; none is no error.
+// removeMetadata removes every metadata key of branch, and the record that
+// CodeHydra created it (which `git branch -D` removes too, unless the
+// config was locked then); none is no error. A delete calls it only once
+// branch is gone.
 func (m *Manager) removeMetadata(ctx context.Context, p *project, branch string) error {
 	p.configMu.Lock()
 	defer p.configMu.Unlock()
 	_, err := m.git.run(ctx, p.Path, "config", "--local", "--remove-section", "branch."+branch+"."+metadataSection)
-	if err != nil && strings.Contains(stderrOf(err), "no such section") {
+	if err != nil && !strings.Contains(stderrOf(err), "no such section") {
+		return err
+	}
+	if strings.HasSuffix(branch, "."+metadataSection) {
+		// Its record's name is a metadata key of another branch (see
+		// createdBranch), which is not this delete's to remove.
 		return nil
 	}
-	return err
+	return m.configUnsetLocked(ctx, p, createdVar(branch))
 }
 
 // readMetadata returns the metadata keys of branch (lowercased) and their

@@ -34,6 +34,14 @@ type Workspace struct {
 	Head string `json:"head,omitempty"`
 	// Detached reports a worktree on a detached HEAD.
 	Detached bool `json:"detached,omitempty"`
+	// BranchReused is set only on what Create returns (and on its
+	// workspace-added event): the branch existed before and was reused as
+	// it was. Note then says so in words.
+	BranchReused bool `json:"branchReused,omitempty"`
+	// Note tells, on what Create returns, what it did that the caller may
+	// not expect: a reused branch, the base it kept, a base that did not
+	// apply.
+	Note string `json:"note,omitempty"`
 }
 
 // AgentType summarises the sessions of a workspace's agent.
