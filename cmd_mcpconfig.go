@@ -85,7 +85,9 @@ func runMCPConfig(ctx context.Context, c *cli, args []string) int {
 		return 1
 	}
 	if ws != "" {
-		cfg = src.forWorkspace(ctx, c, cfg)
+		if cfg, ok = src.forWorkspace(ctx, c, cfg); !ok {
+			return 1
+		}
 	}
 	src.warn(c)
 	out, err := mcp.RenderClientConfig(*client, cfg)
@@ -137,7 +139,7 @@ func (s configSources) config(c *cli) (cfg mcp.ClientConfig, ok bool) {
 // workspace: its path as CodeHydra registered it (asked of the running
 // instance, else with symlinks resolved here) and that workspace's own
 // token, derived from the master token as the server derives it.
-func (s configSources) forWorkspace(ctx context.Context, c *cli, cfg mcp.ClientConfig) mcp.ClientConfig {
+func (s configSources) forWorkspace(ctx context.Context, c *cli, cfg mcp.ClientConfig) (mcp.ClientConfig, bool) {
 	path := s.workspace
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		path = real
@@ -149,9 +151,13 @@ func (s configSources) forWorkspace(ctx context.Context, c *cli, cfg mcp.ClientC
 			path = registered
 		}
 	}
-	cfg.WorkspacePath = path
-	cfg.Token = mcp.WorkspaceToken(cfg.Token, path)
-	return cfg
+	tok, err := mcp.WorkspaceToken(cfg.Token, path)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "codehydra mcp-config: %v\n", err)
+		return cfg, false
+	}
+	cfg.WorkspacePath, cfg.Token = path, tok
+	return cfg, true
 }
 
 // warn says when the config will stop working (a dynamic or moved port)
