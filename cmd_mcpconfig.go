@@ -17,6 +17,7 @@ import (
 	"codehydra/internal/paths"
 	"codehydra/internal/settings"
 	"codehydra/mcp"
+	"codehydra/workspace"
 )
 
 const mcpConfigHelp = `Usage: codehydra mcp-config --client opencode|claude-code|claude-desktop [--workspace PATH] [--http]
@@ -120,6 +121,12 @@ func (s configSources) stdioConfig(ctx context.Context, c *cli) (mcp.ClientConfi
 	cfg := mcp.ClientConfig{Command: exe}
 	if s.workspace != "" {
 		cfg.WorkspacePath = s.workspacePath(ctx, c)
+		// mcp-stdio derives the token at each start; a folder that cannot
+		// have one (the project's main checkout) is refused now, not then.
+		if _, err := workspace.TokenNonce(cfg.WorkspacePath); err != nil {
+			fmt.Fprintf(c.stderr, "codehydra mcp-config: %s has no workspace token: %v\n", cfg.WorkspacePath, err)
+			return mcp.ClientConfig{}, false
+		}
 	}
 	if !s.running {
 		fmt.Fprintln(c.stderr, "note: CodeHydra is not running; this config works whenever it runs (`codehydra` or `codehydra serve`)")
@@ -142,7 +149,9 @@ func (s configSources) httpConfig(ctx context.Context, c *cli) (mcp.ClientConfig
 		return cfg, false
 	}
 	if s.workspace != "" {
-		cfg = s.forWorkspace(ctx, c, cfg)
+		if cfg, ok = s.forWorkspace(ctx, c, cfg); !ok {
+			return cfg, false
+		}
 	}
 	s.warn(c)
 	return cfg, true
@@ -210,11 +219,15 @@ func (s configSources) config(c *cli) (cfg mcp.ClientConfig, ok bool) {
 // workspace: its path as CodeHydra registered it (asked of the running
 // instance, else with symlinks resolved here) and that workspace's own
 // token, derived from the master token as the server derives it.
-func (s configSources) forWorkspace(ctx context.Context, c *cli, cfg mcp.ClientConfig) mcp.ClientConfig {
+func (s configSources) forWorkspace(ctx context.Context, c *cli, cfg mcp.ClientConfig) (mcp.ClientConfig, bool) {
 	path := s.workspacePath(ctx, c)
-	cfg.WorkspacePath = path
-	cfg.Token = mcp.WorkspaceToken(cfg.Token, path)
-	return cfg
+	tok, err := mcp.WorkspaceToken(cfg.Token, path)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "codehydra mcp-config: %v\n", err)
+		return cfg, false
+	}
+	cfg.WorkspacePath, cfg.Token = path, tok
+	return cfg, true
 }
 
 // workspacePath is the workspace as CodeHydra registered it (asked of the

@@ -3,15 +3,10 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"maps"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 
 	"codehydra/internal/paths"
@@ -26,26 +21,8 @@ import (
 // W's own token — not the master token — and it works for W and for
 // nothing that is not W's.
 func TestAgentsAndWorkspaceConfigsCarryTheWorkspacesTokenNotTheMaster(t *testing.T) {
-	bin, fake := buildApp(t)
-	t.Cleanup(func() {
-		for _, pid := range processesOf(t, fake) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	})
-	isolate(t)
-	repo := testenv.GitRepo(t, "repo")
-	wsDir := filepath.Join(filepath.Dir(repo), "worktrees")
-	one, two := filepath.Join(wsDir, "one"), filepath.Join(wsDir, "two")
-	testenv.Git(t, repo, "worktree", "add", "-q", "-b", "one", one)
-	testenv.Git(t, repo, "worktree", "add", "-q", "-b", "two", two)
-	// A fixed port: the HTTP form, which holds the token, needs one.
-	set, err := json.Marshal(map[string]any{"opencodeBin": fake, "projects": []string{repo}, "mcpPort": testenv.FreePort(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeSettings(t, string(set))
-	env := os.Environ()
-	app := launch(t, bin, env)
+	bin, env, repo, wts, app := launchWithWorktrees(t, "one", "two")
+	one, two := wts[0], wts[1]
 	app.agentsReady(t, []string{one, two})
 	master, err := mcp.ReadToken(paths.TokenFile())
 	if err != nil {
@@ -53,14 +30,7 @@ func TestAgentsAndWorkspaceConfigsCarryTheWorkspacesTokenNotTheMaster(t *testing
 	}
 
 	// The config mcp-config prints for one.
-	cmd := exec.Command(bin, "mcp-config", "--client", "opencode", "--workspace", one, "--http")
-	cmd.Env = env
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("mcp-config: %v\n%s", err, out)
-	}
-	entry := codehydraEntry(t, out)
-	token, _ := strings.CutPrefix(entry.Headers["Authorization"], "Bearer ")
+	out, entry, token := mcpConfigFor(t, bin, env, one)
 	if strings.Contains(string(out), master) || token == "" {
 		t.Fatalf("the config of a workspace holds the master token, or no token:\n%s", out)
 	}

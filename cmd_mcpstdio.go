@@ -83,5 +83,5 @@ func findTarget(ws string) (bridgeTarget, error) {
 // computes a workspace token, so that a change of that derivation is made
 // here.
 func clientWorkspaceToken(master, path string) (string, error) {
-	return mcp.WorkspaceToken(master, path), nil
+	return mcp.WorkspaceToken(master, path)
 }

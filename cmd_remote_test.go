@@ -228,7 +228,7 @@ func TestMCPConfigPrintsAConfigThatWorks(t *testing.T) {
 			if !strings.Contains(out, exe) || !strings.Contains(out, `"mcp-stdio"`) || !strings.Contains(out, ws.Path) {
 				t.Fatalf("config lacks the command, mcp-stdio or the workspace:\n%s", out)
 			}
-			if strings.Contains(out, ri.srv.URL()) || strings.Contains(out, ri.token) || strings.Contains(out, mcp.WorkspaceToken(ri.token, ws.Path)) {
+			if strings.Contains(out, ri.srv.URL()) || strings.Contains(out, ri.token) || strings.Contains(out, wsToken(t, ri.token, ws.Path)) {
 				t.Fatalf("the config holds a URL or a token:\n%s", out)
 			}
 			if !json.Valid([]byte(out)) {
@@ -259,7 +259,7 @@ func TestMCPConfigPrintsAConfigThatWorks(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("%d %q", code, errOut)
 			}
-			if !strings.Contains(out, ri.srv.URL()) || !strings.Contains(out, mcp.WorkspaceToken(ri.token, ws.Path)) || !strings.Contains(out, ws.Path) {
+			if !strings.Contains(out, ri.srv.URL()) || !strings.Contains(out, wsToken(t, ri.token, ws.Path)) || !strings.Contains(out, ws.Path) {
 				t.Fatalf("config lacks the URL, the workspace's token or the workspace:\n%s", out)
 			}
 			if strings.Contains(out, ri.token) {
@@ -305,10 +305,12 @@ func TestMCPConfigPrintsAConfigThatWorks(t *testing.T) {
 			t.Fatalf("%d %q", code, errOut)
 		}
 	})
-	t.Run("a path that is no workspace: warning", func(t *testing.T) {
-		code, _, errOut := runRemote(t, "mcp-config", "--client", "claude-code", "--workspace", ri.project)
-		if code != 0 || !strings.Contains(errOut, "(workspace-not-found)") {
-			t.Fatalf("%d %q", code, errOut)
+	// A workspace token needs the worktree's git registration, which the
+	// main checkout (the project) does not have as a workspace.
+	t.Run("the project's main checkout: refused, saying why", func(t *testing.T) {
+		code, out, errOut := runRemote(t, "mcp-config", "--client", "claude-code", "--workspace", ri.project)
+		if code != 1 || out != "" || !strings.Contains(errOut, "(workspace-not-found)") || !strings.Contains(errOut, "main checkout") {
+			t.Fatalf("%d %q %q", code, out, errOut)
 		}
 	})
 	t.Run("not running, fixed port: config for the next launch", func(t *testing.T) {
@@ -321,7 +323,7 @@ func TestMCPConfigPrintsAConfigThatWorks(t *testing.T) {
 			t.Fatalf("%d %q %q", code, out, errOut)
 		}
 		code, out, errOut = runRemote(t, "mcp-config", "--client", "claude-code", "--workspace", ws.Path, "--http")
-		if code != 0 || !strings.Contains(out, mcp.WorkspaceToken(ri.token, ws.Path)) || strings.Contains(out, ri.token) {
+		if code != 0 || !strings.Contains(out, wsToken(t, ri.token, ws.Path)) || strings.Contains(out, ri.token) {
 			t.Fatalf("--workspace, not running: %d %q %q", code, out, errOut)
 		}
 	})
@@ -363,4 +365,14 @@ func writeSettings(t *testing.T, content string) {
 	if err := os.WriteFile(paths.SettingsFile(), []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// wsToken is the token of the workspace at path under master.
+func wsToken(t *testing.T, master, path string) string {
+	t.Helper()
+	tok, err := mcp.WorkspaceToken(master, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
 }

@@ -24,7 +24,7 @@ func (s *server) startAgents(ctx context.Context) error {
 		BasePort:   set.OpencodeBasePort,
 		ConfigPath: paths.OpencodeConfigFile(),
 		MCPPort:    func() int { return s.mcpPort },
-		MCPToken:   func(ws string) string { return s.token.ForWorkspace(ws) },
+		MCPToken:   s.workspaceToken,
 		OnChange: func(path string) {
 			s.manager.Publish(workspace.Event{Kind: workspace.EventAgentChanged, Workspace: workspace.Workspace{Path: path}})
 		},
@@ -57,6 +57,18 @@ func (s *server) startAgents(ctx context.Context) error {
 		return sup.StopAll(ctx)
 	})
 	return nil
+}
+
+// workspaceToken is the MCP token the agent of the workspace at ws gets.
+// A worktree whose git registration cannot be read gets none: its agent
+// runs, but the MCP server refuses it, and the log says why.
+func (s *server) workspaceToken(ws string) string {
+	tok, err := s.token.ForWorkspace(ws)
+	if err != nil {
+		s.log.Warn("the agent gets no MCP token", "path", ws, "err", err)
+		return ""
+	}
+	return tok
 }
 
 // reapOrphans stops agents that a crashed earlier run left behind (it may

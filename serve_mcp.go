@@ -37,6 +37,7 @@ func (s *server) startMCP(ctx context.Context) error {
 		SessionIdle:    set.MCPSessionIdle(),
 		MaxSessions:    set.MCPMaxSessions,
 		MaxConnections: set.MCPMaxConnections,
+		Subscribe:      s.manager.Subscribe,
 		AuditPath:      paths.AuditFile(),
 		Logger:         s.log,
 		Version:        version,

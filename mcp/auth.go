@@ -2,15 +2,10 @@ package mcp
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -106,6 +101,10 @@ type caller struct {
 	// ws is the workspace whose token the request carried; zero for the
 	// user.
 	ws workspace.Workspace
+	// nonce is the registration nonce the workspace's token was derived
+	// with: a session stays bound to that registration, not to whatever
+	// workspace later has the same path.
+	nonce string
 }
 
 func (c caller) isUser() bool { return c.ws.Path == "" }
@@ -133,118 +132,6 @@ func callerOf(req sdk.Request) caller {
 // unidentified is the least trusted caller there is: a workspace that
 // matches none, in no project.
 func unidentified() caller { return caller{ws: workspace.Workspace{Path: "(unidentified)"}} }
-
-// tokenWorkspaces is what identities needs of the workspace domain.
-type tokenWorkspaces interface {
-	Resolve(path string) (workspace.Workspace, error)
-	AllWorkspaces() []workspace.Workspace
-}
-
-// identities tells which caller a bearer token stands for: the master
-// token is the user; a workspace token (WorkspaceToken) is its workspace
-// while that workspace is registered. Tokens are always compared in
-// constant time.
-//
-// An agent names its own workspace in every request, so one derivation
-// identifies it. A workspace token sent with another workspace's
-// X-Workspace-Path, or with none, is found through a map from the SHA-256
-// digest of each workspace's token (a lookup by digest reveals nothing
-// usable about the token) to its workspace; the map is rebuilt from the
-// registered workspaces when the master token rotated, or when a token is
-// not in it, at most every minRefresh, so that a flood of wrong tokens
-// cannot make every request list and derive every workspace.
-type identities struct {
-	master     *Token
-	workspaces tokenWorkspaces
-	now        func() time.Time
-
-	mu        sync.Mutex
-	derived   string    // the master token the maps below belong to
-	refreshed time.Time // when the maps were last rebuilt
-	byPath    map[string][32]byte
-	byDigest  map[[32]byte]string
-}
-
-// minRefresh bounds how often an unknown token rebuilds the digest map.
-const minRefresh = 250 * time.Millisecond
-
-// identify returns the caller that cred stands for, false for no one.
-// wsHeader is the request's X-Workspace-Path, "" for none.
-func (ids *identities) identify(cred, wsHeader string) (caller, bool) {
-	master := ids.master.Value()
-	if master == "" || !validToken(cred) {
-		return caller{}, false
-	}
-	if subtle.ConstantTimeCompare([]byte(cred), []byte(master)) == 1 {
-		return caller{}, true
-	}
-	// An agent names its own workspace as registered: one HMAC tells,
-	// and only then is the path looked up, so that a wrong token costs no
-	// file-system work.
-	if wsHeader != "" && subtle.ConstantTimeCompare([]byte(cred), []byte(WorkspaceToken(master, filepath.Clean(wsHeader)))) == 1 {
-		if ws, ok := ids.owner(master, cred, wsHeader); ok {
-			return caller{ws: ws}, true
-		}
-	}
-	if path, ok := ids.candidate(master, sha256.Sum256([]byte(cred))); ok {
-		// The map may predate the workspace's removal; owner checks that
-		// it is still registered.
-		if ws, ok := ids.owner(master, cred, path); ok {
-			return caller{ws: ws}, true
-		}
-	}
-	return caller{}, false
-}
-
-// owner reports whether cred is the token of the registered workspace at
-// path, and returns that workspace.
-func (ids *identities) owner(master, cred, path string) (workspace.Workspace, bool) {
-	if path == "" {
-		return workspace.Workspace{}, false
-	}
-	ws, err := ids.workspaces.Resolve(path)
-	if err != nil {
-		return workspace.Workspace{}, false
-	}
-	return ws, subtle.ConstantTimeCompare([]byte(cred), []byte(WorkspaceToken(master, ws.Path))) == 1
-}
-
-// candidate finds the workspace whose token has the given digest.
-func (ids *identities) candidate(master string, digest [32]byte) (string, bool) {
-	ids.mu.Lock()
-	defer ids.mu.Unlock()
-	if ids.derived == master {
-		if path, ok := ids.byDigest[digest]; ok {
-			return path, true
-		}
-		if ids.now().Sub(ids.refreshed) < minRefresh {
-			return "", false
-		}
-	}
-	ids.refresh(master)
-	path, ok := ids.byDigest[digest]
-	return path, ok
-}
-
-// refresh rebuilds the maps for the registered workspaces, deriving tokens
-// only for workspaces it has not derived under master yet. The caller
-// holds ids.mu.
-func (ids *identities) refresh(master string) {
-	if ids.derived != master {
-		ids.derived, ids.byPath = master, nil
-	}
-	all := ids.workspaces.AllWorkspaces()
-	byPath := make(map[string][32]byte, len(all))
-	byDigest := make(map[[32]byte]string, len(all))
-	for _, ws := range all {
-		d, ok := ids.byPath[ws.Path]
-		if !ok {
-			d = sha256.Sum256([]byte(WorkspaceToken(master, ws.Path)))
-		}
-		byPath[ws.Path], byDigest[d] = d, ws.Path
-	}
-	ids.byPath, ids.byDigest, ids.refreshed = byPath, byDigest, ids.now()
-}
 
 // bearer returns the credentials of a Bearer Authorization header, "" for
 // any other scheme. The scheme is case-insensitive (RFC 9110).

@@ -1,11 +1,15 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
+	"sync"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -52,7 +56,8 @@ func Dial(ctx context.Context, o DialOptions) (*Remote, error) {
 		header.Set(WorkspaceHeader, o.WorkspacePath)
 	}
 	base := &http.Transport{Proxy: nil, ResponseHeaderTimeout: time.Minute}
-	hc := &http.Client{Transport: &headerTransport{base: base, header: header}}
+	ht := &headerTransport{base: base, header: header}
+	hc := &http.Client{Transport: ht}
 	version := o.Version
 	if version == "" {
 		version = "dev"
@@ -66,6 +71,11 @@ func Dial(ctx context.Context, o DialOptions) (*Remote, error) {
 	}, &sdk.ClientSessionOptions{ProtocolVersion: clientProtocolVersion})
 	if err != nil {
 		base.CloseIdleConnections()
+		if why := ht.refusal(); why != "" {
+			// The SDK reports a 503 by its status text only; the body
+			// says which limit refused and what to do.
+			return nil, fmt.Errorf("connect to %s: %s: %w", o.URL, why, err)
+		}
 		return nil, fmt.Errorf("connect to %s: %w", o.URL, err)
 	}
 	return &Remote{session: session, transport: base}, nil
@@ -114,16 +124,54 @@ func resultText(res *sdk.CallToolResult) string {
 	return ""
 }
 
-// headerTransport adds fixed headers to every request.
+// headerTransport adds fixed headers to every request, and keeps what the
+// server said when it refused one with 503.
 type headerTransport struct {
 	base   http.RoundTripper
 	header http.Header
+
+	mu      sync.Mutex
+	refused string
 }
+
+// maxRefusal bounds the body of a refusal that is read.
+const maxRefusal = 64 << 10
 
 func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	for k, v := range t.header {
 		r.Header[k] = v
 	}
-	return t.base.RoundTrip(r)
+	resp, err := t.base.RoundTrip(r)
+	if err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+		return resp, err
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxRefusal))
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	t.mu.Lock()
+	t.refused = refusalMessage(body)
+	t.mu.Unlock()
+	return resp, nil
+}
+
+// refusal is the reason of the last 503, "" for none.
+func (t *headerTransport) refusal() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.refused
+}
+
+// refusalMessage is the message of a JSON-RPC error body, else the body
+// as text.
+func refusalMessage(body []byte) string {
+	var rpc struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(body, &rpc); err == nil && rpc.Error.Message != "" {
+		return rpc.Error.Message
+	}
+	return strings.TrimSpace(string(body))
 }

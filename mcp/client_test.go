@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"codehydra/workspace"
@@ -50,5 +51,14 @@ func TestDialFailsWithWrongToken(t *testing.T) {
 	h := newHarness(t)
 	if _, err := Dial(context.Background(), DialOptions{URL: h.srv.URL(), Token: "wrong"}); err == nil {
 		t.Fatal("Dial with a wrong token succeeded")
+	}
+}
+
+func TestDialSaysWhyTheServerRefusedTheSession(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.MaxSessions = 1 })
+	h.session("")
+	_, err := Dial(context.Background(), DialOptions{URL: h.srv.URL(), Token: h.token.Value()})
+	if err == nil || !strings.Contains(err.Error(), "too many MCP sessions are open (limit 1)") || !strings.Contains(err.Error(), "mcpMaxSessions") {
+		t.Fatalf("Dial past the session cap: %v, want the server's reason", err)
 	}
 }

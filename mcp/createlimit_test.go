@@ -57,8 +57,8 @@ func TestWorkspaceCreateIsLimitedPerCallerWithBudgetsOfTheirOwn(t *testing.T) {
 		ws    string
 	}{
 		{"user", h.token.Value(), a.Path},
-		{"workspace a", h.token.ForWorkspace(a.Path), a.Path},
-		{"workspace b", h.token.ForWorkspace(b.Path), b.Path},
+		{"workspace a", h.tokenOf(a.Path), a.Path},
+		{"workspace b", h.tokenOf(b.Path), b.Path},
 	}
 	for _, c := range callers {
 		cs := h.sessionAs(c.token, c.ws)
@@ -85,7 +85,7 @@ func TestWorkspaceCreateIsLimitedPerCallerWithBudgetsOfTheirOwn(t *testing.T) {
 
 	// A create that fails uses none of the budget; the window slides.
 	clock.advance(time.Hour)
-	cs := h.sessionAs(h.token.ForWorkspace(a.Path), a.Path)
+	cs := h.sessionAs(h.tokenOf(a.Path), a.Path)
 	if code, msg := errCode(t, call(t, cs, ToolCreate, map[string]any{"name": "a"})); code != workspace.CodeConflict {
 		t.Fatalf("creating an existing branch: %s (%s), want conflict", code, msg)
 	}

@@ -74,6 +74,9 @@ func startHarness(t testing.TB, ws Workspaces, project string, opts ...harnessOp
 		AuditPath:  filepath.Join(t.TempDir(), "audit.jsonl"),
 		Logger:     slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
+	if m, ok := ws.(*workspace.Manager); ok {
+		o.Subscribe = m.Subscribe
+	}
 	for _, f := range opts {
 		f(&o)
 	}

@@ -28,7 +28,7 @@ func hostileWorkspaceTokens(t *testing.T, h *harness, ws, other workspace.Worksp
 	if err := os.Symlink(other.Path, link); err != nil {
 		t.Fatal(err)
 	}
-	hdr := h.rawSessionAs(h.token.ForWorkspace(ws.Path))
+	hdr := h.rawSessionAs(h.tokenOf(ws.Path))
 	tools := []struct{ name, args string }{
 		{ToolGetStatus, `{}`}, {ToolGetMetadata, `{}`}, {ToolSetMetadata, `{"key":"note","value":"hijacked"}`},
 		{ToolSetMetadata, `{"key":"note","value":null}`}, {ToolGetOpencodePort, `{}`}, {ToolDelete, `{}`},
@@ -69,7 +69,7 @@ func hostileWorkspaceTokens(t *testing.T, h *harness, ws, other workspace.Worksp
 func hostileGoneAndLimited(t *testing.T, check hostileCheck) {
 	h := newHarness(t, func(o *Options) { o.RateLimit, o.Burst = 0.001, 3 })
 	gone, live := h.create("gone"), h.create("live")
-	tokGone := h.token.ForWorkspace(gone.Path)
+	tokGone := h.tokenOf(gone.Path)
 	if err := h.mgr.Delete(context.Background(), gone.Path, workspace.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func hostileGoneAndLimited(t *testing.T, check hostileCheck) {
 		}
 	}
 
-	hdr := h.rawSessionAs(h.token.ForWorkspace(live.Path))
+	hdr := h.rawSessionAs(h.tokenOf(live.Path))
 	for i := range 3 {
 		// A new name each time: inventing names must not buy new buckets.
 		check(t, "unknown tool within the burst", h.send(http.MethodPost, hdr, strings.NewReader(toolCall(6000+i, "no_such_tool_"+string(rune('a'+i)), `{}`))), refusedRPC)

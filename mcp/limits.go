@@ -1,15 +1,11 @@
 package mcp
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
 )
 
@@ -104,115 +100,3 @@ func limitBody(max int64, next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
-
-// sessionHeader carries the MCP session a request belongs to; a POST
-// without it opens a new session.
-const sessionHeader = "Mcp-Session-Id"
-
-// limitSessions refuses, with 503 and a JSON-RPC error, a request that
-// would open an MCP session while MaxSessions are open or being opened.
-// Idle sessions close by themselves (SessionIdle), so the refusal lasts
-// only as long as clients keep theirs busy.
-//
-// Each session holds a place from the request that opens it until it
-// closes: the request reserves it, the session's first request takes it
-// over (the session's requests see the opening request's context values),
-// and a request that opened no session gives it back as it ends.
-func (s *Server) limitSessions(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.Header.Get(sessionHeader) != "" {
-			next.ServeHTTP(w, r)
-			return
-		}
-		place := s.reserveSession()
-		if place == nil {
-			refuseSession(w, s.opts.MaxSessions)
-			return
-		}
-		defer place.endRequest()
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), placeKey{}, place)))
-	})
-}
-
-// sessionPlace is one of the MaxSessions places.
-type sessionPlace struct {
-	s     *Server
-	mu    sync.Mutex
-	taken bool // by a session, or given back
-}
-
-type placeKey struct{}
-
-// reserveSession takes a place for a session about to be opened, nil when
-// all are taken.
-func (s *Server) reserveSession() *sessionPlace {
-	s.placesMu.Lock()
-	defer s.placesMu.Unlock()
-	if s.places >= s.opts.MaxSessions {
-		return nil
-	}
-	s.places++
-	return &sessionPlace{s: s}
-}
-
-func (s *Server) releaseSession() {
-	s.placesMu.Lock()
-	defer s.placesMu.Unlock()
-	s.places--
-}
-
-// takePlace hands the place reserved by the request that opened the
-// session over to the session, which gives it back when it closes. Only
-// the session's first request finds the place still free.
-func takePlace(ctx context.Context, ss *sdk.ServerSession) {
-	p, ok := ctx.Value(placeKey{}).(*sessionPlace)
-	if !ok || ss == nil {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.taken {
-		return
-	}
-	p.taken = true
-	// Ends with the session, which Shutdown closes.
-	go func() {
-		_ = ss.Wait()
-		p.s.releaseSession()
-	}()
-}
-
-// endRequest gives the place back unless a session took it.
-func (p *sessionPlace) endRequest() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.taken {
-		p.taken = true
-		p.s.releaseSession()
-	}
-}
-
-// refuseSession answers a request for a session past the cap: HTTP 503
-// with a JSON-RPC error, which MCP clients show as the reason.
-func refuseSession(w http.ResponseWriter, max int) {
-	body, err := json.Marshal(map[string]any{
-		"jsonrpc": "2.0",
-		"id":      nil,
-		"error": map[string]any{
-			"code":    codeServerBusy,
-			"message": fmt.Sprintf("too many MCP sessions are open (limit %d): close clients you no longer use, wait for idle sessions to close, or raise mcpMaxSessions in the settings", max),
-		},
-	})
-	if err != nil {
-		// Unreachable: the map holds strings and numbers only.
-		body = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"too many MCP sessions are open"}}`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Retry-After", "60")
-	w.WriteHeader(http.StatusServiceUnavailable)
-	_, _ = w.Write(body)
-}
-
-// codeServerBusy is the JSON-RPC error code of a request refused by a
-// limit (the implementation-defined server-error range).
-const codeServerBusy = -32000

@@ -17,8 +17,8 @@ import (
 func TestFloodOfAnyMethodIsLimitedPerCaller(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.RateLimit, o.Burst = 0.001, 3 })
 	a, b := h.create("a"), h.create("b")
-	ca := h.sessionAs(h.token.ForWorkspace(a.Path), a.Path)
-	cb := h.sessionAs(h.token.ForWorkspace(b.Path), b.Path)
+	ca := h.sessionAs(h.tokenOf(a.Path), a.Path)
+	cb := h.sessionAs(h.tokenOf(b.Path), b.Path)
 	user := h.session(a.Path)
 	ctx := context.Background()
 
@@ -48,8 +48,8 @@ func TestFloodOfAnyMethodIsLimitedPerCaller(t *testing.T) {
 func TestCallsOfUnknownToolsShareTheCallersBucket(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.RateLimit, o.Burst = 0.001, 3 })
 	a, b := h.create("a"), h.create("b")
-	ca := h.sessionAs(h.token.ForWorkspace(a.Path), a.Path)
-	cb := h.sessionAs(h.token.ForWorkspace(b.Path), b.Path)
+	ca := h.sessionAs(h.tokenOf(a.Path), a.Path)
+	cb := h.sessionAs(h.tokenOf(b.Path), b.Path)
 	unknown := func(cs *sdk.ClientSession, i int) (*sdk.CallToolResult, error) {
 		// A new name each time: inventing names must not buy new buckets.
 		return cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "no_such_tool_" + strconv.Itoa(i), Arguments: map[string]any{}})
@@ -74,7 +74,7 @@ func TestCallsOfUnknownToolsShareTheCallersBucket(t *testing.T) {
 func TestToolsThatNeedNoWorkspaceAreLimitedPerCaller(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.RateLimit, o.Burst = 0.001, 3 })
 	a, b := h.create("a"), h.create("b")
-	ca := h.sessionAs(h.token.ForWorkspace(a.Path), a.Path)
+	ca := h.sessionAs(h.tokenOf(a.Path), a.Path)
 	for range 3 {
 		okJSON(t, call(t, ca, ToolProjectList, nil), &map[string]any{})
 	}
@@ -82,7 +82,7 @@ func TestToolsThatNeedNoWorkspaceAreLimitedPerCaller(t *testing.T) {
 		t.Fatalf("project_list past the burst: %s, want rate-limited", code)
 	}
 	for name, cs := range map[string]*sdk.ClientSession{
-		"another workspace": h.sessionAs(h.token.ForWorkspace(b.Path), b.Path),
+		"another workspace": h.sessionAs(h.tokenOf(b.Path), b.Path),
 		"the user":          h.session(""),
 	} {
 		if res := call(t, cs, ToolProjectList, nil); res.IsError {

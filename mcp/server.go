@@ -86,6 +86,17 @@ type Options struct {
 	// MaxSessions caps the MCP sessions open at once: past it, a request
 	// that would open one is refused with 503. Default 100.
 	MaxSessions int
+	// MaxSessionsPerWorkspace caps the sessions opened with one
+	// workspace's token, so that one agent cannot take every place; the
+	// user's (master token) sessions are bounded by MaxSessions only.
+	// Default a quarter of MaxSessions, at least 1; never more than
+	// MaxSessions.
+	MaxSessionsPerWorkspace int
+	// Subscribe, when set, gives the server the workspace domain's events
+	// (workspace.Manager.Subscribe), so that it closes a workspace's MCP
+	// sessions as soon as the workspace goes. Without it they end at their
+	// next request or when idle.
+	Subscribe func() (events <-chan workspace.Event, cancel func())
 	// MaxConnections caps the connections served at once: past it, a new
 	// connection waits (in the system's accept queue) until one closes.
 	// Default 256.
@@ -122,8 +133,7 @@ type Server struct {
 
 	// Places taken of MaxSessions: sessions open or being opened (see
 	// limitSessions).
-	placesMu sync.Mutex
-	places   int
+	places sessionPlaces
 
 	// Connections that have sent no request yet (see closeNewConns).
 	connMu   sync.Mutex
@@ -204,6 +214,8 @@ func (o Options) withDefaults() (Options, error) {
 	orDefault(&o.MaxBody, DefaultMaxBody)
 	orDefault(&o.SessionIdle, DefaultSessionIdle)
 	orDefault(&o.MaxSessions, DefaultMaxSessions)
+	orDefault(&o.MaxSessionsPerWorkspace, perWorkspaceShare(o.MaxSessions))
+	o.MaxSessionsPerWorkspace = min(o.MaxSessionsPerWorkspace, o.MaxSessions)
 	orDefault(&o.MaxConnections, DefaultMaxConnections)
 	if o.Version == "" {
 		o.Version = "dev"
@@ -341,6 +353,16 @@ func (s *Server) Serve(ctx context.Context) error {
 	ln := s.ln
 	s.mu.Unlock()
 	s.log.Info("MCP server listening", slog.String("url", s.URL()))
+	if s.opts.Subscribe != nil {
+		events, unsubscribe := s.opts.Subscribe()
+		followCtx, stop := context.WithCancel(ctx)
+		followed := make(chan struct{})
+		go func() {
+			defer close(followed)
+			s.followWorkspaces(followCtx, events)
+		}()
+		defer func() { stop(); unsubscribe(); <-followed }()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- s.http.Serve(ln) }()
 	select {

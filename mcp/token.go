@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"codehydra/internal/atomicfile"
+	"codehydra/workspace"
 )
 
 // tokenBytes is the number of random bytes in a token; the file holds them
@@ -117,18 +118,34 @@ func (t *Token) Matches(candidate string) bool {
 
 // ForWorkspace returns the current token of the workspace at wsPath (see
 // WorkspaceToken).
-func (t *Token) ForWorkspace(wsPath string) string { return WorkspaceToken(t.Value(), wsPath) }
+func (t *Token) ForWorkspace(wsPath string) (string, error) {
+	return WorkspaceToken(t.Value(), wsPath)
+}
 
 // WorkspaceToken is the token of the workspace at wsPath (its canonical
-// path, as workspace.Workspace.Path holds it) under the master token:
-// hex(HMAC-SHA256(master, "workspace:" + wsPath)). It is what that
-// workspace's agent carries instead of the master token: it changes when
-// the master token rotates, it cannot be turned back into the master
-// token, and the server accepts it only while the workspace is
-// registered, and only for that workspace.
-func WorkspaceToken(master, wsPath string) string {
+// path, as workspace.Workspace.Path holds it) under the master token. It
+// is what that workspace's agent carries instead of the master token, and
+// the one function every part that hands out or checks a workspace token
+// uses (the app for agents, the command line, the server). It mixes in the
+// nonce of the worktree's registration with git (workspace.TokenNonce,
+// made on first use), so it changes when the master token rotates and
+// when the workspace is deleted and made again at the same path; it cannot
+// be turned back into the master token, and the server accepts it only
+// while that registration lasts, and only for that workspace.
+func WorkspaceToken(master, wsPath string) (string, error) {
+	nonce, err := workspace.TokenNonce(wsPath)
+	if err != nil {
+		return "", fmt.Errorf("derive the token of workspace %s: %w", wsPath, err)
+	}
+	return workspaceToken(master, wsPath, nonce), nil
+}
+
+// workspaceToken is hex(HMAC-SHA256(master, "workspace:" + nonce + ":" +
+// wsPath)). The nonce is fixed-length hex, so no two (nonce, path) pairs
+// give the same message.
+func workspaceToken(master, wsPath, nonce string) string {
 	mac := hmac.New(sha256.New, []byte(master))
-	mac.Write([]byte("workspace:" + wsPath))
+	mac.Write([]byte("workspace:" + nonce + ":" + wsPath))
 	return hex.EncodeToString(mac.Sum(nil))
 }
 

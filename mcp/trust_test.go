@@ -62,8 +62,8 @@ func TestWorkspaceTokenNamingAnotherWorkspaceIsForbiddenAndChangesNothing(t *tes
 	h := newHarness(t)
 	a, b := h.create("a"), h.create("b")
 	before := codehydraConfig(t, h.project)
-	tokA := h.token.ForWorkspace(a.Path)
-	if tokA == h.token.Value() || tokA == h.token.ForWorkspace(b.Path) {
+	tokA := h.tokenOf(a.Path)
+	if tokA == h.token.Value() || tokA == h.tokenOf(b.Path) {
 		t.Fatal("a workspace token equals the master token or another workspace's")
 	}
 
@@ -117,7 +117,7 @@ func TestWorkspaceTokenCannotAddOrRemoveProjects(t *testing.T) {
 	h := newHarness(t)
 	a := h.create("a")
 	other := testenv.GitRepo(t, "other")
-	cs := h.sessionAs(h.token.ForWorkspace(a.Path), a.Path)
+	cs := h.sessionAs(h.tokenOf(a.Path), a.Path)
 	for _, c := range []struct{ tool, path string }{
 		{ToolProjectAdd, other},
 		{ToolProjectRemove, h.project},
@@ -146,7 +146,7 @@ func TestWorkspaceTokenSeesAndCreatesInItsOwnProjectOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := h.sessionAs(h.token.ForWorkspace(a.Path), a.Path)
+	cs := h.sessionAs(h.tokenOf(a.Path), a.Path)
 
 	var list ProjectList
 	okJSON(t, call(t, cs, ToolProjectList, nil), &list)
@@ -189,7 +189,7 @@ func TestWorkspaceTokenSeesAndCreatesInItsOwnProjectOnly(t *testing.T) {
 func TestWorkspaceTokenIsWorthlessOnceItsWorkspaceIsGone(t *testing.T) {
 	h := newHarness(t)
 	a := h.create("a")
-	tokA := h.token.ForWorkspace(a.Path)
+	tokA := h.tokenOf(a.Path)
 	if code := h.initializeStatus(tokA, a.Path); code != http.StatusOK {
 		t.Fatalf("A's token while A exists: HTTP %d", code)
 	}
@@ -206,24 +206,31 @@ func TestWorkspaceTokenIsWorthlessOnceItsWorkspaceIsGone(t *testing.T) {
 			t.Errorf("A's token after A was deleted, header %q: HTTP %d, want 401", header, code)
 		}
 	}
-	// A new workspace at the same path is a new registration, but the
-	// same path: the token is the path's, so it works again — the server
-	// accepts it only for what is registered now.
+	// A new workspace at the same path is a new registration with a token
+	// of its own; the old one stays refused.
 	again := h.create("a")
-	if code := h.initializeStatus(h.token.ForWorkspace(again.Path), ""); code != http.StatusOK {
+	if code := h.initializeStatus(h.tokenOf(again.Path), again.Path); code != http.StatusOK {
 		t.Fatalf("the recreated workspace's token: HTTP %d", code)
+	}
+	// Without the header it is found through the token map, which a new
+	// workspace joins once the refresh throttle allows.
+	waitFor(t, "the recreated workspace's token to work without a header", func() bool {
+		return h.initializeStatus(h.tokenOf(again.Path), "") == http.StatusOK
+	})
+	if code := h.initializeStatus(tokA, again.Path); code != http.StatusUnauthorized {
+		t.Fatalf("the deleted workspace's token once a new one is at its path: HTTP %d, want 401", code)
 	}
 }
 
 func TestRotatingTheMasterTokenChangesEveryWorkspaceToken(t *testing.T) {
 	h := newHarness(t)
 	a := h.create("a")
-	oldA, oldMaster := h.token.ForWorkspace(a.Path), h.token.Value()
+	oldA, oldMaster := h.tokenOf(a.Path), h.token.Value()
 	okJSON(t, call(t, h.sessionAs(oldA, a.Path), ToolGetStatus, nil), new(statusOutput))
 	if err := h.token.Rotate(); err != nil {
 		t.Fatal(err)
 	}
-	newA := h.token.ForWorkspace(a.Path)
+	newA := h.tokenOf(a.Path)
 	if newA == oldA {
 		t.Fatal("A's token did not change with the master token")
 	}
@@ -242,7 +249,7 @@ func TestWorkspaceTokenCannotUseTheUsersSession(t *testing.T) {
 	a := h.create("a")
 	user := h.session(a.Path)
 	hdr := mcpHeaders()
-	hdr.Set("Authorization", "Bearer "+h.token.ForWorkspace(a.Path))
+	hdr.Set("Authorization", "Bearer "+h.tokenOf(a.Path))
 	hdr.Set("Mcp-Session-Id", user.ID())
 	hdr.Set("Mcp-Protocol-Version", clientProtocolVersion)
 	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"project_remove","arguments":{"path":"` + h.project + `"}}}`
@@ -257,7 +264,7 @@ func TestWorkspaceTokenCannotUseTheUsersSession(t *testing.T) {
 func TestAuditLinesNameTheCallerAndNoToken(t *testing.T) {
 	h := newHarness(t)
 	a, b := h.create("a"), h.create("b")
-	tokA := h.token.ForWorkspace(a.Path)
+	tokA := h.tokenOf(a.Path)
 	call(t, h.sessionAs(tokA, ""), ToolGetStatus, nil)
 	call(t, h.sessionAs(tokA, b.Path), ToolGetStatus, nil)
 	call(t, h.sessionAs(tokA, ""), ToolProjectRemove, map[string]any{"path": h.project})
@@ -269,7 +276,7 @@ func TestAuditLinesNameTheCallerAndNoToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := h.logs.String()
-	for _, secret := range []string{tokA, h.token.Value(), h.token.ForWorkspace(b.Path)} {
+	for _, secret := range []string{tokA, h.token.Value(), h.tokenOf(b.Path)} {
 		if strings.Contains(string(data), secret) || strings.Contains(logs, secret) {
 			t.Fatal("a token reached the audit log or the log")
 		}
@@ -318,28 +325,58 @@ func (l *listedWorkspaces) AllWorkspaces() []workspace.Workspace {
 	return out
 }
 
+// worktrees makes a repository with one linked worktree per name, none of
+// them registered anywhere, and returns their paths by name.
+func worktrees(t *testing.T, names ...string) map[string]string {
+	t.Helper()
+	isolateGit(t)
+	repo := testenv.GitRepo(t, "w")
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, n := range names {
+		out[n] = filepath.Join(dir, n)
+		testenv.Git(t, repo, "worktree", "add", "-b", n, out[n])
+	}
+	return out
+}
+
 func TestIdentitiesFindWorkspaceTokensWithoutListingAtEveryWrongToken(t *testing.T) {
 	master, err := LoadOrCreateToken(filepath.Join(t.TempDir(), "token"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	w := worktrees(t, "a", "b", "c", "d", "gone")
+	tokenOf := func(name string) string {
+		t.Helper()
+		tok, err := master.ForWorkspace(w[name])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
 	reg := &listedWorkspaces{byPath: map[string]workspace.Workspace{}}
-	for _, p := range []string{"/w/a", "/w/b", "/w/c"} {
-		reg.byPath[p] = workspace.Workspace{Path: p, ProjectPath: "/w"}
+	for _, n := range []string{"a", "b", "c"} {
+		reg.byPath[w[n]] = workspace.Workspace{Path: w[n], ProjectPath: "/w"}
 	}
 	now := time.Unix(1000, 0)
 	ids := &identities{master: master, workspaces: reg, now: func() time.Time { return now }}
 
-	if who, ok := ids.identify(master.Value(), "/w/b"); !ok || !who.isUser() {
+	if who, ok := ids.identify(master.Value(), w["b"]); !ok || !who.isUser() {
 		t.Fatalf("the master token is %+v, %v", who, ok)
 	}
-	// Named by its header: no listing needed.
-	if who, ok := ids.identify(master.ForWorkspace("/w/a"), "/w/a"); !ok || who.ws.Path != "/w/a" || reg.lists != 0 {
-		t.Fatalf("A's token with A's header: %+v %v, %d listings", who, ok, reg.lists)
+	// Named by its header: its nonce is learnt once (one listing), then
+	// kept.
+	for range 3 {
+		if who, ok := ids.identify(tokenOf("a"), w["a"]); !ok || who.ws.Path != w["a"] || reg.lists != 1 {
+			t.Fatalf("A's token with A's header: %+v %v, %d listings", who, ok, reg.lists)
+		}
 	}
 	// With another workspace's header, or none: found through the map.
-	for _, header := range []string{"/w/b", ""} {
-		if who, ok := ids.identify(master.ForWorkspace("/w/c"), header); !ok || who.ws.Path != "/w/c" {
+	for _, header := range []string{w["b"], ""} {
+		if who, ok := ids.identify(tokenOf("c"), header); !ok || who.ws.Path != w["c"] {
 			t.Fatalf("C's token with header %q: %+v %v", header, who, ok)
 		}
 	}
@@ -349,24 +386,27 @@ func TestIdentitiesFindWorkspaceTokensWithoutListingAtEveryWrongToken(t *testing
 		if _, ok := ids.identify(wrong, ""); ok {
 			t.Fatal("a wrong token was accepted")
 		}
+		if _, ok := ids.identify(wrong, w["a"]); ok {
+			t.Fatal("a wrong token was accepted")
+		}
 	}
 	if reg.lists-lists > 1 {
-		t.Fatalf("100 wrong tokens listed the workspaces %d times", reg.lists-lists)
+		t.Fatalf("200 wrong tokens listed the workspaces %d times", reg.lists-lists)
 	}
-	for _, bad := range []string{"", "short", master.Value() + "0", master.ForWorkspace("/w/gone")} {
-		if _, ok := ids.identify(bad, "/w/a"); ok {
+	for _, bad := range []string{"", "short", master.Value() + "0", tokenOf("gone")} {
+		if _, ok := ids.identify(bad, w["a"]); ok {
 			t.Fatalf("token %q was accepted", bad)
 		}
 	}
 	// A workspace created since the last listing is found once the
 	// throttle allows it; a removed one is refused at once.
-	reg.byPath["/w/d"] = workspace.Workspace{Path: "/w/d", ProjectPath: "/w"}
-	delete(reg.byPath, "/w/c")
+	reg.byPath[w["d"]] = workspace.Workspace{Path: w["d"], ProjectPath: "/w"}
+	delete(reg.byPath, w["c"])
 	now = now.Add(minRefresh)
-	if who, ok := ids.identify(master.ForWorkspace("/w/d"), ""); !ok || who.ws.Path != "/w/d" {
+	if who, ok := ids.identify(tokenOf("d"), ""); !ok || who.ws.Path != w["d"] {
 		t.Fatalf("D's token without header: %+v %v", who, ok)
 	}
-	if _, ok := ids.identify(master.ForWorkspace("/w/c"), ""); ok {
+	if _, ok := ids.identify(tokenOf("c"), ""); ok {
 		t.Fatal("the token of a removed workspace was accepted")
 	}
 }

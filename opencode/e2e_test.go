@@ -207,9 +207,15 @@ func newRealStack(t *testing.T, ctx context.Context, bin string, model *fakemode
 	}
 	var srv *mcp.Server
 	supOpts := opencode.SupervisorOptions{
-		Bin:      bin,
-		MCPPort:  func() int { return srv.Port() },
-		MCPToken: token.ForWorkspace,
+		Bin:     bin,
+		MCPPort: func() int { return srv.Port() },
+		MCPToken: func(ws string) string {
+			tok, err := token.ForWorkspace(ws)
+			if err != nil {
+				t.Errorf("token of %s: %v", ws, err)
+			}
+			return tok
+		},
 		OnChange: func(path string) {
 			if ws, err := mgr.Resolve(path); err == nil {
 				mgr.Publish(workspace.Event{Kind: workspace.EventAgentChanged, ProjectPath: ws.ProjectPath, Workspace: ws})
