@@ -67,10 +67,10 @@ func TestGUICopiesAWorkingMCPConfigForAWorkspace(t *testing.T) {
 		t.Fatal("the test reads the clipboard with xclip; build/setup.sh installs it")
 	}
 	d := startGUIDesktop(t)
-	w := startGUIWatcher(t, d.busAddr)
+	conn := startGUIPanel(t, d)
 	notes := startGUINotifier(t, d.busAddr)
 	a := startGUIApp(t, bin, d, "--project", repo)
-	tray := &trayMenu{conn: w.conn, name: fmt.Sprintf("org.kde.StatusNotifierItem-%d-1", a.pid)}
+	tray := &trayMenu{conn: conn, name: fmt.Sprintf("org.kde.StatusNotifierItem-%d-1", a.pid)}
 
 	var menu trayItem
 	guiWaitUntil(t, 60*time.Second, "the tray menu to show the workspace", a.exited, func() (bool, string) {

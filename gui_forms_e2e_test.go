@@ -31,9 +31,9 @@ func TestGUIQuitWithABusyAgentAsksAndEscapeOrCancelKeepTheAppRunning(t *testing.
 	}
 	writeSettings(t, fmt.Sprintf(`{"opencodeBin": %q}`, fake))
 	d := startGUIDesktop(t)
-	w := startGUIWatcher(t, d.busAddr)
+	conn := startGUIPanel(t, d)
 	a := startGUIApp(t, bin, d, "--project", repo)
-	tray := &trayMenu{conn: w.conn, name: fmt.Sprintf("org.kde.StatusNotifierItem-%d-1", a.pid)}
+	tray := &trayMenu{conn: conn, name: fmt.Sprintf("org.kde.StatusNotifierItem-%d-1", a.pid)}
 	shots := guiShotDir(t)
 
 	wsPath := guiWorktree(t, repo, "feature-x")

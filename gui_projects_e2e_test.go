@@ -25,9 +25,6 @@ import (
 // project… asks first, then drops the project from the menu and leaves its
 // worktree on disk.
 func TestGUIProjectAndFolderItems(t *testing.T) {
-	if _, err := exec.LookPath("xfce4-panel"); err != nil {
-		testenv.CannotRun(t, requireGUIEnv, "the GUI test needs xfce4-panel (build/setup.sh installs it)")
-	}
 	bin, repo := guiSetup(t)
 	script, record := argvRecorder(t)
 	writeSettings(t, fmt.Sprintf(`{"opencodeBin": "/nonexistent/opencode", "terminalCommand": %q}`, script+" --dir {path}"))
@@ -146,6 +143,9 @@ func argvRecorder(t *testing.T) (script, record string) {
 // returns a connection to the session bus.
 func startGUIPanel(t *testing.T, d *guiDesktop) *dbus.Conn {
 	t.Helper()
+	if _, err := exec.LookPath("xfce4-panel"); err != nil {
+		testenv.CannotRun(t, requireGUIEnv, "the GUI test needs xfce4-panel (build/setup.sh installs it)")
+	}
 	xml := filepath.Join(os.Getenv("XDG_CONFIG_HOME"), "xfce4", "xfconf", "xfce-perchannel-xml")
 	if err := os.MkdirAll(xml, 0o700); err != nil {
 		t.Fatal(err)

@@ -38,9 +38,9 @@ func TestGUINewWorkspaceOnAKeptBranchKeepsItsBaseAndDeleteKeepsItsMetadata(t *te
 	shots := guiShotDir(t)
 
 	d := startGUIDesktop(t)
-	w := startGUIWatcher(t, d.busAddr)
+	conn := startGUIPanel(t, d)
 	a := startGUIApp(t, bin, d, "--project", repo)
-	tray := &trayMenu{conn: w.conn, name: fmt.Sprintf("org.kde.StatusNotifierItem-%d-1", a.pid)}
+	tray := &trayMenu{conn: conn, name: fmt.Sprintf("org.kde.StatusNotifierItem-%d-1", a.pid)}
 	guiWaitUntil(t, 60*time.Second, "the tray menu to show the project", a.exited, func() (bool, string) {
 		menu, err := tray.layout()
 		if err != nil {
