@@ -1,7 +1,6 @@
 package prepare
 
 import (
-	"bytes"
 	"errors"
 	"log/slog"
 	"os"
@@ -16,35 +15,17 @@ import (
 	"codehydra/workspace"
 )
 
-// syncBuffer is a log sink safe for the preparer's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // harness is a Preparer whose Start records the workspaces started.
 type harness struct {
 	*Preparer
-	log     *syncBuffer
+	log     *testenv.SyncBuffer
 	mu      sync.Mutex
 	setup   settings.ProjectSetup
 	started []string
 }
 
 func newHarness(t *testing.T, setup settings.ProjectSetup) *harness {
-	h := &harness{log: &syncBuffer{}, setup: setup}
+	h := &harness{log: &testenv.SyncBuffer{}, setup: setup}
 	h.Preparer = New(Options{
 		Setup: func(string) (settings.ProjectSetup, bool) {
 			h.mu.Lock()
