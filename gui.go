@@ -42,7 +42,8 @@ func (s *server) appDeps() app.Deps {
 	// Assigned only when set: a nil pointer in an interface field would
 	// not read as "none" to the app.
 	if s.sup != nil {
-		deps.Agents = s.sup
+		deps.Agents = preparedAgents{s.sup, s.prep}
+		deps.Prepare = s.prep
 	}
 	if s.mcp != nil {
 		deps.MCP = s.mcp

@@ -17,6 +17,7 @@ import (
 	"codehydra/internal/settings"
 	"codehydra/mcp"
 	"codehydra/opencode"
+	"codehydra/prepare"
 	"codehydra/workspace"
 )
 
@@ -113,6 +114,8 @@ type server struct {
 	mcp   *mcp.Server
 	token *mcp.Token
 	sup   *opencode.Supervisor
+	// prep readies a created workspace before sup starts its agent.
+	prep *prepare.Preparer
 
 	// restart asks for a new run of the app after shutdown (set by the
 	// settings window's "Restart now").

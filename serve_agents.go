@@ -40,7 +40,8 @@ func (s *server) startAgents(ctx context.Context) error {
 		s.log.Warn("opencode not found; workspaces run without agents")
 	}
 	s.sup = sup
-	s.manager.SetAgents(sup)
+	s.prep = s.newPreparer(sup)
+	s.manager.SetAgents(preparedAgents{sup, s.prep})
 	s.agentPorts.set(sup)
 
 	events, unsubscribe := s.manager.Subscribe()
@@ -54,6 +55,7 @@ func (s *server) startAgents(ctx context.Context) error {
 		cancel()
 		<-done
 		unsubscribe()
+		s.prep.Close()
 		return sup.StopAll(ctx)
 	})
 	return nil
@@ -93,8 +95,9 @@ func (s *server) followWorkspaces(ctx context.Context, sup *opencode.Supervisor,
 		for _, e := range batch {
 			switch e.Kind {
 			case workspace.EventWorkspaceAdded:
-				sup.Start(e.Workspace)
+				s.prep.Added(e.Workspace, e.Created)
 			case workspace.EventWorkspaceRemoved:
+				s.prep.Removed(e.Workspace.Path)
 				if err := sup.StopAgent(ctx, e.Workspace.Path); err != nil {
 					s.log.Warn("stopping the agent of a removed workspace", "path", e.Workspace.Path, "err", err)
 				}

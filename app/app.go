@@ -105,6 +105,8 @@ type Deps struct {
 	Agents Agents
 	// MCP may be nil while no server runs.
 	MCP MCPServer
+	// Prepare may be nil: created workspaces then show no setup progress.
+	Prepare Preparation
 	// RotateToken replaces the MCP access token, and only that: the UI then
 	// calls Agents.RestartAll itself. Nil disables "Rotate token".
 	RotateToken func() error

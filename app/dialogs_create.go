@@ -41,6 +41,8 @@ type createDialog struct {
 	busy        bool
 	// created is the workspace made, once Create succeeded.
 	created *workspace.Workspace
+	// setup follows the new workspace's copy and setup (dialogs_prepare.go).
+	setup *setupProgress
 }
 
 // openCreate opens the "New workspace" window, with projectPath selected
@@ -49,7 +51,7 @@ func (u *ui) openCreate(projectPath string) *createDialog {
 	var d *createDialog
 	u.window("create", func() (fyne.Window, func()) {
 		d = u.newCreateDialog(projectPath)
-		return d.win, nil
+		return d.win, func() { d.setup.stop() }
 	})
 	return d
 }
@@ -88,6 +90,7 @@ func (u *ui) newCreateDialog(projectPath string) *createDialog {
 	d.create = widget.NewButton("Create", d.submit)
 	d.create.Importance = widget.HighImportance
 	d.cancel = widget.NewButton("Cancel", d.win.Close)
+	d.setup = newSetupProgress(u, d.win)
 
 	form := container.New(layout.NewFormLayout(),
 		widget.NewLabel("Project"), d.project,
@@ -97,6 +100,7 @@ func (u *ui) newCreateDialog(projectPath string) *createDialog {
 	d.win.SetContent(container.NewVBox(
 		form,
 		d.status,
+		d.setup.box,
 		container.NewHBox(layout.NewSpacer(), d.cancel, d.create),
 	))
 	d.win.Resize(fyne.NewSize(460, 0))
@@ -239,6 +243,12 @@ func (d *createDialog) submit() {
 				return
 			}
 			d.created = &ws
+			if d.setup.follow(ws) {
+				say(d.status, "Created "+ws.Name+".", false)
+				d.cancel.SetText("Close")
+				d.create.Hide()
+				return
+			}
 			d.win.Close()
 		})
 	})

@@ -141,6 +141,7 @@ func (u *ui) newSettingsWindow() *settingsWindow {
 	tabs := container.NewAppTabs(
 		container.NewTabItem("General", general),
 		container.NewTabItem("Metadata", w.meta.content),
+		container.NewTabItem("Projects", u.newProjectSetupEditor().content),
 	)
 	w.win.SetContent(tabs)
 	answerEscape(w.win, w.win.Close, w.mcpPort.entry, w.ocPort.entry, w.ocBin.entry, w.worktreeRoot.entry,

@@ -112,7 +112,7 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (Workspace, error
 	// to the caller and the event only.
 	ws.BranchReused, ws.Note = branchExisted, note
 	m.log.Info("workspace created", "path", real, "branch", o.Name, "base", base, "branchReused", branchExisted)
-	m.Publish(Event{Kind: EventWorkspaceAdded, ProjectPath: p.Path, Workspace: ws})
+	m.Publish(Event{Kind: EventWorkspaceAdded, ProjectPath: p.Path, Workspace: ws, Created: true})
 	return ws, nil
 }
 

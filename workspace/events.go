@@ -50,4 +50,8 @@ type Event struct {
 	// Note tells what a finished delete (delete-progress, StepDone) kept
 	// on purpose, e.g. "kept branch X: it existed before the workspace".
 	Note string `json:"note,omitempty"`
+	// Created marks the workspace-added event of a workspace that Create
+	// made (not one found on disk): only those are prepared (package
+	// prepare) before their agent starts.
+	Created bool `json:"created,omitempty"`
 }

@@ -84,6 +84,11 @@ type Settings struct {
 	EditorCommand   string `json:"editorCommand"`
 	TerminalCommand string `json:"terminalCommand"`
 
+	// ProjectSetup readies each new worktree of a project (copies files,
+	// runs a setup command) before its agent starts, keyed by the
+	// project's absolute path; see ProjectSetup.
+	ProjectSetup map[string]ProjectSetup `json:"projectSetup"`
+
 	// extra holds the keys of the file that the fields above do not name,
 	// verbatim, so that Save writes them back.
 	extra map[string]json.RawMessage
@@ -94,6 +99,7 @@ func Default() Settings {
 	return Settings{
 		Notifications:         true,
 		Projects:              []string{},
+		ProjectSetup:          map[string]ProjectSetup{},
 		RateLimit:             RateLimit{PerSecond: 20, Burst: 40},
 		ToolTimeoutSeconds:    30,
 		MCPSessionIdleSeconds: 30 * 60,
@@ -126,6 +132,10 @@ func (s Settings) Clone() Settings {
 	if c.Projects == nil {
 		c.Projects = []string{}
 	}
+	c.ProjectSetup = cloneProjectSetup(s.ProjectSetup)
+	if c.ProjectSetup == nil {
+		c.ProjectSetup = map[string]ProjectSetup{}
+	}
 	if s.extra != nil {
 		c.extra = make(map[string]json.RawMessage, len(s.extra))
 		for k, v := range s.extra {
@@ -157,6 +167,7 @@ func (s Settings) Validate() error {
 	}
 	errs = append(errs, s.validateRunLimits()...)
 	errs = append(errs, s.validateCommands()...)
+	errs = append(errs, s.validateProjectSetup()...)
 	if t := s.MCPSessionIdleSeconds; t < 1 || t > 7*24*60*60 {
 		errs = append(errs, fmt.Errorf("mcpSessionIdleSeconds is %d: use 1 to 604800 (a week)", t))
 	}
@@ -233,8 +244,15 @@ func (s *Settings) UnmarshalJSON(data []byte) error {
 	// json.Unmarshal fills a slice in place; a copy keeps another Settings
 	// that shares the backing array untouched.
 	fields.Projects = slices.Clone(fields.Projects)
+	// json.Unmarshal adds to a map it is given: the file's map replaces
+	// the one there, which stays only when the file has none.
+	setup := fields.ProjectSetup
+	fields.ProjectSetup = nil
 	if err := json.Unmarshal(data, &fields); err != nil {
 		return err
+	}
+	if fields.ProjectSetup == nil {
+		fields.ProjectSetup = cloneProjectSetup(setup)
 	}
 	var all map[string]json.RawMessage
 	if err := json.Unmarshal(data, &all); err != nil {
@@ -263,6 +281,9 @@ func (s *Settings) UnmarshalJSON(data []byte) error {
 	s.extra = all
 	if s.Projects == nil {
 		s.Projects = []string{}
+	}
+	if s.ProjectSetup == nil {
+		s.ProjectSetup = map[string]ProjectSetup{}
 	}
 	return nil
 }

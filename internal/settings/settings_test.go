@@ -29,6 +29,7 @@ func TestDefaultMatchesDocumentedValues(t *testing.T) {
 		LogMaxMB:             10,
 		WorkspaceCreateLimit: CreateLimit{Count: 10, Minutes: 10},
 		MaxAgents:            20,
+		ProjectSetup:         map[string]ProjectSetup{},
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Fatalf("Default() = %+v, want %+v", d, want)
@@ -132,11 +133,13 @@ func TestLoadReadsValidFiles(t *testing.T) {
 		{"every key", `{"mcpPort":1,"opencodeBasePort":2,"opencodeBin":"/bin/oc","worktreeRoot":"/w","notifications":true,
 			"projects":["/a","/b"],"rateLimit":{"perSecond":1.5,"burst":3},"toolTimeoutSeconds":600,
 			"mcpSessionIdleSeconds":2,"mcpMaxSessions":7,"mcpMaxConnections":99,
-			"logMaxMB":1,"workspaceCreateLimit":{"count":3,"minutes":60},"maxAgents":4}`, func() Settings {
+			"logMaxMB":1,"workspaceCreateLimit":{"count":3,"minutes":60},"maxAgents":4,
+			"projectSetup":{"/a":{"copy":[".env*"],"setup":"make","setupTimeoutSeconds":9}}}`, func() Settings {
 			return Settings{MCPPort: 1, OpencodeBasePort: 2, OpencodeBin: "/bin/oc", WorktreeRoot: "/w", Notifications: true,
 				Projects: []string{"/a", "/b"}, RateLimit: RateLimit{PerSecond: 1.5, Burst: 3}, ToolTimeoutSeconds: 600,
 				MCPSessionIdleSeconds: 2, MCPMaxSessions: 7, MCPMaxConnections: 99,
-				LogMaxMB: 1, WorkspaceCreateLimit: CreateLimit{Count: 3, Minutes: 60}, MaxAgents: 4}
+				LogMaxMB: 1, WorkspaceCreateLimit: CreateLimit{Count: 3, Minutes: 60}, MaxAgents: 4,
+				ProjectSetup: map[string]ProjectSetup{"/a": {Copy: []string{".env*"}, Setup: "make", SetupTimeoutSeconds: 9}}}
 		}},
 		{"null projects become empty", `{"projects": null}`, Default},
 	}
@@ -331,7 +334,7 @@ func TestSaveWritesEveryKnownKey(t *testing.T) {
 	}
 	for _, k := range []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds",
 		"mcpSessionIdleSeconds", "mcpMaxSessions", "mcpMaxConnections", "logMaxMB", "workspaceCreateLimit", "maxAgents",
-		"editorCommand", "terminalCommand"} {
+		"editorCommand", "terminalCommand", "projectSetup"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("key %s missing from\n%s", k, data)
 		}
@@ -421,7 +424,7 @@ func TestStoreConcurrentUpdatesAllLand(t *testing.T) {
 func TestKnownKeysMatchStructTags(t *testing.T) {
 	want := []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds",
 		"mcpSessionIdleSeconds", "mcpMaxSessions", "mcpMaxConnections", "logMaxMB", "workspaceCreateLimit", "maxAgents",
-		"editorCommand", "terminalCommand"}
+		"editorCommand", "terminalCommand", "projectSetup"}
 	if got := knownKeys(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("knownKeys() = %v, want %v", got, want)
 	}

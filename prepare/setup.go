@@ -1,0 +1,135 @@
+package prepare
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// Limits of what a setup's output costs: the log gets at most maxLogLines
+// lines of at most maxLineBytes each; a failure quotes the last tailLines.
+const (
+	maxLogLines  = 2000
+	maxLineBytes = 1000
+	tailLines    = 20
+)
+
+// Command is a setup to run: argv without a shell, in Dir, within Timeout.
+type Command struct {
+	Argv    []string
+	Dir     string
+	Timeout time.Duration
+	// Line receives each line of output (stdout and stderr together), cut
+	// to maxLineBytes, up to maxLogLines of them; then one line saying the
+	// rest is left out.
+	Line func(string)
+}
+
+// SetupError is a setup that did not succeed: why, and its last lines.
+type SetupError struct {
+	// Reason is a sentence: "exited with code 2", "ran longer than 10m0s and
+	// was stopped", "could not start: …".
+	Reason string
+	// Tail are the last lines of output.
+	Tail []string
+	// ExitCode is the process's exit code, -1 when it did not exit itself.
+	ExitCode int
+}
+
+func (e *SetupError) Error() string {
+	if len(e.Tail) == 0 {
+		return "setup " + e.Reason
+	}
+	return "setup " + e.Reason + "; last output:\n" + strings.Join(e.Tail, "\n")
+}
+
+// Run runs c and waits for it. It starts the command in a process group
+// of its own and, when the timeout passes or ctx ends, kills that whole
+// group, so a child the setup started ends with it. A failure is a
+// *SetupError.
+func Run(ctx context.Context, c Command) error {
+	if len(c.Argv) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.Argv[0], c.Argv[1:]...)
+	cmd.Dir = c.Dir
+	ownGroup(cmd)
+	cmd.Cancel = func() error { return killGroup(cmd) }
+	// A grandchild outside the group may hold the output open; the setup
+	// is over when its own process is.
+	cmd.WaitDelay = 2 * time.Second
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	tail := make(chan []string, 1)
+	go func() { tail <- readLines(pr, c.Line) }()
+	err := cmd.Start()
+	if err == nil {
+		err = cmd.Wait()
+	}
+	pw.Close()
+	last := <-tail
+	return setupResult(ctx, c, err, last)
+}
+
+// setupResult turns what Wait returned into nil or a *SetupError.
+func setupResult(ctx context.Context, c Command, err error, tail []string) error {
+	if err == nil {
+		return nil
+	}
+	se := &SetupError{Tail: tail, ExitCode: -1}
+	var exit *exec.ExitError
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		se.Reason = fmt.Sprintf("ran longer than its timeout (%s) and was stopped with every process it started", c.Timeout)
+	case ctx.Err() != nil:
+		se.Reason = "was stopped: CodeHydra is shutting down or the workspace went away"
+	case errors.As(err, &exit) && exit.ExitCode() >= 0:
+		se.ExitCode = exit.ExitCode()
+		se.Reason = fmt.Sprintf("%q failed with exit code %d", strings.Join(c.Argv, " "), se.ExitCode)
+	case errors.As(err, &exit):
+		se.Reason = fmt.Sprintf("%q was ended by %s", strings.Join(c.Argv, " "), exit.ProcessState)
+	default:
+		se.Reason = fmt.Sprintf("could not start %q: %v", c.Argv[0], err)
+	}
+	return se
+}
+
+// readLines passes each line of r to line (capped) and returns the last
+// tailLines lines.
+func readLines(r io.Reader, line func(string)) []string {
+	br := bufio.NewReader(r)
+	var tail []string
+	n := 0
+	for {
+		s, err := br.ReadString('\n')
+		s = strings.TrimRight(s, "\r\n")
+		if s != "" || err == nil {
+			if len(s) > maxLineBytes {
+				s = s[:maxLineBytes] + "…"
+			}
+			tail = append(tail, s)
+			if len(tail) > tailLines {
+				tail = tail[1:]
+			}
+			n++
+			switch {
+			case line == nil:
+			case n <= maxLogLines:
+				line(s)
+			case n == maxLogLines+1:
+				line(fmt.Sprintf("(more output left out of the log after %d lines)", maxLogLines))
+			}
+		}
+		if err != nil {
+			// EOF: Run closed the pipe once the process was done.
+			return tail
+		}
+	}
+}
