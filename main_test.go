@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"codehydra/internal/paths"
 	"codehydra/internal/settings"
 	"codehydra/internal/testenv"
+	"codehydra/workspace"
 )
 
 // machineEnv is the environment the tests started in, before TestMain
@@ -425,6 +427,12 @@ func TestAgentPortsForwardsOnceSet(t *testing.T) {
 }
 
 type fixedPorts map[string]int
+
+func (fixedPorts) RecentModel(context.Context, string) string { return "" }
+
+func (fixedPorts) QueuePrompt(string, workspace.FirstPrompt) (workspace.PromptDelivery, error) {
+	return workspace.PromptDelivery{}, errors.New("no prompts here")
+}
 
 func (f fixedPorts) OpencodePort(path string) (int, bool) {
 	p, ok := f[path]

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -106,28 +107,61 @@ func (s *server) followWorkspaces(ctx context.Context, sup *opencode.Supervisor,
 	})
 }
 
-// agentPorts answers the MCP server's workspace_get_opencode_port. The MCP
-// server starts before the agent supervisor exists (DESIGN.md "Shape"), so
-// it asks through this, which forwards to the supervisor once set.
+// agentPorts answers the MCP server's workspace_get_opencode_port and
+// takes workspace_create's first prompts. The MCP server starts before the
+// agent supervisor exists (DESIGN.md "Shape"), so it asks through this,
+// which forwards to the supervisor once set.
 type agentPorts struct {
 	mu  sync.RWMutex
-	src interface{ OpencodePort(path string) (int, bool) }
+	src agentSource
+}
+
+// agentSource is what agentPorts forwards to: the supervisor.
+type agentSource interface {
+	OpencodePort(path string) (int, bool)
+	RecentModel(ctx context.Context, path string) string
+	QueuePrompt(path string, p workspace.FirstPrompt) (workspace.PromptDelivery, error)
 }
 
 // set points the lookups at src (the supervisor).
-func (a *agentPorts) set(src interface{ OpencodePort(path string) (int, bool) }) {
+func (a *agentPorts) set(src agentSource) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.src = src
 }
 
+func (a *agentPorts) source() agentSource {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.src
+}
+
 // OpencodePort is the port of the workspace's opencode server; false while
 // none runs or no supervisor is set.
 func (a *agentPorts) OpencodePort(path string) (int, bool) {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	if a.src == nil {
+	src := a.source()
+	if src == nil {
 		return 0, false
 	}
-	return a.src.OpencodePort(path)
+	return src.OpencodePort(path)
+}
+
+// RecentModel is the model of the last user message the workspace's agent
+// got; "" while no supervisor is set.
+func (a *agentPorts) RecentModel(ctx context.Context, path string) string {
+	src := a.source()
+	if src == nil {
+		return ""
+	}
+	return src.RecentModel(ctx, path)
+}
+
+// QueuePrompt hands a first prompt to the supervisor; without one (agents
+// not set up yet) the prompt is refused.
+func (a *agentPorts) QueuePrompt(path string, p workspace.FirstPrompt) (workspace.PromptDelivery, error) {
+	src := a.source()
+	if src == nil {
+		return workspace.PromptDelivery{}, errors.New("the agents are not set up yet; the prompt was not kept")
+	}
+	return src.QueuePrompt(path, p)
 }

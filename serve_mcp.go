@@ -31,6 +31,7 @@ func (s *server) startMCP(ctx context.Context) error {
 		Token:          tok,
 		Workspaces:     mcp.LimitCreates(s.manager, mcp.CreateLimit{Count: set.WorkspaceCreateLimit.Count, Per: set.WorkspaceCreateLimit.Window()}),
 		Agents:         s.agentPorts,
+		Prompts:        s.agentPorts,
 		RateLimit:      rate.Limit(set.RateLimit.PerSecond),
 		Burst:          set.RateLimit.Burst,
 		CallTimeout:    set.ToolTimeout(),

@@ -57,6 +57,17 @@ type Agents interface {
 	OpencodePort(path string) (int, bool)
 }
 
+// Prompts hands a new workspace's first prompt (workspace_create's
+// initialPrompt) to its agent; the opencode supervisor implements it.
+type Prompts interface {
+	// RecentModel is the model ("provider/model") of the last user message
+	// the agent of the workspace at path got; "" if unknown.
+	RecentModel(ctx context.Context, path string) string
+	// QueuePrompt keeps p until the agent of the workspace at path is
+	// ready, then delivers it once.
+	QueuePrompt(path string, p workspace.FirstPrompt) (workspace.PromptDelivery, error)
+}
+
 // Options configure a Server. Zero values take the defaults named below.
 type Options struct {
 	// Addr is "127.0.0.1:<port>"; port 0 picks a free port. When a fixed
@@ -71,6 +82,9 @@ type Options struct {
 	Workspaces Workspaces
 	// Agents reports OpenCode ports; nil means no agents (port null).
 	Agents Agents
+	// Prompts takes first prompts; nil refuses workspace_create's
+	// initialPrompt.
+	Prompts Prompts
 	// RateLimit and Burst shape the token bucket of each caller's calls
 	// of each JSON-RPC method or tool (the user's, per workspace named).
 	// Default 20/s, burst 40.

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 
@@ -62,6 +63,16 @@ type (
 		ProjectPath string `json:"projectPath,omitempty" jsonschema:"absolute path of the project (see project_list); default: your own workspace's project, the only one an agent may create workspaces in"`
 		Name        string `json:"name" jsonschema:"name of the new workspace; it becomes the git branch name"`
 		Base        string `json:"base,omitempty" jsonschema:"branch or commit to start from; default: the project's default branch"`
+		// InitialPrompt is a string or {"prompt","agent","model"}; its
+		// schema is set by createSchema.
+		InitialPrompt json.RawMessage `json:"initialPrompt,omitempty"`
+	}
+
+	// createOutput is workspace_create's answer: the workspace, and what
+	// became of its first prompt so far.
+	createOutput struct {
+		workspace.Workspace
+		Prompt *workspace.PromptDelivery `json:"prompt,omitempty" jsonschema:"the first prompt's delivery: pending until the new agent is ready (the answer does not wait for it), then delivered (with sessionId) or failed (with error)"`
 	}
 
 	projectPathInput struct {
@@ -195,7 +206,11 @@ func toolTable() []toolDef {
 					"own worktree, with its own agent started by CodeHydra. Returns the new workspace. Use it to hand a " +
 					"separate task to a new agent; the name must be a valid branch name. A branch of that name that exists " +
 					"and is checked out nowhere is reused as it is, with its metadata and recorded base (base does not apply " +
-					"to it); the answer then has branchReused true and a note saying so.",
+					"to it); the answer then has branchReused true and a note saying so. With initialPrompt (a string, or " +
+					"{\"prompt\",\"agent\",\"model\"}; at most 64 KiB) the new agent is given that task as soon as it is ready, " +
+					"once, in a new session, with your current model unless model says otherwise; the answer comes before " +
+					"that, with prompt.state \"pending\". The new workspace records you in its createdBy metadata.",
+				InputSchema: createSchema(),
 				Annotations: &sdk.ToolAnnotations{DestructiveHint: new(false), OpenWorldHint: new(false)},
 			},
 		},
@@ -234,6 +249,33 @@ func setMetadataSchema() *jsonschema.Schema {
 		panic(fmt.Sprintf("schema of %s: %v", ToolSetMetadata, err))
 	}
 	in.Properties["key"].Pattern = metadataKeyPattern
+	return in
+}
+
+// createSchema is workspace_create's input schema: initialPrompt is a
+// string or an object, which struct tags cannot express.
+func createSchema() *jsonschema.Schema {
+	in, err := jsonschema.For[createInput](nil)
+	if err != nil {
+		panic(fmt.Sprintf("schema of %s: %v", ToolCreate, err))
+	}
+	text := func() *jsonschema.Schema {
+		return &jsonschema.Schema{Type: "string", MinLength: new(1), MaxLength: new(MaxFirstPrompt),
+			Description: "the task for the new agent, in the words you would type to it"}
+	}
+	in.Properties["initialPrompt"] = &jsonschema.Schema{
+		Description: "optional first prompt for the new workspace's agent: a string, or an object",
+		AnyOf: []*jsonschema.Schema{text(), {
+			Type: "object",
+			Properties: map[string]*jsonschema.Schema{
+				"prompt": text(),
+				"agent":  {Type: "string", Pattern: agentPattern, Description: "opencode agent to run it with, e.g. build or plan; default: opencode's default agent"},
+				"model":  {Type: "string", Pattern: modelPattern, Description: "provider/model, e.g. anthropic/claude-sonnet-4-5; default: the model of your own most recent user message"},
+			},
+			Required:             []string{"prompt"},
+			AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
+		}},
+	}
 	return in
 }
 

@@ -6,8 +6,11 @@ package mcp
 // that are the user's only).
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -40,16 +43,97 @@ func (s *Server) projectList(ctx context.Context, _ *sdk.CallToolRequest, _ noIn
 	return nil, out, nil
 }
 
-func (s *Server) createWorkspace(ctx context.Context, req *sdk.CallToolRequest, in createInput) (*sdk.CallToolResult, workspace.Workspace, error) {
-	project, err := s.createIn(callerFrom(ctx), req, in.ProjectPath)
+func (s *Server) createWorkspace(ctx context.Context, req *sdk.CallToolRequest, in createInput) (*sdk.CallToolResult, createOutput, error) {
+	who := callerFrom(ctx)
+	first, err := s.firstPrompt(ctx, who, in.InitialPrompt)
 	if err != nil {
-		return nil, workspace.Workspace{}, fail(err)
+		return nil, createOutput{}, fail(err)
 	}
-	ws, err := s.opts.Workspaces.Create(ctx, workspace.CreateOptions{ProjectPath: project, Name: in.Name, Base: in.Base})
+	project, err := s.createIn(who, req, in.ProjectPath)
 	if err != nil {
-		return nil, workspace.Workspace{}, fail(err)
+		return nil, createOutput{}, fail(err)
 	}
-	return nil, ws, nil
+	o := workspace.CreateOptions{ProjectPath: project, Name: in.Name, Base: in.Base}
+	if !who.isUser() {
+		o.CreatedBy = who.ws.Path
+	}
+	ws, err := s.opts.Workspaces.Create(ctx, o)
+	if err != nil {
+		return nil, createOutput{}, fail(err)
+	}
+	out := createOutput{Workspace: ws}
+	if first != nil {
+		// The workspace exists: a prompt that cannot be kept is told in
+		// the answer, not as the call's failure.
+		d, err := s.opts.Prompts.QueuePrompt(ws.Path, *first)
+		if err != nil {
+			s.log.Warn("first prompt not queued", "workspace", ws.Path, "err", err)
+			d = workspace.PromptDelivery{State: workspace.DeliveryFailed, Error: err.Error()}
+		}
+		out.Prompt = &d
+	}
+	return nil, out, nil
+}
+
+// MaxFirstPrompt is the largest initialPrompt, in bytes: a task, not a
+// file's content (the new agent reads files itself).
+const MaxFirstPrompt = 64 << 10
+
+// agentPattern and modelPattern are the shapes of initialPrompt's agent
+// (an opencode agent's name) and model ("provider/model"; the model part
+// may have "/" of its own, e.g. openrouter's).
+const (
+	agentPattern = `^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`
+	modelPattern = `^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}/[A-Za-z0-9][A-Za-z0-9_.:@/-]{0,199}$`
+)
+
+var (
+	agentRE = regexp.MustCompile(agentPattern)
+	modelRE = regexp.MustCompile(modelPattern)
+)
+
+// firstPrompt reads workspace_create's initialPrompt (nil if absent) and,
+// without a model, picks the caller's: that of its agent's most recent user
+// message (the user's own calls get opencode's default).
+func (s *Server) firstPrompt(ctx context.Context, who caller, raw json.RawMessage) (*workspace.FirstPrompt, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	p, err := parseFirstPrompt(raw)
+	if err != nil {
+		return nil, err
+	}
+	if s.opts.Prompts == nil {
+		return nil, workspace.Errorf(workspace.CodeInvalidInput, "this CodeHydra runs no agents, so initialPrompt cannot be delivered; leave it out")
+	}
+	if p.Model == "" && !who.isUser() {
+		p.Model = s.opts.Prompts.RecentModel(ctx, who.ws.Path)
+	}
+	return &p, nil
+}
+
+// parseFirstPrompt checks an initialPrompt: a string or {"prompt",
+// "agent"?, "model"?}.
+func parseFirstPrompt(raw json.RawMessage) (workspace.FirstPrompt, error) {
+	var p workspace.FirstPrompt
+	if err := json.Unmarshal(raw, &p.Prompt); err != nil {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&p); err != nil {
+			return p, workspace.Errorf(workspace.CodeInvalidInput, `initialPrompt must be a string or {"prompt":string,"agent":string?,"model":"provider/model"?}: %v`, err)
+		}
+	}
+	switch {
+	case strings.TrimSpace(p.Prompt) == "":
+		return p, workspace.Errorf(workspace.CodeInvalidInput, "initialPrompt's prompt is empty; give the new agent its task, or leave initialPrompt out")
+	case len(p.Prompt) > MaxFirstPrompt:
+		return p, workspace.Errorf(workspace.CodeInvalidInput, "initialPrompt's prompt has %d bytes, more than the %d allowed; put the details in a file the new agent can read and refer to it", len(p.Prompt), MaxFirstPrompt)
+	case p.Agent != "" && !agentRE.MatchString(p.Agent):
+		return p, workspace.Errorf(workspace.CodeInvalidInput, "initialPrompt's agent %q is no opencode agent name (e.g. build or plan)", p.Agent)
+	case p.Model != "" && !modelRE.MatchString(p.Model):
+		return p, workspace.Errorf(workspace.CodeInvalidInput, "initialPrompt's model %q is not provider/model (e.g. anthropic/claude-sonnet-4-5)", p.Model)
+	}
+	return p, nil
 }
 
 // createIn is the project workspace_create creates in: the one asked for,

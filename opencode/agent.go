@@ -72,6 +72,11 @@ func (s *Supervisor) statusLocked(a *agent) workspace.AgentStatus {
 
 // setState sets a's state and detail.
 func (s *Supervisor) setState(key string, a *agent, state workspace.AgentState, detail string) {
+	if state == workspace.AgentStateFailed || state == workspace.AgentStateNotFound {
+		// Whatever revives the agent is the user's to decide; the prompt
+		// should not surprise them later.
+		s.failPrompt(key, detail)
+	}
 	s.set(key, a, func() { a.state, a.detail = state, detail })
 }
 
@@ -317,7 +322,9 @@ func (s *Supervisor) serveUntilEnd(ctx context.Context, key string, a *agent, r 
 	})
 	s.log.Info("agent ready", slog.String("workspace", a.ws.Path), slog.Int("port", r.port), slog.Int("pid", p.pid))
 
-	stopWatch := s.watchEvents(ctx, key, a, newAgentAPI(s.opts.HTTPClient, r.port, r.password))
+	api := newAgentAPI(s.opts.HTTPClient, r.port, r.password)
+	stopWatch := s.watchEvents(ctx, key, a, api)
+	s.deliverPrompt(ctx, key, api)
 	select {
 	case <-ctx.Done():
 		res = outStopped

@@ -32,6 +32,9 @@ type Supervisor struct {
 	bin      string
 	binFound bool
 	closed   bool
+
+	// prompts are the first prompts waiting for their agents (prompt.go).
+	prompts prompts
 }
 
 // NewSupervisor returns a supervisor. It looks for the opencode binary
@@ -49,6 +52,7 @@ func NewSupervisor(o SupervisorOptions) *Supervisor {
 		agents:    map[string]*agent{},
 		reserved:  map[int]bool{},
 		waiting:   map[string]*agent{},
+		prompts:   prompts{all: map[string]*pendingPrompt{}},
 	}
 	s.FindBinary()
 	return s
@@ -61,8 +65,9 @@ func NewSupervisor(o SupervisorOptions) *Supervisor {
 // OnChange hears of it at once: the status is "starting" (or failed) from
 // here on, long before the process is ready.
 func (s *Supervisor) Start(ws workspace.Workspace) {
-	s.mu.Lock()
 	key := filepath.Clean(ws.Path)
+	s.loadPrompt(key)
+	s.mu.Lock()
 	if a := s.agents[key]; s.closed || a != nil && (!ended(a) || s.waiting[key] == a) {
 		s.mu.Unlock()
 		return
@@ -204,6 +209,7 @@ func (s *Supervisor) StopAgent(ctx context.Context, path string) error {
 	delete(s.agents, key)
 	delete(s.waiting, key)
 	s.mu.Unlock()
+	s.forgetPrompt(key)
 	if a == nil {
 		return nil
 	}

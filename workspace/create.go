@@ -26,6 +26,10 @@ type CreateOptions struct {
 	// DefaultBase. It is recorded as the "base" metadata. It does not
 	// apply to a branch that exists already (see Create).
 	Base string
+	// CreatedBy is the path of the workspace whose agent asks for the
+	// create ("" for the user). It is recorded as the "createdby" metadata
+	// (MetadataCreatedBy), which only Create writes.
+	CreatedBy string
 }
 
 // undoTimeout bounds the clean-up after a failed create, which runs even
@@ -94,7 +98,7 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (Workspace, error
 	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 		return Workspace{}, &Error{Code: CodeInternal, Message: fmt.Sprintf("cannot create folder %s; check the worktree root setting and its permissions", filepath.Dir(target)), Err: err}
 	}
-	real, head, err := m.addWorktree(ctx, p, o.Name, target, base, branchExisted)
+	real, head, err := m.addWorktree(ctx, p, o, target, base, branchExisted)
 	if err != nil {
 		m.undoCreate(ctx, p, target, o.Name, folderExisted, branchExisted, stderrOf(err))
 		m.log.Warn("create workspace failed", "project", p.Path, "name", o.Name, "err", err)
@@ -214,7 +218,8 @@ func (m *Manager) reuseNote(ctx context.Context, p *project, o CreateOptions) st
 // unless branchExisted), records base as its metadata unless the branch
 // existed (its own stays), and returns the worktree's resolved path and
 // HEAD commit.
-func (m *Manager) addWorktree(ctx context.Context, p *project, name, target, base string, branchExisted bool) (real, head string, err error) {
+func (m *Manager) addWorktree(ctx context.Context, p *project, o CreateOptions, target, base string, branchExisted bool) (real, head string, err error) {
+	name := o.Name
 	// "--" (and -b taking the next word whole) keeps a name, a path or a
 	// base from reading as an option.
 	args := []string{"worktree", "add", "--", target, name}
@@ -230,6 +235,9 @@ func (m *Manager) addWorktree(ctx context.Context, p *project, name, target, bas
 		}
 	}
 	if err := m.recordCreatedBranch(ctx, p, name, !branchExisted); err != nil {
+		return "", "", err
+	}
+	if err := m.recordCreator(ctx, p, name, o.CreatedBy); err != nil {
 		return "", "", err
 	}
 	if real, err = filepath.EvalSymlinks(target); err != nil {

@@ -13,6 +13,24 @@ import (
 
 const metadataSection = "codehydra"
 
+// MetadataCreatedBy is the metadata key (as Metadata reports it) holding
+// the path of the workspace whose agent created the workspace; absent when
+// the user created it. Only Create writes it: SetMetadata refuses it, so
+// that no agent can claim another's workspace or disown its own.
+const MetadataCreatedBy = "createdby"
+
+// recordCreator records creator as the creator of branch's workspace, or,
+// for the user's create ("") of a branch that had one, forgets the old
+// creator: the workspace is the user's now.
+func (m *Manager) recordCreator(ctx context.Context, p *project, branch, creator string) error {
+	p.configMu.Lock()
+	defer p.configMu.Unlock()
+	if creator == "" {
+		return m.configUnsetLocked(ctx, p, metadataVar(branch, MetadataCreatedBy))
+	}
+	return m.configSetLocked(ctx, p, metadataVar(branch, MetadataCreatedBy), creator)
+}
+
 // metadataVar is the git config name of a metadata key of branch.
 func metadataVar(branch, key string) string {
 	return "branch." + branch + "." + metadataSection + "." + strings.ToLower(key)
@@ -160,6 +178,9 @@ func (m *Manager) baseOf(ctx context.Context, p *project, branch string) string 
 func (m *Manager) SetMetadata(ctx context.Context, wsPath, key string, value *string) error {
 	if err := ValidateMetadataKey(key); err != nil {
 		return err
+	}
+	if strings.EqualFold(key, MetadataCreatedBy) {
+		return Errorf(CodeForbidden, "createdBy is recorded by CodeHydra when an agent creates a workspace and cannot be set or deleted")
 	}
 	isBase := strings.EqualFold(key, "base")
 	switch {
