@@ -31,7 +31,7 @@ func TestCreateRefusesABadFirstPromptAndCreatesNothing(t *testing.T) {
 	rec := &promptRecorder{queued: map[string]workspace.FirstPrompt{}}
 	h := newHarness(t, func(o *Options) { o.Prompts = rec })
 	a := h.create("a")
-	cs := h.sessionAs(h.token.ForWorkspace(a.Path), a.Path)
+	cs := h.sessionAs(h.tokenOf(a.Path), a.Path)
 	for name, prompt := range map[string]any{
 		"over 64 KiB":   strings.Repeat("x", MaxFirstPrompt+1),
 		"over, as UTF8": strings.Repeat("é", MaxFirstPrompt/2+1),
@@ -61,7 +61,7 @@ func TestCreateByAnAgentRecordsItsCreatorWhichItCannotChange(t *testing.T) {
 	rec := &promptRecorder{model: "fake/m", queued: map[string]workspace.FirstPrompt{}}
 	h := newHarness(t, func(o *Options) { o.Prompts = rec })
 	a := h.create("a")
-	cs := h.sessionAs(h.token.ForWorkspace(a.Path), a.Path)
+	cs := h.sessionAs(h.tokenOf(a.Path), a.Path)
 	var out struct {
 		workspace.Workspace
 		Prompt *workspace.PromptDelivery `json:"prompt"`
@@ -78,7 +78,7 @@ func TestCreateByAnAgentRecordsItsCreatorWhichItCannotChange(t *testing.T) {
 	}
 	// Neither the child nor the creator may rewrite it.
 	for _, ws := range []workspace.Workspace{out.Workspace, a} {
-		c := h.sessionAs(h.token.ForWorkspace(ws.Path), ws.Path)
+		c := h.sessionAs(h.tokenOf(ws.Path), ws.Path)
 		for _, v := range []any{"/elsewhere", nil} {
 			if code, msg := errCode(t, call(t, c, ToolSetMetadata, map[string]any{"key": "createdBy", "value": v})); code != workspace.CodeForbidden {
 				t.Errorf("%s sets createdBy to %v: %s (%s), want forbidden", ws.Name, v, code, msg)
