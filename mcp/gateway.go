@@ -1,0 +1,48 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Gateway is the user's own MCP servers (settings mcpServers), which this
+// server offers to every caller as tools named "<server>__<tool>" (issue
+// 14). The gateway package implements it; this package decides who may
+// call what, confines arguments, limits, times out and audits, and the
+// gateway only starts servers and forwards.
+type Gateway interface {
+	// Tools lists the gateway's tools as they are offered here: each
+	// named "<server>__<tool>", with its server's schemas and
+	// annotations. It may start servers that have not run yet, within
+	// ctx; a server that cannot start contributes no tools and says why
+	// in its status.
+	Tools(ctx context.Context) []GatewayTool
+	// Call calls tool (a name from Tools) with args for the caller whose
+	// workspace is wsPath ("" for the user with the master token, who has
+	// no workspace: a workspace-scoped server then refuses). ctx carries
+	// the timeout and the client's cancellation, which must reach the
+	// server. An error is the gateway's own failure (the server is down,
+	// did not answer); a tool's own failure is a result with IsError.
+	Call(ctx context.Context, wsPath, tool string, args json.RawMessage) (*sdk.CallToolResult, error)
+	// OnToolsChanged registers fn, called (on any goroutine) whenever the
+	// set of tools, or one tool's schema, may have changed: a server
+	// started, stopped, or sent notifications/tools/list_changed.
+	OnToolsChanged(fn func())
+}
+
+// GatewayTool is one tool of a gateway server.
+type GatewayTool struct {
+	// Tool is the server's tool with Name replaced by "<server>__<tool>".
+	Tool *sdk.Tool
+	// Server names the server (its key in mcpServers), for the audit log.
+	Server string
+	// Confine says that any argument that is an absolute path must lie
+	// inside the caller's workspace (settings "confine": true).
+	Confine bool
+	// PerWorkspace says the server runs one instance per workspace
+	// ("scope": "workspace"), so a caller without a workspace cannot
+	// call it.
+	PerWorkspace bool
+}
