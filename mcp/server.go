@@ -71,6 +71,9 @@ type Options struct {
 	Workspaces Workspaces
 	// Agents reports OpenCode ports; nil means no agents (port null).
 	Agents Agents
+	// Sessions reads and restarts agents for the orchestration tools;
+	// nil means no agents (no replies, nothing to restart).
+	Sessions AgentSessions
 	// RateLimit and Burst shape the token bucket of each caller's calls
 	// of each JSON-RPC method or tool (the user's, per workspace named).
 	// Default 20/s, burst 40.
