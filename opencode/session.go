@@ -31,8 +31,9 @@ var ErrNoAgent = errors.New("the workspace's agent is not running")
 
 // session is one entry of GET /session (opencode 1.18).
 type session struct {
-	ID       string `json:"id"`
-	ParentID string `json:"parentID"`
+	ID        string `json:"id"`
+	ParentID  string `json:"parentID"`
+	Directory string `json:"directory"`
 	Time     struct {
 		Created int64 `json:"created"`
 		Updated int64 `json:"updated"`
@@ -54,19 +55,28 @@ type message struct {
 	} `json:"parts"`
 }
 
+// sessionsOf is the API of the workspace's ready agent server, for the
+// sessions of that workspace: opencode keys its sessions by project (the
+// repository), so every worktree's server lists its siblings' too.
+type sessionsOf struct {
+	agentAPI
+	dir string
+}
+
 // api is the API of the workspace's ready agent server.
-func (s *Supervisor) api(path string) (agentAPI, error) {
+func (s *Supervisor) api(path string) (sessionsOf, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a := s.agents[filepath.Clean(path)]
 	if a == nil || a.port == 0 || a.password == "" {
-		return agentAPI{}, ErrNoAgent
+		return sessionsOf{}, ErrNoAgent
 	}
-	return newAgentAPI(s.opts.HTTPClient, a.port, a.password), nil
+	return sessionsOf{newAgentAPI(s.opts.HTTPClient, a.port, a.password), filepath.Clean(a.ws.Path)}, nil
 }
 
 // CurrentSession is the ID of the workspace agent's current session: the
-// top-level one (not a subagent's) updated last; "" when it has none.
+// top-level one (not a subagent's) of its workspace updated last; "" when
+// it has none.
 func (s *Supervisor) CurrentSession(ctx context.Context, path string) (string, error) {
 	api, err := s.api(path)
 	if err != nil {
@@ -75,14 +85,14 @@ func (s *Supervisor) CurrentSession(ctx context.Context, path string) (string, e
 	return api.currentSession(ctx)
 }
 
-func (c agentAPI) currentSession(ctx context.Context) (string, error) {
+func (c sessionsOf) currentSession(ctx context.Context) (string, error) {
 	var list []session
 	if err := c.getJSON(ctx, "/session", sessionReadTimeout, &list); err != nil {
 		return "", fmt.Errorf("list the agent's sessions: %w", err)
 	}
 	var cur *session
 	for i := range list {
-		if list[i].ParentID != "" {
+		if list[i].ParentID != "" || filepath.Clean(list[i].Directory) != c.dir {
 			continue
 		}
 		if cur == nil || list[i].Time.Updated > cur.Time.Updated {
