@@ -34,7 +34,7 @@ type session struct {
 	ID        string `json:"id"`
 	ParentID  string `json:"parentID"`
 	Directory string `json:"directory"`
-	Time     struct {
+	Time      struct {
 		Created int64 `json:"created"`
 		Updated int64 `json:"updated"`
 	} `json:"time"`
