@@ -12,6 +12,7 @@ import (
 	"codehydra/internal/paths"
 	"codehydra/mcp"
 	"codehydra/opencode"
+	"codehydra/workspace"
 )
 
 // Steps 2 and 3 of a run: the MCP server with its access token, then the
@@ -32,6 +33,7 @@ func (s *server) startMCP(ctx context.Context) error {
 		Workspaces:     mcp.LimitCreates(s.manager, mcp.CreateLimit{Count: set.WorkspaceCreateLimit.Count, Per: set.WorkspaceCreateLimit.Window()}),
 		Agents:         s.agentPorts,
 		Prompts:        s.agentPorts,
+		Sessions:       agentSessions{s.agentPorts},
 		RateLimit:      rate.Limit(set.RateLimit.PerSecond),
 		Burst:          set.RateLimit.Burst,
 		CallTimeout:    set.ToolTimeout(),
@@ -67,6 +69,48 @@ func (s *server) startMCP(ctx context.Context) error {
 	})
 	return nil
 }
+
+// agentSessions answers the MCP server's orchestration tools from the
+// supervisor that agentPorts forwards to once startAgents has set it;
+// until then there is no agent to read or restart.
+type agentSessions struct{ ports *agentPorts }
+
+func (a agentSessions) sup() (mcp.AgentSessions, bool) {
+	a.ports.mu.RLock()
+	defer a.ports.mu.RUnlock()
+	s, ok := a.ports.src.(mcp.AgentSessions)
+	return s, ok
+}
+
+func (a agentSessions) PromptDelivery(path string) (workspace.PromptDelivery, bool) {
+	if s, ok := a.sup(); ok {
+		return s.PromptDelivery(path)
+	}
+	return workspace.PromptDelivery{}, false
+}
+
+func (a agentSessions) CurrentSession(ctx context.Context, path string) (string, error) {
+	if s, ok := a.sup(); ok {
+		return s.CurrentSession(ctx, path)
+	}
+	return "", nil
+}
+
+func (a agentSessions) LastReply(ctx context.Context, path string) (string, bool, error) {
+	if s, ok := a.sup(); ok {
+		return s.LastReply(ctx, path)
+	}
+	return "", false, nil
+}
+
+func (a agentSessions) Restart(path string) error {
+	if s, ok := a.sup(); ok {
+		return s.Restart(path)
+	}
+	return errors.New("restart agent: the agents have not started yet")
+}
+
+var _ mcp.AgentSessions = (*opencode.Supervisor)(nil)
 
 // rotateToken replaces the MCP access token and rewrites the instance file,
 // which the command line reads it from. Agents are restarted by the caller.

@@ -42,6 +42,9 @@ type WorkspaceState struct {
 	DeleteStep workspace.DeleteStep
 	// DeleteErr is the error of the last failed delete.
 	DeleteErr string
+	// CreatedBy is the path of the workspace whose agent created this
+	// one, "" when none did.
+	CreatedBy string
 }
 
 // Phase is what a workspace is doing, as the menu marks it.
@@ -268,7 +271,7 @@ func workspaceItem(s State, w WorkspaceState, a Actions) *fyne.MenuItem {
 	if a.Delete != nil {
 		del = func() { a.Delete(ws) }
 	}
-	var items []*fyne.MenuItem
+	items := createdByItems(s, w)
 	if why := AgentTrouble(w.Agent); why != "" {
 		items = append(items, disabled("⚠ "+why), fyne.NewMenuItemSeparator())
 	}

@@ -95,6 +95,9 @@ func (t *Tray) handle(ctx context.Context, e workspace.Event) []Notice {
 			w.Agent = next
 		})
 		return notes
+	case workspace.EventMetadataChanged:
+		by := t.createdBy(ctx, e.Workspace.Path)
+		t.update(e.Workspace.Path, func(w *WorkspaceState) { w.CreatedBy = by })
 	case workspace.EventDeleteProgress:
 		t.update(e.Workspace.Path, func(w *WorkspaceState) {
 			w.Deleting, w.DeleteStep, w.DeleteErr = true, e.Step, ""
@@ -135,7 +138,7 @@ func (t *Tray) reload(ctx context.Context) {
 			ps.Err = userMessage(err)
 		}
 		for _, w := range list {
-			ws := WorkspaceState{Workspace: w, Agent: t.agentStatus(w.Path)}
+			ws := WorkspaceState{Workspace: w, Agent: t.agentStatus(w.Path), CreatedBy: t.createdBy(ctx, w.Path)}
 			if old, ok := prev[w.Path]; ok {
 				ws.Deleting, ws.DeleteStep, ws.DeleteErr = old.Deleting, old.DeleteStep, old.DeleteErr
 			}

@@ -85,6 +85,9 @@ type Options struct {
 	// Prompts takes first prompts; nil refuses workspace_create's
 	// initialPrompt.
 	Prompts Prompts
+	// Sessions reads and restarts agents for the orchestration tools;
+	// nil means no agents (no replies, nothing to restart).
+	Sessions AgentSessions
 	// RateLimit and Burst shape the token bucket of each caller's calls
 	// of each JSON-RPC method or tool (the user's, per workspace named).
 	// Default 20/s, burst 40.

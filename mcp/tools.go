@@ -24,6 +24,10 @@ const (
 	ToolProjectList     = "project_list"
 	ToolProjectAdd      = "project_add"
 	ToolProjectRemove   = "project_remove"
+	ToolList            = "workspace_list"
+	ToolAgentSession    = "workspace_get_agent_session"
+	ToolRestartAgent    = "workspace_restart_agent"
+	ToolLog             = "log"
 )
 
 // metadataKeyPattern is DESIGN.md's rule for metadata keys; the workspace
@@ -211,6 +215,57 @@ func toolTable() []toolDef {
 					"once, in a new session, with your current model unless model says otherwise; the answer comes before " +
 					"that, with prompt.state \"pending\". The new workspace records you in its createdBy metadata.",
 				InputSchema: createSchema(),
+				Annotations: &sdk.ToolAnnotations{DestructiveHint: new(false), OpenWorldHint: new(false)},
+			},
+		},
+		{
+			needsWorkspace: false,
+			register:       bind((*Server).workspaceList),
+			tool: &sdk.Tool{
+				Name:  ToolList,
+				Title: "List workspaces",
+				Description: "Lists the workspaces of your project (the user: of the project of the workspace X-Workspace-Path " +
+					"names, or of every project without it): name, branch, path, isDirty, ahead/behind its base, the agent's " +
+					"state (agent.state, agent.type idle|busy, agent.needsInput) and createdBy (the workspace whose agent created " +
+					"it). For the workspaces you created with workspace_create it also gives the first prompt's delivery " +
+					"(prompt.state pending|delivered|failed, prompt.error) and the agent's last reply (lastReply.text, cut at " +
+					"4 KiB with truncated true). Use it to follow the agents you handed work to; you can read them, not act on them.",
+				Annotations: readOnly,
+			},
+		},
+		{
+			needsWorkspace: true,
+			register:       bind((*Server).getAgentSession),
+			tool: &sdk.Tool{
+				Name:  ToolAgentSession,
+				Title: "Get your agent's session",
+				Description: "Returns the port of your own agent's OpenCode server on 127.0.0.1 and the ID of its current " +
+					"session (the one updated last): {\"port\":n,\"sessionId\":\"ses_…\"}, each null when there is none.",
+				Annotations: readOnly,
+			},
+		},
+		{
+			needsWorkspace: true,
+			register:       bind((*Server).restartAgent),
+			tool: &sdk.Tool{
+				Name:  ToolRestartAgent,
+				Title: "Restart your agent",
+				Description: "Restarts your own agent (the OpenCode server you run in), e.g. to pick up a changed opencode " +
+					"config. It answers {\"restarting\":true} first; the restart then ends this turn, and the conversation " +
+					"continues in the restarted server. Only call it when the user asked for it or a config change needs it.",
+				Annotations: &sdk.ToolAnnotations{DestructiveHint: new(false), IdempotentHint: true, OpenWorldHint: new(false)},
+			},
+		},
+		{
+			needsWorkspace: false,
+			register:       bind((*Server).logLine),
+			tool: &sdk.Tool{
+				Name:  ToolLog,
+				Title: "Write to CodeHydra's log",
+				Description: "Writes one line into CodeHydra's log, attributed to you: level (debug, info, warn, error), a " +
+					"one-line message (cut at 1000 bytes) and an optional flat context map of string, number or boolean " +
+					"values. Use it to leave a trace the user can find later (e.g. a step of a long task); never log secrets.",
+				InputSchema: logSchema(),
 				Annotations: &sdk.ToolAnnotations{DestructiveHint: new(false), OpenWorldHint: new(false)},
 			},
 		},

@@ -41,7 +41,7 @@ func TestToolsListHasDesignNamesSchemasAndDescriptions(t *testing.T) {
 		byName[tool.Name] = tool
 	}
 	want := []string{ToolGetStatus, ToolGetMetadata, ToolSetMetadata, ToolGetOpencodePort, ToolDelete,
-		ToolProjectList, ToolCreate, ToolProjectAdd, ToolProjectRemove}
+		ToolProjectList, ToolCreate, ToolProjectAdd, ToolProjectRemove, ToolList, ToolAgentSession, ToolRestartAgent, ToolLog}
 	got := slices.Sorted(func(yield func(string) bool) {
 		for n := range byName {
 			if !yield(n) {
@@ -61,7 +61,7 @@ func TestToolsListHasDesignNamesSchemasAndDescriptions(t *testing.T) {
 			t.Errorf("%s: input schema type %v", tool.Name, in["type"])
 		}
 		hasOut := tool.OutputSchema != nil
-		wantOut := tool.Name != ToolSetMetadata && tool.Name != ToolGetOpencodePort
+		wantOut := tool.Name != ToolSetMetadata && tool.Name != ToolGetOpencodePort && tool.Name != ToolLog
 		if hasOut != wantOut {
 			t.Errorf("%s: has output schema %v, want %v", tool.Name, hasOut, wantOut)
 		}

@@ -229,7 +229,7 @@ func newRealStack(t *testing.T, ctx context.Context, bin string, model *fakemode
 	}
 	sup := opencode.NewSupervisor(supOpts)
 	mgr.SetAgents(sup)
-	mcpOpts := mcp.Options{Token: token, Workspaces: mgr, Agents: sup, Logger: logger}
+	mcpOpts := mcp.Options{Token: token, Workspaces: mgr, Agents: sup, Sessions: sup, Logger: logger}
 	if so.tuneMCP != nil {
 		so.tuneMCP(&mcpOpts)
 	}
