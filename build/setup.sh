@@ -7,11 +7,16 @@
 #     ImageMagick (import, convert), gdbus, xwininfo and an xfce4 panel to
 #     show the tray;
 #   - opencode (npm package opencode-ai) into $XDG_DATA_HOME/codehydra/tools,
-#     where CodeHydra looks for it when it is not on PATH;
+#     where CodeHydra looks for it when it is not on PATH, and beside it the
+#     real MCP servers the gateway's tests run (server-everything,
+#     server-filesystem);
 #   - staticcheck (go install) for `make lint`.
 set -euo pipefail
 
 OPENCODE_VERSION=1.18.33
+# Real third-party MCP servers for the gateway's tests (issue 14).
+MCP_SERVER_EVERYTHING_VERSION=2026.8.31
+MCP_SERVER_FILESYSTEM_VERSION=2026.8.31
 PACKAGES=(
 	gcc libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev libxinerama-dev
 	libxi-dev libxxf86vm-dev pkg-config git
@@ -45,11 +50,19 @@ install_packages() {
 	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
+# npm_has DIR PACKAGE VERSION: whether npm installed PACKAGE at VERSION
+# under DIR.
+npm_has() {
+	grep -q "\"version\": *\"$3\"" "$1/node_modules/$2/package.json" 2>/dev/null
+}
+
 install_opencode() {
 	local dir="${XDG_DATA_HOME:-$HOME/.local/share}/codehydra/tools"
 	local bin="$dir/node_modules/.bin/opencode"
-	if [[ -x "$bin" ]] && [[ "$("$bin" --version 2>/dev/null || true)" == *"$OPENCODE_VERSION"* ]]; then
-		say "opencode $OPENCODE_VERSION present in $dir"
+	if [[ -x "$bin" ]] && [[ "$("$bin" --version 2>/dev/null || true)" == *"$OPENCODE_VERSION"* ]] &&
+		npm_has "$dir" @modelcontextprotocol/server-everything "$MCP_SERVER_EVERYTHING_VERSION" &&
+		npm_has "$dir" @modelcontextprotocol/server-filesystem "$MCP_SERVER_FILESYSTEM_VERSION"; then
+		say "opencode $OPENCODE_VERSION and the test MCP servers present in $dir"
 		return
 	fi
 	if ! command -v npm >/dev/null; then
@@ -58,7 +71,9 @@ install_opencode() {
 	fi
 	say "installing opencode-ai@$OPENCODE_VERSION into $dir"
 	mkdir -p "$dir"
-	npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "opencode-ai@$OPENCODE_VERSION"
+	npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "opencode-ai@$OPENCODE_VERSION" \
+		"@modelcontextprotocol/server-everything@$MCP_SERVER_EVERYTHING_VERSION" \
+		"@modelcontextprotocol/server-filesystem@$MCP_SERVER_FILESYSTEM_VERSION"
 }
 
 install_staticcheck() {

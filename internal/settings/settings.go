@@ -89,6 +89,10 @@ type Settings struct {
 	// project's absolute path; see ProjectSetup.
 	ProjectSetup map[string]ProjectSetup `json:"projectSetup"`
 
+	// MCPServers are the user's own MCP servers, keyed by name, offered
+	// to every agent through CodeHydra's MCP server; see MCPServer.
+	MCPServers map[string]MCPServer `json:"mcpServers"`
+
 	// extra holds the keys of the file that the fields above do not name,
 	// verbatim, so that Save writes them back.
 	extra map[string]json.RawMessage
@@ -100,6 +104,7 @@ func Default() Settings {
 		Notifications:         true,
 		Projects:              []string{},
 		ProjectSetup:          map[string]ProjectSetup{},
+		MCPServers:            map[string]MCPServer{},
 		RateLimit:             RateLimit{PerSecond: 20, Burst: 40},
 		ToolTimeoutSeconds:    30,
 		MCPSessionIdleSeconds: 30 * 60,
@@ -136,6 +141,10 @@ func (s Settings) Clone() Settings {
 	if c.ProjectSetup == nil {
 		c.ProjectSetup = map[string]ProjectSetup{}
 	}
+	c.MCPServers = cloneMCPServers(s.MCPServers)
+	if c.MCPServers == nil {
+		c.MCPServers = map[string]MCPServer{}
+	}
 	if s.extra != nil {
 		c.extra = make(map[string]json.RawMessage, len(s.extra))
 		for k, v := range s.extra {
@@ -168,6 +177,7 @@ func (s Settings) Validate() error {
 	errs = append(errs, s.validateRunLimits()...)
 	errs = append(errs, s.validateCommands()...)
 	errs = append(errs, s.validateProjectSetup()...)
+	errs = append(errs, s.validateMCPServers()...)
 	if t := s.MCPSessionIdleSeconds; t < 1 || t > 7*24*60*60 {
 		errs = append(errs, fmt.Errorf("mcpSessionIdleSeconds is %d: use 1 to 604800 (a week)", t))
 	}
@@ -246,13 +256,16 @@ func (s *Settings) UnmarshalJSON(data []byte) error {
 	fields.Projects = slices.Clone(fields.Projects)
 	// json.Unmarshal adds to a map it is given: the file's map replaces
 	// the one there, which stays only when the file has none.
-	setup := fields.ProjectSetup
-	fields.ProjectSetup = nil
+	setup, servers := fields.ProjectSetup, fields.MCPServers
+	fields.ProjectSetup, fields.MCPServers = nil, nil
 	if err := json.Unmarshal(data, &fields); err != nil {
 		return err
 	}
 	if fields.ProjectSetup == nil {
 		fields.ProjectSetup = cloneProjectSetup(setup)
+	}
+	if fields.MCPServers == nil {
+		fields.MCPServers = cloneMCPServers(servers)
 	}
 	var all map[string]json.RawMessage
 	if err := json.Unmarshal(data, &all); err != nil {
@@ -284,6 +297,9 @@ func (s *Settings) UnmarshalJSON(data []byte) error {
 	}
 	if s.ProjectSetup == nil {
 		s.ProjectSetup = map[string]ProjectSetup{}
+	}
+	if s.MCPServers == nil {
+		s.MCPServers = map[string]MCPServer{}
 	}
 	return nil
 }

@@ -1,0 +1,230 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"codehydra/internal/settings"
+)
+
+// MarkerEnv names the variable that marks every process of one stdio
+// server (its value is random per instance), as CODEHYDRA_AGENT_ID marks
+// an agent's, so that reaping can tell its processes from strangers'.
+const MarkerEnv = "CODEHYDRA_MCP_SERVER_ID"
+
+// connect starts the server for workspace ws ("" for a shared one),
+// initializes a client session with it and lists its tools. cleanup ends
+// what is left of its processes once the session is closed.
+func (s *server) connect(ctx context.Context, ws string) (sess *sdk.ClientSession, cleanup func(), tools []*sdk.Tool, err error) {
+	client := sdk.NewClient(&sdk.Implementation{Name: "codehydra", Version: "1"}, &sdk.ClientOptions{
+		ToolListChangedHandler: func(_ context.Context, req *sdk.ToolListChangedRequest) {
+			go s.refreshTools(req.Session)
+		},
+	})
+	if ws != "" && s.cfg.PerWorkspace() {
+		// Roots are deprecated from protocol 2026-07-28 on, but the
+		// servers in use (server-filesystem) still take their allowed
+		// folders from them, and the issue asks for the workspace as root.
+		//lint:ignore SA1019 see above
+		client.AddRoots(&sdk.Root{URI: fileURI(ws), Name: filepath.Base(ws)}) //lint:ignore SA1019 see above
+	}
+	var transport sdk.Transport
+	var stderr *tail
+	cleanup = func() {}
+	if s.cfg.Remote() {
+		transport, err = s.httpTransport()
+	} else {
+		var cmd *exec.Cmd
+		cmd, err = s.command(ws)
+		if err == nil {
+			stderr = &tail{}
+			cmd.Stderr = stderr
+			transport = &spawnTransport{sdk.CommandTransport{Command: cmd, TerminateDuration: s.g.opts.StopTimeout}, s.g.sp}
+			cleanup = func() {
+				if cmd.Process != nil {
+					killGroup(cmd.Process.Pid)
+				}
+			}
+		}
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	sess, err = client.Connect(ctx, transport, nil)
+	if err == nil {
+		tools, err = listTools(ctx, sess)
+		if err != nil {
+			_ = sess.Close()
+		}
+	}
+	if err != nil {
+		cleanup()
+		if last := stderr.lastLine(); last != "" {
+			err = fmt.Errorf("%w (its last error output: %s)", err, last)
+		}
+		return nil, nil, nil, fmt.Errorf("start: %w", err)
+	}
+	return sess, cleanup, tools, nil
+}
+
+// command is the stdio server's process for workspace ws, with its
+// {env:NAME} values filled in, in its own process group.
+func (s *server) command(ws string) (*exec.Cmd, error) {
+	prog := s.cfg.Command
+	if !filepath.IsAbs(prog) {
+		p, err := exec.LookPath(prog)
+		if err != nil {
+			return nil, fmt.Errorf("command not found: %s (install it, or give its absolute path)", prog)
+		}
+		prog = p
+	} else if _, err := os.Stat(prog); err != nil {
+		return nil, fmt.Errorf("command not found: %s", prog)
+	}
+	args := make([]string, len(s.cfg.Args))
+	for k, a := range s.cfg.Args {
+		v, err := settings.ExpandEnv(a, s.g.opts.LookupEnv)
+		if err != nil {
+			return nil, fmt.Errorf("args: %w", err)
+		}
+		args[k] = v
+	}
+	env := os.Environ()
+	for k, v := range s.cfg.Env {
+		v, err := settings.ExpandEnv(v, s.g.opts.LookupEnv)
+		if err != nil {
+			return nil, fmt.Errorf("env %s: %w", k, err)
+		}
+		env = append(env, k+"="+v)
+	}
+	cmd := exec.Command(prog, args...)
+	cmd.Env = append(env, MarkerEnv+"="+rand.Text())
+	cmd.Dir = ws
+	cmd.SysProcAttr = sysProcAttr()
+	return cmd, nil
+}
+
+// httpTransport is the Streamable HTTP transport to the server's url,
+// sending its headers with every request.
+func (s *server) httpTransport() (sdk.Transport, error) {
+	u, err := settings.ExpandEnv(s.cfg.URL, s.g.opts.LookupEnv)
+	if err != nil {
+		return nil, fmt.Errorf("url: %w", err)
+	}
+	h := http.Header{}
+	for k, v := range s.cfg.Headers {
+		v, err := settings.ExpandEnv(v, s.g.opts.LookupEnv)
+		if err != nil {
+			return nil, fmt.Errorf("header %s: %w", k, err)
+		}
+		h.Set(k, v)
+	}
+	rt := headerTransport{base: http.DefaultTransport, header: h}
+	return &sdk.StreamableClientTransport{Endpoint: u, HTTPClient: &http.Client{Transport: rt}}, nil
+}
+
+// headerTransport adds the configured headers to each request.
+type headerTransport struct {
+	base   http.RoundTripper
+	header http.Header
+}
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range t.header {
+		r.Header[k] = v
+	}
+	return t.base.RoundTrip(r)
+}
+
+// refreshTools lists sess's tools again after the server said they
+// changed.
+func (s *server) refreshTools(sess *sdk.ClientSession) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.g.opts.StartTimeout)
+	defer cancel()
+	tools, err := listTools(ctx, sess)
+	if err != nil {
+		s.setErr(fmt.Errorf("%s: list its changed tools: %w", s.name, err))
+		return
+	}
+	s.setTools(tools)
+}
+
+func listTools(ctx context.Context, sess *sdk.ClientSession) ([]*sdk.Tool, error) {
+	tools := []*sdk.Tool{}
+	for t, err := range sess.Tools(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("list tools: %w", err)
+		}
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
+// fileURI is the file:// URI of the absolute path p.
+func fileURI(p string) string {
+	p = filepath.ToSlash(p)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p // a Windows drive letter
+	}
+	return (&url.URL{Scheme: "file", Path: p}).String()
+}
+
+// spawnTransport starts the server's process on the spawner's thread (see
+// spawner) and is otherwise the go-sdk's CommandTransport.
+type spawnTransport struct {
+	sdk.CommandTransport
+	sp *spawner
+}
+
+func (t *spawnTransport) Connect(ctx context.Context) (sdk.Connection, error) {
+	var conn sdk.Connection
+	err := t.sp.run(ctx, func() error {
+		var err error
+		conn, err = t.CommandTransport.Connect(ctx)
+		return err
+	})
+	return conn, err
+}
+
+// tail keeps the end of a server's error output, for the error of a
+// failed start.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 4096 {
+		t.buf = t.buf[len(t.buf)-4096:]
+	}
+	return len(p), nil
+}
+
+// lastLine is the last non-blank line written, at most 300 bytes.
+func (t *tail) lastLine() string {
+	if t == nil {
+		return ""
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	lines := bytes.Split(bytes.TrimSpace(t.buf), []byte("\n"))
+	last := strings.TrimSpace(string(lines[len(lines)-1]))
+	if len(last) > 300 {
+		last = last[:300] + "…"
+	}
+	return last
+}

@@ -1,0 +1,237 @@
+// Package gateway starts, supervises and talks to the user's own MCP
+// servers (settings mcpServers) as an MCP client, so that CodeHydra's one
+// MCP server can offer their tools to every agent as "<server>__<tool>".
+// It implements mcp.Gateway: the mcp package decides who may call what,
+// and this package only starts servers and forwards calls.
+//
+// A shared server has one instance; a workspace-scoped one has one per
+// workspace, started in it with it as its MCP root. Instances start on
+// first use (or at launch when marked), restart with backoff after they
+// end on their own, and stop on Close. A workspace-scoped server's tools
+// must be listed before any workspace calls it: the gateway learns them
+// from a probe instance started in an empty private folder (given as its
+// only root), which it stops at once, and afterwards from any instance
+// that starts.
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"codehydra/internal/settings"
+	"codehydra/mcp"
+)
+
+// Options configure a Gateway. Zero values pick the defaults.
+type Options struct {
+	// Servers are the servers as configured (settings mcpServers).
+	Servers map[string]settings.MCPServer
+	// LookupEnv fills {env:NAME} in the servers' values; os.LookupEnv by
+	// default.
+	LookupEnv func(string) (string, bool)
+	// StartTimeout bounds one start of one instance (spawn, initialize,
+	// list tools); 30 s by default.
+	StartTimeout time.Duration
+	// Backoff is the wait before the restart after the n-th (from 1)
+	// unexpected end of an instance, or before a failed start is tried
+	// again; 1 s doubling up to 30 s by default.
+	Backoff func(n int) time.Duration
+	// StopTimeout is how long a stopped stdio server has to exit after
+	// its stdin closes, before SIGTERM and then SIGKILL; 2 s by default.
+	StopTimeout time.Duration
+	// Log gets the gateway's events; never arguments or env values.
+	Log *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.LookupEnv == nil {
+		o.LookupEnv = os.LookupEnv
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 30 * time.Second
+	}
+	if o.Backoff == nil {
+		o.Backoff = func(n int) time.Duration {
+			return min(time.Second<<min(n-1, 5), 30*time.Second)
+		}
+	}
+	if o.StopTimeout <= 0 {
+		o.StopTimeout = 2 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Gateway is the user's MCP servers behind one mcp.Gateway. Make one with
+// New; Close stops every server.
+type Gateway struct {
+	opts Options
+	sp   *spawner
+
+	mu        sync.Mutex
+	servers   map[string]*server
+	listeners []func()
+	closed    bool
+}
+
+var _ mcp.Gateway = (*Gateway)(nil)
+
+// New returns a gateway for opts.Servers. Nothing starts until Start, a
+// call of Tools or Call.
+func New(opts Options) *Gateway {
+	g := &Gateway{opts: opts.withDefaults(), sp: newSpawner(), servers: map[string]*server{}}
+	for name, cfg := range opts.Servers {
+		g.servers[name] = newServer(g, name, cfg.Clone())
+	}
+	return g
+}
+
+// Start starts, in the background, the servers marked startAtLaunch (a
+// workspace-scoped one: its probe, to learn its tools).
+func (g *Gateway) Start() {
+	for _, s := range g.snapshot() {
+		if s.cfg.StartAtLaunch {
+			go s.tools(context.Background())
+		}
+	}
+}
+
+// snapshot returns the servers, sorted by name.
+func (g *Gateway) snapshot() []*server {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.SortedFunc(maps.Values(g.servers), func(a, b *server) int { return strings.Compare(a.name, b.name) })
+}
+
+// Tools lists every server's tools, starting within ctx the servers that
+// have not run yet, all at once: a slow or broken server delays no other
+// beyond ctx and contributes no tools (its status says why).
+func (g *Gateway) Tools(ctx context.Context) []mcp.GatewayTool {
+	servers := g.snapshot()
+	lists := make([][]mcp.GatewayTool, len(servers))
+	var wg sync.WaitGroup
+	for i, s := range servers {
+		wg.Go(func() { lists[i] = s.tools(ctx) })
+	}
+	wg.Wait()
+	return slices.Concat(lists...)
+}
+
+// Call calls tool ("<server>__<tool>") with args on the instance for the
+// caller's workspace wsPath. An error names the server and says why.
+func (g *Gateway) Call(ctx context.Context, wsPath, tool string, args json.RawMessage) (*sdk.CallToolResult, error) {
+	name, inner, ok := strings.Cut(tool, "__")
+	if !ok || inner == "" {
+		return nil, fmt.Errorf("%q is not a gateway tool: its name must be <server>__<tool>", tool)
+	}
+	g.mu.Lock()
+	s := g.servers[name]
+	g.mu.Unlock()
+	if s == nil {
+		return nil, fmt.Errorf("no MCP server %q is configured (tool %s)", name, tool)
+	}
+	return s.call(ctx, wsPath, inner, args)
+}
+
+// OnToolsChanged registers fn, called on its own goroutine whenever the
+// tools may have changed.
+func (g *Gateway) OnToolsChanged(fn func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.listeners = append(g.listeners, fn)
+}
+
+func (g *Gateway) toolsChanged() {
+	g.mu.Lock()
+	fns := slices.Clone(g.listeners)
+	closed := g.closed
+	g.mu.Unlock()
+	if closed {
+		return
+	}
+	for _, fn := range fns {
+		go fn()
+	}
+}
+
+// Statuses says how each server is doing, sorted by name, for the
+// Settings window.
+func (g *Gateway) Statuses() []ServerStatus {
+	var out []ServerStatus
+	for _, s := range g.snapshot() {
+		out = append(out, s.status())
+	}
+	return out
+}
+
+// Reconfigure applies new settings: servers removed or changed are
+// stopped (a changed one starts again, with its new settings, on next
+// use), new ones are added, unchanged ones keep running.
+func (g *Gateway) Reconfigure(servers map[string]settings.MCPServer) {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return
+	}
+	var stop, start []*server
+	for name, s := range g.servers {
+		if cfg, ok := servers[name]; !ok || !cfg.Equal(s.cfg) {
+			stop = append(stop, s)
+			delete(g.servers, name)
+		}
+	}
+	for name, cfg := range servers {
+		if _, ok := g.servers[name]; !ok {
+			s := newServer(g, name, cfg.Clone())
+			g.servers[name] = s
+			start = append(start, s)
+		}
+	}
+	g.mu.Unlock()
+	for _, s := range stop {
+		s.stop()
+	}
+	for _, s := range start {
+		if s.cfg.StartAtLaunch {
+			go s.tools(context.Background())
+		}
+	}
+	if len(stop)+len(start) > 0 {
+		g.toolsChanged()
+	}
+}
+
+// Close stops every server and waits for them to end.
+func (g *Gateway) Close() error {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return nil
+	}
+	g.closed = true
+	servers := slices.Collect(maps.Values(g.servers))
+	g.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		wg.Go(s.stop)
+	}
+	wg.Wait()
+	g.sp.close()
+	return nil
+}
+
+// errClosed is the error of a call to a server that was stopped.
+var errClosed = errors.New("the server was stopped (CodeHydra is closing, or its settings changed)")

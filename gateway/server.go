@@ -1,0 +1,253 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"codehydra/internal/settings"
+	"codehydra/mcp"
+)
+
+// State is where a server is in its life.
+type State string
+
+// The states of a server, as the Settings window shows them.
+const (
+	StateStopped  State = "stopped"
+	StateStarting State = "starting"
+	StateRunning  State = "running"
+	StateFailed   State = "failed"
+)
+
+// ServerStatus is how one server is doing.
+type ServerStatus struct {
+	Name  string
+	State State
+	// LastError is why the last start failed or the last instance ended
+	// ("" when none did); it never holds an env value.
+	LastError string
+	// Tools is how many tools the server offers (as last listed).
+	Tools int
+	// Calls counts the calls forwarded to it since CodeHydra started.
+	Calls int64
+	// Restarts counts its instances' unexpected ends.
+	Restarts int
+	// Instances is how many of its instances run (one per workspace for
+	// a workspace-scoped server).
+	Instances int
+}
+
+// server is one configured server and its instances.
+type server struct {
+	g    *Gateway
+	name string
+	cfg  settings.MCPServer
+
+	calls atomic.Int64
+
+	mu        sync.Mutex
+	instances map[string]*instance // by workspace; "" is a shared server's
+	list      []*sdk.Tool          // as last listed; nil until then
+	lastErr   error
+	restarts  int
+	stopped   bool
+	probing   chan struct{} // closed when the running probe ends
+}
+
+func newServer(g *Gateway, name string, cfg settings.MCPServer) *server {
+	return &server{g: g, name: name, cfg: cfg, instances: map[string]*instance{}}
+}
+
+// instance returns the instance for workspace ws, made if needed; nil once
+// the server is stopped.
+func (s *server) instance(ws string) *instance {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return nil
+	}
+	i := s.instances[ws]
+	if i == nil {
+		i = &instance{s: s, ws: ws, supervised: true}
+		s.instances[ws] = i
+	}
+	return i
+}
+
+// tools returns the server's tools, starting it (a workspace-scoped one:
+// its probe) if its tools are not known yet.
+func (s *server) tools(ctx context.Context) []mcp.GatewayTool {
+	if s.cfg.PerWorkspace() {
+		s.probe(ctx)
+	} else if i := s.instance(""); i != nil {
+		_, _ = i.session(ctx) // a failure is in the status
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]mcp.GatewayTool, 0, len(s.list))
+	for _, t := range s.list {
+		c := *t
+		c.Name = s.name + "__" + t.Name
+		out = append(out, mcp.GatewayTool{Tool: &c, Server: s.name, Confine: s.cfg.Confine, PerWorkspace: s.cfg.PerWorkspace()})
+	}
+	return out
+}
+
+// probe learns a workspace-scoped server's tools before any workspace
+// called it, from an instance started in an empty private folder (its
+// only root) and stopped once it has listed them. Concurrent callers
+// share one probe.
+func (s *server) probe(ctx context.Context) {
+	s.mu.Lock()
+	if s.list != nil || s.stopped {
+		s.mu.Unlock()
+		return
+	}
+	ch := s.probing
+	if ch == nil {
+		ch = make(chan struct{})
+		s.probing = ch
+		go s.runProbe(ch)
+	}
+	s.mu.Unlock()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	}
+}
+
+func (s *server) runProbe(done chan struct{}) {
+	defer func() {
+		s.mu.Lock()
+		s.probing = nil
+		s.mu.Unlock()
+		close(done)
+	}()
+	dir, err := os.MkdirTemp("", "codehydra-mcp-probe-")
+	if err != nil {
+		s.setErr(fmt.Errorf("%s: make a folder to learn its tools in: %w", s.name, err))
+		return
+	}
+	defer os.RemoveAll(dir)
+	i := &instance{s: s, ws: dir}
+	defer i.stop()
+	_, _ = i.session(context.Background())
+}
+
+// setTools records the tools an instance listed and tells the listeners
+// when they changed.
+func (s *server) setTools(tools []*sdk.Tool) {
+	s.mu.Lock()
+	changed := s.list == nil || !slices.EqualFunc(s.list, tools, sameTool)
+	s.list = tools
+	s.mu.Unlock()
+	if changed {
+		s.g.toolsChanged()
+	}
+}
+
+func sameTool(a, b *sdk.Tool) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return string(ja) == string(jb)
+}
+
+func (s *server) setErr(err error) {
+	s.mu.Lock()
+	s.lastErr = err
+	s.mu.Unlock()
+	s.g.opts.Log.Warn("MCP server failed", slog.String("server", s.name), slog.Any("err", err))
+}
+
+func (s *server) crashed(err error) {
+	s.mu.Lock()
+	s.restarts++
+	s.lastErr = err
+	s.mu.Unlock()
+	s.g.opts.Log.Warn("MCP server ended; restarting it", slog.String("server", s.name), slog.Any("err", err))
+}
+
+// call forwards one call to the instance for wsPath.
+func (s *server) call(ctx context.Context, wsPath, tool string, args json.RawMessage) (*sdk.CallToolResult, error) {
+	ws := ""
+	if s.cfg.PerWorkspace() {
+		if wsPath == "" {
+			return nil, fmt.Errorf("%s runs one instance per workspace: call it from a workspace", s.name)
+		}
+		ws = wsPath
+	}
+	i := s.instance(ws)
+	if i == nil {
+		return nil, fmt.Errorf("%s: %w", s.name, errClosed)
+	}
+	sess, err := i.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.calls.Add(1)
+	var arguments any
+	if len(args) > 0 {
+		arguments = args
+	}
+	res, err := sess.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: arguments})
+	switch {
+	case err == nil:
+		return res, nil
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("%s: no answer to %s in time (the call was cancelled): %w", s.name, tool, ctx.Err())
+	case errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || i.ended(sess):
+		return nil, fmt.Errorf("%s: the server ended during the call to %s; it is restarted: %w", s.name, tool, err)
+	}
+	return nil, fmt.Errorf("%s: call %s: %w", s.name, tool, err)
+}
+
+// stop stops every instance of the server for good.
+func (s *server) stop() {
+	s.mu.Lock()
+	s.stopped = true
+	insts := slices.Collect(maps.Values(s.instances))
+	s.instances = map[string]*instance{}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, i := range insts {
+		wg.Go(i.stop)
+	}
+	wg.Wait()
+}
+
+func (s *server) status() ServerStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := ServerStatus{Name: s.name, State: StateStopped, Tools: len(s.list), Calls: s.calls.Load(), Restarts: s.restarts}
+	if s.lastErr != nil {
+		st.LastError = s.lastErr.Error()
+	}
+	starting := s.probing != nil
+	for _, i := range s.instances {
+		run, start := i.state()
+		if run {
+			st.Instances++
+		}
+		starting = starting || start
+	}
+	switch {
+	case st.Instances > 0:
+		st.State = StateRunning
+	case starting:
+		st.State = StateStarting
+	case s.lastErr != nil:
+		st.State = StateFailed
+	}
+	return st
+}
