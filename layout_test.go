@@ -18,9 +18,11 @@ func TestPackagesImportOnlyWhatTheLayoutAllows(t *testing.T) {
 		"codehydra/workspace/statuscache": {"codehydra/workspace", "codehydra/internal/"},
 		"codehydra/mcp":                   {"codehydra/workspace", "codehydra/internal/"},
 		"codehydra/opencode":              {"codehydra/workspace", "codehydra/internal/"},
-		"codehydra/app":                   {"codehydra/workspace", "codehydra/mcp", "codehydra/opencode", "codehydra/assets", "codehydra/internal/"},
+		"codehydra/prepare":               {"codehydra/workspace", "codehydra/internal/"},
+		"codehydra/gateway":               {"codehydra/mcp", "codehydra/internal/"},
+		"codehydra/app":                   {"codehydra/workspace", "codehydra/mcp", "codehydra/opencode", "codehydra/prepare", "codehydra/assets", "codehydra/internal/"},
 	}
-	noFyne := []string{"codehydra/workspace", "codehydra/workspace/statuscache", "codehydra/mcp", "codehydra/opencode"}
+	noFyne := []string{"codehydra/workspace", "codehydra/workspace/statuscache", "codehydra/mcp", "codehydra/opencode", "codehydra/prepare", "codehydra/gateway"}
 
 	cmd := exec.Command("go", "list", "-json=ImportPath,Imports,Deps", "./...")
 	cmd.Env = machineEnv
