@@ -42,6 +42,8 @@ type WorkspaceState struct {
 	DeleteStep workspace.DeleteStep
 	// DeleteErr is the error of the last failed delete.
 	DeleteErr string
+	// SetupFailed is why the workspace's setup failed ("" if it did not).
+	SetupFailed string
 }
 
 // Phase is what a workspace is doing, as the menu marks it.
@@ -201,6 +203,7 @@ type Actions struct {
 	CopyWorkspaceMCPConfig func(client string, ws workspace.Workspace)
 	Quit                   func()
 	FolderActions
+	PrepareActions
 }
 
 // BuildMenu is the tray menu for s: a summary line, each project with its
@@ -268,8 +271,8 @@ func workspaceItem(s State, w WorkspaceState, a Actions) *fyne.MenuItem {
 	if a.Delete != nil {
 		del = func() { a.Delete(ws) }
 	}
-	var items []*fyne.MenuItem
-	if why := AgentTrouble(w.Agent); why != "" {
+	items := setupItems(w, a)
+	if why := AgentTrouble(w.Agent); why != "" && len(items) == 0 {
 		items = append(items, disabled("⚠ "+why), fyne.NewMenuItemSeparator())
 	}
 	it := fyne.NewMenuItem(WorkspaceLabel(w), nil)
