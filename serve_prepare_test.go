@@ -36,18 +36,7 @@ func TestServeKeepsAWorkspaceWhoseSetupFailedAndSaysWhyOverMCP(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(repo, ".env"), []byte("TOKEN=local\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	set, err := json.Marshal(map[string]any{
-		"opencodeBin": fake,
-		"projects":    []string{repo},
-		"projectSetup": map[string]any{repo: map[string]any{
-			"copy":  []string{".env*"},
-			"setup": `sh -c "echo resolving packages; exit 7"`,
-		}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeSettings(t, string(set))
+	writeSetupSettings(t, fake, repo, `sh -c "echo resolving packages; exit 7"`)
 	app := launch(t, bin, os.Environ())
 	// The instance file is written before the projects are loaded.
 	app.poll(t, "the project", func() bool {
