@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -102,7 +103,7 @@ func TestGUITrayShowsStartingIdleAndARetryingAgent(t *testing.T) {
 	if !strings.Contains(tip, "1 retrying") || strings.Contains(tip, "busy") {
 		t.Errorf("tooltip %q, want 1 retrying and none busy", tip)
 	}
-	shotTrayMenu(t, d, filepath.Join(guiShotDir(t), "retrying-menu.png"))
+	shotTrayMenu(t, d, filepath.Join(guiShotDir(t), "retrying-menu.png"), 2)
 
 	// Quit stops the agents, the retrying one too.
 	tray.click(t, app.LabelQuit)
@@ -243,10 +244,11 @@ func trayTooltip(t *testing.T, tray *trayMenu) string {
 }
 
 // shotTrayMenu opens the tray menu as a user does, with a right-click on
-// the panel's icon (the only one, at its left end), keys into the first
-// workspace's submenu, and takes a screenshot into path for a person to
-// look at. It checks nothing: what the menu holds is read over D-Bus.
-func shotTrayMenu(t *testing.T, d *guiDesktop, path string) {
+// the panel's icon (the only one, at its left end), keys into the submenu
+// of its downs-th enabled item (2: the first project's first workspace),
+// and takes a screenshot into path for a person to look at. It checks
+// nothing: what the menu holds is read over D-Bus.
+func shotTrayMenu(t *testing.T, d *guiDesktop, path string, downs int) {
 	t.Helper()
 	d.xdotool(t, "mousemove", "--sync", "12", "16", "click", "3")
 	// The menu drops down below the panel, whose area is otherwise bare.
@@ -265,7 +267,8 @@ func shotTrayMenu(t *testing.T, d *guiDesktop, path string) {
 	// then opens beside the menu, where the screen was bare.
 	beside := image.Rect(450, 40, 900, 300)
 	testenv.Poll(10*time.Second, 500*time.Millisecond, func() bool {
-		d.xdotool(t, "key", "Down", "Right")
+		keys := append(slices.Repeat([]string{"Down"}, downs), "Right")
+		d.xdotool(t, append([]string{"key"}, keys...)...)
 		var err error
 		st, err = d.screenshot(path, beside)
 		return err == nil && st.covered > 0.05

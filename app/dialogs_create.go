@@ -64,15 +64,7 @@ func (u *ui) newCreateDialog(projectPath string) *createDialog {
 		taken:    map[string]bool{},
 		free:     map[string]bool{},
 	}
-	labels := projectChoices(d.projects)
-	d.project = widget.NewSelect(labels, func(label string) {
-		for i, l := range labels {
-			if l == label {
-				d.selectProject(d.projects[i].Path)
-			}
-		}
-	})
-	d.project.PlaceHolder = "Choose a project"
+	d.project = projectSelect(d.projects, d.selectProject)
 	d.name = newField(func(name string) error {
 		if name == "" {
 			return nil // an empty form is no mistake yet: Create stays off

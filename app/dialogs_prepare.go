@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -85,8 +84,9 @@ func (p *setupProgress) show() {
 		return // not begun yet
 	}
 	notes := ""
-	if len(st.Notes) > 0 {
-		notes = "\n" + strings.Join(st.Notes, "\n")
+	// "Note:" sets them apart from the setup's output shown above them.
+	for _, n := range st.Notes {
+		notes += "\nNote: " + n
 	}
 	failed := st.Phase == prepare.PhaseFailed
 	p.retry.Hidden, p.anyway.Hidden = !failed, !failed

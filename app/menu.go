@@ -45,6 +45,8 @@ type WorkspaceState struct {
 	// CreatedBy is the path of the workspace whose agent created this
 	// one, "" when none did.
 	CreatedBy string
+	// SetupFailed is why the workspace's setup failed ("" if it did not).
+	SetupFailed string
 }
 
 // Phase is what a workspace is doing, as the menu marks it.
@@ -204,6 +206,7 @@ type Actions struct {
 	CopyWorkspaceMCPConfig func(client string, ws workspace.Workspace)
 	Quit                   func()
 	FolderActions
+	PrepareActions
 }
 
 // BuildMenu is the tray menu for s: a summary line, each project with its
@@ -271,8 +274,9 @@ func workspaceItem(s State, w WorkspaceState, a Actions) *fyne.MenuItem {
 	if a.Delete != nil {
 		del = func() { a.Delete(ws) }
 	}
-	items := createdByItems(s, w)
-	if why := AgentTrouble(w.Agent); why != "" {
+	setup := setupItems(w, a)
+	items := append(createdByItems(s, w), setup...)
+	if why := AgentTrouble(w.Agent); why != "" && len(setup) == 0 {
 		items = append(items, disabled("⚠ "+why), fyne.NewMenuItemSeparator())
 	}
 	it := fyne.NewMenuItem(WorkspaceLabel(w), nil)

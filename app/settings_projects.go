@@ -33,15 +33,7 @@ type projectSetupEditor struct {
 
 func (u *ui) newProjectSetupEditor() *projectSetupEditor {
 	e := &projectSetupEditor{u: u, projects: u.deps.Workspaces.Projects(), status: statusLabel()}
-	labels := projectChoices(e.projects)
-	e.project = widget.NewSelect(labels, func(label string) {
-		for i, l := range labels {
-			if l == label {
-				e.load(e.projects[i].Path)
-			}
-		}
-	})
-	e.project.PlaceHolder = "Choose a project"
+	e.project = projectSelect(e.projects, e.load)
 	e.copy = widget.NewMultiLineEntry()
 	e.copy.SetPlaceHolder(".env*\nconfig/local.json")
 	e.copy.SetMinRowsVisible(4)

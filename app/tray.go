@@ -93,6 +93,7 @@ func (t *Tray) handle(ctx context.Context, e workspace.Event) []Notice {
 			next := t.agentStatus(w.Workspace.Path)
 			notes = AgentNotices(w.Workspace, w.Agent, next)
 			w.Agent = next
+			w.SetupFailed = t.u.setupFailed(w.Workspace.Path)
 		})
 		return notes
 	case workspace.EventMetadataChanged:
@@ -139,6 +140,7 @@ func (t *Tray) reload(ctx context.Context) {
 		}
 		for _, w := range list {
 			ws := WorkspaceState{Workspace: w, Agent: t.agentStatus(w.Path), CreatedBy: t.createdBy(ctx, w.Path)}
+			ws.SetupFailed = t.u.setupFailed(w.Path)
 			if old, ok := prev[w.Path]; ok {
 				ws.Deleting, ws.DeleteStep, ws.DeleteErr = old.Deleting, old.DeleteStep, old.DeleteErr
 			}
@@ -260,6 +262,7 @@ func (t *Tray) actions() Actions {
 		Quit:         func() { u.unlessBusy(LabelQuit, u.app.Quit) },
 	}
 	a.FolderActions = u.folderActions()
+	a.PrepareActions = u.prepareActions()
 	if agents := u.deps.Agents; agents != nil {
 		a.OpenAgent = u.openAgent
 		a.CopyAttach = func(path string) {
