@@ -30,6 +30,7 @@ func TestDefaultMatchesDocumentedValues(t *testing.T) {
 		WorkspaceCreateLimit: CreateLimit{Count: 10, Minutes: 10},
 		MaxAgents:            20,
 		ProjectSetup:         map[string]ProjectSetup{},
+		WorkspaceDeny:        []string{},
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Fatalf("Default() = %+v, want %+v", d, want)
@@ -134,12 +135,13 @@ func TestLoadReadsValidFiles(t *testing.T) {
 			"projects":["/a","/b"],"rateLimit":{"perSecond":1.5,"burst":3},"toolTimeoutSeconds":600,
 			"mcpSessionIdleSeconds":2,"mcpMaxSessions":7,"mcpMaxConnections":99,
 			"logMaxMB":1,"workspaceCreateLimit":{"count":3,"minutes":60},"maxAgents":4,
-			"projectSetup":{"/a":{"copy":[".env*"],"setup":"make","setupTimeoutSeconds":9}}}`, func() Settings {
+			"projectSetup":{"/a":{"copy":[".env*"],"setup":"make","setupTimeoutSeconds":9}},"workspaceDeny":["vault/"]}`, func() Settings {
 			return Settings{MCPPort: 1, OpencodeBasePort: 2, OpencodeBin: "/bin/oc", WorktreeRoot: "/w", Notifications: true,
 				Projects: []string{"/a", "/b"}, RateLimit: RateLimit{PerSecond: 1.5, Burst: 3}, ToolTimeoutSeconds: 600,
 				MCPSessionIdleSeconds: 2, MCPMaxSessions: 7, MCPMaxConnections: 99,
 				LogMaxMB: 1, WorkspaceCreateLimit: CreateLimit{Count: 3, Minutes: 60}, MaxAgents: 4,
-				ProjectSetup: map[string]ProjectSetup{"/a": {Copy: []string{".env*"}, Setup: "make", SetupTimeoutSeconds: 9}}}
+				ProjectSetup:  map[string]ProjectSetup{"/a": {Copy: []string{".env*"}, Setup: "make", SetupTimeoutSeconds: 9}},
+				WorkspaceDeny: []string{"vault/"}}
 		}},
 		{"null projects become empty", `{"projects": null}`, Default},
 	}
@@ -334,7 +336,7 @@ func TestSaveWritesEveryKnownKey(t *testing.T) {
 	}
 	for _, k := range []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds",
 		"mcpSessionIdleSeconds", "mcpMaxSessions", "mcpMaxConnections", "logMaxMB", "workspaceCreateLimit", "maxAgents",
-		"editorCommand", "terminalCommand", "projectSetup"} {
+		"editorCommand", "terminalCommand", "projectSetup", "workspaceDeny"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("key %s missing from\n%s", k, data)
 		}
@@ -424,7 +426,7 @@ func TestStoreConcurrentUpdatesAllLand(t *testing.T) {
 func TestKnownKeysMatchStructTags(t *testing.T) {
 	want := []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds",
 		"mcpSessionIdleSeconds", "mcpMaxSessions", "mcpMaxConnections", "logMaxMB", "workspaceCreateLimit", "maxAgents",
-		"editorCommand", "terminalCommand", "projectSetup"}
+		"editorCommand", "terminalCommand", "projectSetup", "workspaceDeny"}
 	if got := knownKeys(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("knownKeys() = %v, want %v", got, want)
 	}
