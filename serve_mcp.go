@@ -40,6 +40,7 @@ func (s *server) startMCP(ctx context.Context) error {
 		SessionIdle:    set.MCPSessionIdle(),
 		MaxSessions:    set.MCPMaxSessions,
 		MaxConnections: set.MCPMaxConnections,
+		WorkspaceDeny:  set.WorkspaceDeny,
 		Subscribe:      s.manager.Subscribe,
 		AuditPath:      paths.AuditFile(),
 		Logger:         s.log,

@@ -37,6 +37,8 @@ type Workspaces interface {
 	Resolve(path string) (workspace.Workspace, error)
 	Status(ctx context.Context, wsPath string) (workspace.Status, error)
 	Metadata(ctx context.Context, wsPath string) (map[string]string, error)
+	// Changes lists a workspace's changed and untracked files.
+	Changes(ctx context.Context, wsPath string) (workspace.Changes, error)
 	SetMetadata(ctx context.Context, wsPath, key string, value *string) error
 	// StartDelete reserves the delete of a workspace and returns the work
 	// that deletes it; a delete already running is a conflict at once.
@@ -118,6 +120,9 @@ type Options struct {
 	// connection waits (in the system's accept queue) until one closes.
 	// Default 256.
 	MaxConnections int
+	// WorkspaceDeny are deny patterns (settings workspaceDeny) that the
+	// file tools refuse on top of wsfs.DefaultDeny.
+	WorkspaceDeny []string
 	// AuditPath is the audit.jsonl file; "" records nothing.
 	AuditPath string
 	// Logger receives operational logs; nil discards them.

@@ -338,7 +338,7 @@ func createSchema() *jsonschema.Schema {
 // the table by tool name, for the call pipeline.
 func (s *Server) registerTools() map[string]toolDef {
 	defs := make(map[string]toolDef)
-	for _, d := range toolTable() {
+	for _, d := range append(toolTable(), fileToolTable()...) {
 		d.register(s, d.tool)
 		defs[d.tool.Name] = d
 	}

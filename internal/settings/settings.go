@@ -92,6 +92,9 @@ type Settings struct {
 	// MCPServers are the user's own MCP servers, keyed by name, offered
 	// to every agent through CodeHydra's MCP server; see MCPServer.
 	MCPServers map[string]MCPServer `json:"mcpServers"`
+	// WorkspaceDeny are deny patterns the workspace file tools refuse on
+	// top of their built-in list; see CheckDenyPattern.
+	WorkspaceDeny []string `json:"workspaceDeny"`
 
 	// extra holds the keys of the file that the fields above do not name,
 	// verbatim, so that Save writes them back.
@@ -105,6 +108,7 @@ func Default() Settings {
 		Projects:              []string{},
 		ProjectSetup:          map[string]ProjectSetup{},
 		MCPServers:            map[string]MCPServer{},
+		WorkspaceDeny:         []string{},
 		RateLimit:             RateLimit{PerSecond: 20, Burst: 40},
 		ToolTimeoutSeconds:    30,
 		MCPSessionIdleSeconds: 30 * 60,
@@ -136,6 +140,10 @@ func (s Settings) Clone() Settings {
 	c.Projects = slices.Clone(s.Projects)
 	if c.Projects == nil {
 		c.Projects = []string{}
+	}
+	c.WorkspaceDeny = slices.Clone(s.WorkspaceDeny)
+	if c.WorkspaceDeny == nil {
+		c.WorkspaceDeny = []string{}
 	}
 	c.ProjectSetup = cloneProjectSetup(s.ProjectSetup)
 	if c.ProjectSetup == nil {
@@ -178,6 +186,7 @@ func (s Settings) Validate() error {
 	errs = append(errs, s.validateCommands()...)
 	errs = append(errs, s.validateProjectSetup()...)
 	errs = append(errs, s.validateMCPServers()...)
+	errs = append(errs, s.validateWorkspaceDeny()...)
 	if t := s.MCPSessionIdleSeconds; t < 1 || t > 7*24*60*60 {
 		errs = append(errs, fmt.Errorf("mcpSessionIdleSeconds is %d: use 1 to 604800 (a week)", t))
 	}
@@ -254,6 +263,7 @@ func (s *Settings) UnmarshalJSON(data []byte) error {
 	// json.Unmarshal fills a slice in place; a copy keeps another Settings
 	// that shares the backing array untouched.
 	fields.Projects = slices.Clone(fields.Projects)
+	fields.WorkspaceDeny = slices.Clone(fields.WorkspaceDeny)
 	// json.Unmarshal adds to a map it is given: the file's map replaces
 	// the one there, which stays only when the file has none.
 	setup, servers := fields.ProjectSetup, fields.MCPServers
@@ -294,6 +304,9 @@ func (s *Settings) UnmarshalJSON(data []byte) error {
 	s.extra = all
 	if s.Projects == nil {
 		s.Projects = []string{}
+	}
+	if s.WorkspaceDeny == nil {
+		s.WorkspaceDeny = []string{}
 	}
 	if s.ProjectSetup == nil {
 		s.ProjectSetup = map[string]ProjectSetup{}

@@ -31,6 +31,7 @@ func TestDefaultMatchesDocumentedValues(t *testing.T) {
 		MaxAgents:            20,
 		ProjectSetup:         map[string]ProjectSetup{},
 		MCPServers:           map[string]MCPServer{},
+		WorkspaceDeny:        []string{},
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Fatalf("Default() = %+v, want %+v", d, want)
@@ -137,7 +138,7 @@ func TestLoadReadsValidFiles(t *testing.T) {
 			"logMaxMB":1,"workspaceCreateLimit":{"count":3,"minutes":60},"maxAgents":4,
 			"projectSetup":{"/a":{"copy":[".env*"],"setup":"make","setupTimeoutSeconds":9}},
 			"mcpServers":{"fs":{"command":"npx","args":["-y","x"],"env":{"T":"{env:T}"},"scope":"workspace","confine":true,"startAtLaunch":true},
-				"gh":{"url":"https://example.com/mcp","headers":{"Authorization":"Bearer {env:GH}"}}}}`, func() Settings {
+				"gh":{"url":"https://example.com/mcp","headers":{"Authorization":"Bearer {env:GH}"}}},"workspaceDeny":["vault/"]}`, func() Settings {
 			return Settings{MCPPort: 1, OpencodeBasePort: 2, OpencodeBin: "/bin/oc", WorktreeRoot: "/w", Notifications: true,
 				Projects: []string{"/a", "/b"}, RateLimit: RateLimit{PerSecond: 1.5, Burst: 3}, ToolTimeoutSeconds: 600,
 				MCPSessionIdleSeconds: 2, MCPMaxSessions: 7, MCPMaxConnections: 99,
@@ -145,7 +146,8 @@ func TestLoadReadsValidFiles(t *testing.T) {
 				ProjectSetup: map[string]ProjectSetup{"/a": {Copy: []string{".env*"}, Setup: "make", SetupTimeoutSeconds: 9}},
 				MCPServers: map[string]MCPServer{
 					"fs": {Command: "npx", Args: []string{"-y", "x"}, Env: map[string]string{"T": "{env:T}"}, Scope: ScopeWorkspace, Confine: true, StartAtLaunch: true},
-					"gh": {URL: "https://example.com/mcp", Headers: map[string]string{"Authorization": "Bearer {env:GH}"}}}}
+					"gh": {URL: "https://example.com/mcp", Headers: map[string]string{"Authorization": "Bearer {env:GH}"}}},
+				WorkspaceDeny: []string{"vault/"}}
 		}},
 		{"null projects become empty", `{"projects": null}`, Default},
 	}
@@ -340,7 +342,7 @@ func TestSaveWritesEveryKnownKey(t *testing.T) {
 	}
 	for _, k := range []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds",
 		"mcpSessionIdleSeconds", "mcpMaxSessions", "mcpMaxConnections", "logMaxMB", "workspaceCreateLimit", "maxAgents",
-		"editorCommand", "terminalCommand", "projectSetup", "mcpServers"} {
+		"editorCommand", "terminalCommand", "projectSetup", "mcpServers", "workspaceDeny"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("key %s missing from\n%s", k, data)
 		}
@@ -430,7 +432,7 @@ func TestStoreConcurrentUpdatesAllLand(t *testing.T) {
 func TestKnownKeysMatchStructTags(t *testing.T) {
 	want := []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds",
 		"mcpSessionIdleSeconds", "mcpMaxSessions", "mcpMaxConnections", "logMaxMB", "workspaceCreateLimit", "maxAgents",
-		"editorCommand", "terminalCommand", "projectSetup", "mcpServers"}
+		"editorCommand", "terminalCommand", "projectSetup", "mcpServers", "workspaceDeny"}
 	if got := knownKeys(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("knownKeys() = %v, want %v", got, want)
 	}

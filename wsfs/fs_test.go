@@ -1,0 +1,42 @@
+package wsfs
+
+import (
+	"bytes"
+	"testing"
+)
+
+func TestDeniedMatchesEachPatternKindAtAnyDepth(t *testing.T) {
+	deny := append(append([]string{}, DefaultDeny...), "secrets/", "config/prod/*.json")
+	for _, c := range []struct {
+		rel, want string
+	}{
+		{".git", ".git/"}, {".git/config", ".git/"}, {"vendor/x/.git/HEAD", ".git/"},
+		{".env", ".env*"}, {"app/.env.local", ".env*"}, {".envrc", ".env*"}, {".env.d/x", ".env*"},
+		{"tls/server.pem", "*.pem"}, {"a.key", "*.key"}, {"home/id_ed25519.pub", "id_*"},
+		{"secrets", "secrets/"}, {"x/secrets/y", "secrets/"},
+		{"config/prod/db.json", "config/prod/*.json"}, {"config/prod/db.json/inner", "config/prod/*.json"},
+		{".", ""}, {"src/main.go", ""}, {"git/x", ""}, {"my.env", ""}, {"keys.txt", ""}, {"config/dev/db.json", ""},
+		{"sub/config/prod/db.json", ""},
+	} {
+		if got := Denied(deny, c.rel); got != c.want {
+			t.Errorf("Denied(%q) = %q, want %q", c.rel, got, c.want)
+		}
+	}
+}
+
+func TestCutToRuneKeepsWholeCharacters(t *testing.T) {
+	euro := []byte("€") // 3 bytes
+	for _, c := range []struct {
+		in, want []byte
+	}{
+		{[]byte("ab"), []byte("ab")},
+		{append([]byte("a"), euro[:1]...), []byte("a")},
+		{append([]byte("a"), euro[:2]...), []byte("a")},
+		{append([]byte("a"), euro...), append([]byte("a"), euro...)},
+		{[]byte{}, []byte{}},
+	} {
+		if got := cutToRune(c.in); !bytes.Equal(got, c.want) {
+			t.Errorf("cutToRune(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
