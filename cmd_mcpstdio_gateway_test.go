@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -12,9 +11,6 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"codehydra/internal/instance"
-	"codehydra/internal/paths"
-	"codehydra/internal/testenv"
 	"codehydra/mcp"
 	"codehydra/workspace"
 )
@@ -87,55 +83,15 @@ func (g *oneServerGateway) Call(ctx context.Context, wsPath, tool string, args j
 	return g.cs.CallTool(ctx, &sdk.CallToolParams{Name: strings.TrimPrefix(tool, "fs__"), Arguments: args})
 }
 
-// startGatewayInstance runs an MCP server in this process with gw as its
-// gateway, announced by the instance file as a running CodeHydra, in
-// front of a real manager with one workspace, which it returns. (The
-// server gets the gateway as serve gives it; what serve starts is the
-// gateway package's part.)
-func startGatewayInstance(t *testing.T, gw mcp.Gateway) workspace.Workspace {
-	t.Helper()
-	isolate(t)
-	project := testenv.GitRepo(t, "project")
-	mgr := workspace.NewManager(workspace.Options{Projects: []string{project}, WorktreeRoot: t.TempDir()})
-	if err := mgr.Load(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	ws, err := mgr.Create(t.Context(), workspace.CreateOptions{ProjectPath: project, Name: "one"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	token, err := mcp.LoadOrCreateToken(paths.TokenFile())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := mcp.New(mcp.Options{Token: token, Workspaces: mgr, Gateway: gw})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(context.Background()) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Error(err)
-		}
-		<-served
-	})
-	info := instance.Info{PID: os.Getpid(), MCPURL: srv.URL(), MCPPort: srv.Port(), Token: token.Value(), StartedAt: time.Now().UTC()}
-	if err := instance.Write(paths.InstanceFile(), info); err != nil {
-		t.Fatal(err)
-	}
-	holdLock(t)
-	return ws
-}
-
 func TestMCPStdioClientsListAndCallTheGatewaysTools(t *testing.T) {
 	gw := newOneServerGateway(t)
-	ws := startGatewayInstance(t, gw)
+	// The server gets the gateway as serve gives it; what serve starts is
+	// the gateway package's part.
+	ri := startRemoteInstanceWith(t, mcp.Options{Gateway: gw})
+	ws, err := ri.mgr.Create(t.Context(), workspace.CreateOptions{ProjectPath: ri.project, Name: "one"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	changed := make(chan struct{}, 1)
 	// mcp-stdio --workspace W, then without --workspace: the bridge finds
 	// the running instance as the command does.
