@@ -31,6 +31,13 @@ type remoteInstance struct {
 
 func startRemoteInstance(t *testing.T) *remoteInstance {
 	t.Helper()
+	return startRemoteInstanceWith(t, mcp.Options{})
+}
+
+// startRemoteInstanceWith is startRemoteInstance with the server's
+// options o (its token and workspaces are filled in).
+func startRemoteInstanceWith(t *testing.T, o mcp.Options) *remoteInstance {
+	t.Helper()
 	isolate(t)
 	project := testenv.GitRepo(t, "project")
 	mgr := workspace.NewManager(workspace.Options{Projects: []string{project}, WorktreeRoot: t.TempDir()})
@@ -41,7 +48,8 @@ func startRemoteInstance(t *testing.T) *remoteInstance {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := mcp.New(mcp.Options{Token: token, Workspaces: mgr})
+	o.Token, o.Workspaces = token, mgr
+	srv, err := mcp.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

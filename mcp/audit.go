@@ -15,13 +15,15 @@ import (
 // and how it ended — never the token, environment values or argument
 // values, which may be secrets. Args lists argument names only.
 type auditEntry struct {
-	Time       time.Time `json:"time"`
-	Caller     string    `json:"caller"`
-	Workspace  string    `json:"workspace"`
-	Tool       string    `json:"tool"`
-	Outcome    string    `json:"outcome"` // "ok" or an error code
-	DurationMs int64     `json:"durationMs"`
-	Args       []string  `json:"args,omitempty"`
+	Time      time.Time `json:"time"`
+	Caller    string    `json:"caller"`
+	Workspace string    `json:"workspace"`
+	Tool      string    `json:"tool"`
+	// Server names the gateway server of a "<server>__<tool>" tool.
+	Server     string   `json:"server,omitempty"`
+	Outcome    string   `json:"outcome"` // "ok" or an error code
+	DurationMs int64    `json:"durationMs"`
+	Args       []string `json:"args,omitempty"`
 }
 
 // maxAuditWorkspace bounds how much of an unresolved X-Workspace-Path header

@@ -37,6 +37,9 @@ func (s *Server) toolCallMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 			if err := s.limitMethod(method, req); err != nil {
 				return nil, err
 			}
+			if method == "tools/list" {
+				s.gw.awaitFirst(ctx)
+			}
 			return next(ctx, method, req)
 		}
 		return s.callTool(ctx, call, func(ctx context.Context) (sdk.Result, error) { return next(ctx, method, req) })
@@ -79,6 +82,9 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest, next fu
 	defer s.recordCall(&rec, start)
 
 	def, known := s.tools[rec.Tool]
+	if gt, ok := s.gw.lookup(rec.Tool); !known && ok {
+		return s.callGateway(ctx, &rec, who, gt, req, next)
+	}
 	if !known {
 		if !s.limiter.allow(limitKey(who, "", opUnknownTool)) {
 			return s.failed(&rec, workspace.Errorf(workspace.CodeRateLimited, "%s", s.rateLimitMessage("unknown-tool"))), nil

@@ -123,6 +123,9 @@ type Options struct {
 	// WorkspaceDeny are deny patterns (settings workspaceDeny) that the
 	// file tools refuse on top of wsfs.DefaultDeny.
 	WorkspaceDeny []string
+	// Gateway offers the user's own MCP servers as tools named
+	// "<server>__<tool>" (tools_gateway.go); nil offers none.
+	Gateway Gateway
 	// AuditPath is the audit.jsonl file; "" records nothing.
 	AuditPath string
 	// Logger receives operational logs; nil discards them.
@@ -144,6 +147,7 @@ type Server struct {
 	ids     *identities
 	audit   *auditLog
 	tools   map[string]toolDef
+	gw      *gatewayTools // nil without Options.Gateway
 
 	port atomic.Int32
 
@@ -202,10 +206,12 @@ func New(opts Options) (*Server, error) {
 	s.mcp = sdk.NewServer(&sdk.Implementation{Name: "codehydra", Title: "CodeHydra", Version: opts.Version}, &sdk.ServerOptions{
 		Instructions: instructions,
 		Logger:       sdkLogger,
-		// Tools only: no logging capability, and the tool list never changes.
-		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+		// Tools only: no logging capability. The list changes only with
+		// the gateway's servers.
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: opts.Gateway != nil}},
 	})
 	s.tools = s.registerTools()
+	s.gw = newGatewayTools(s)
 	s.mcp.AddReceivingMiddleware(s.toolCallMiddleware)
 	s.http = s.newHTTPServer(sdkLogger)
 	return s, nil
@@ -385,6 +391,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		}()
 		defer func() { stop(); unsubscribe(); <-followed }()
 	}
+	defer s.gw.start(ctx)()
 	errc := make(chan error, 1)
 	go func() { errc <- s.http.Serve(ln) }()
 	select {
@@ -493,22 +500,4 @@ func (s *Server) refuseWhenClosing(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// minLevel drops records below min.
-type minLevel struct {
-	slog.Handler
-	min slog.Level
-}
-
-func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= h.min && h.Handler.Enabled(ctx, l)
-}
-
-func (h minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return minLevel{Handler: h.Handler.WithAttrs(attrs), min: h.min}
-}
-
-func (h minLevel) WithGroup(name string) slog.Handler {
-	return minLevel{Handler: h.Handler.WithGroup(name), min: h.min}
 }

@@ -1,0 +1,191 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// fakeGateway is a Gateway over real go-sdk MCP servers in this process,
+// one per "server", each reached by a real MCP client over in-memory
+// transports: what the gateway package does with real processes, minus
+// the processes. It records what reaches it.
+type fakeGateway struct {
+	t testing.TB
+
+	mu      sync.Mutex
+	servers []*fakeMCP
+	fns     []func()
+	calls   []gatewayCall
+	// block, when set, makes Tools wait for it to close (or ctx): a
+	// server that never answers its tools/list.
+	block chan struct{}
+}
+
+// fakeMCP is one server of a fakeGateway.
+type fakeMCP struct {
+	name                  string
+	srv                   *sdk.Server
+	cs                    *sdk.ClientSession
+	confine, perWorkspace bool
+	stopped               bool // not started yet: no tools
+	down                  bool // calls fail as when its process died
+}
+
+// gatewayCall is a call that reached the gateway.
+type gatewayCall struct {
+	ws, tool string
+	args     json.RawMessage
+}
+
+func newFakeGateway(t testing.TB) *fakeGateway { return &fakeGateway{t: t} }
+
+// withGateway gives the harness's server g.
+func withGateway(g Gateway) harnessOption { return func(o *Options) { o.Gateway = g } }
+
+// add starts a server named name with the tools setup adds and connects
+// to it. A change of its tool list reaches the gateway's listeners, as
+// the gateway package passes notifications/tools/list_changed on.
+func (g *fakeGateway) add(name string, setup func(*sdk.Server)) *fakeMCP {
+	g.t.Helper()
+	srv := sdk.NewServer(&sdk.Implementation{Name: name, Version: "1"}, nil)
+	setup(srv)
+	st, ct := sdk.NewInMemoryTransports()
+	ss, err := srv.Connect(context.Background(), st, nil)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "gateway", Version: "1"}, &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { g.notify() },
+	})
+	cs, err := client.Connect(context.Background(), ct, nil)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	g.t.Cleanup(func() { cs.Close(); ss.Wait() })
+	m := &fakeMCP{name: name, srv: srv, cs: cs}
+	g.mu.Lock()
+	g.servers = append(g.servers, m)
+	g.mu.Unlock()
+	return m
+}
+
+// set changes a server's state under the lock and tells the listeners.
+func (g *fakeGateway) set(f func()) {
+	g.mu.Lock()
+	f()
+	g.mu.Unlock()
+	g.notify()
+}
+
+func (g *fakeGateway) notify() {
+	g.mu.Lock()
+	fns := append([]func(){}, g.fns...)
+	g.mu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
+}
+
+func (g *fakeGateway) OnToolsChanged(fn func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.fns = append(g.fns, fn)
+}
+
+func (g *fakeGateway) Tools(ctx context.Context) []GatewayTool {
+	g.mu.Lock()
+	block := g.block
+	servers := append([]*fakeMCP{}, g.servers...)
+	g.mu.Unlock()
+	if block != nil {
+		select {
+		case <-block:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	var out []GatewayTool
+	for _, m := range servers {
+		g.mu.Lock()
+		stopped := m.stopped
+		g.mu.Unlock()
+		if stopped {
+			continue
+		}
+		res, err := m.cs.ListTools(ctx, nil)
+		if err != nil {
+			continue
+		}
+		for _, t := range res.Tools {
+			t.Name = m.name + "__" + t.Name
+			out = append(out, GatewayTool{Tool: t, Server: m.name, Confine: m.confine, PerWorkspace: m.perWorkspace})
+		}
+	}
+	return out
+}
+
+func (g *fakeGateway) Call(ctx context.Context, wsPath, tool string, args json.RawMessage) (*sdk.CallToolResult, error) {
+	g.mu.Lock()
+	g.calls = append(g.calls, gatewayCall{ws: wsPath, tool: tool, args: args})
+	var m *fakeMCP
+	for _, s := range g.servers {
+		if strings.HasPrefix(tool, s.name+"__") {
+			m = s
+		}
+	}
+	down := m != nil && m.down
+	g.mu.Unlock()
+	switch {
+	case m == nil:
+		return nil, errors.New("no such server")
+	case down:
+		return nil, errors.New("its process exited (status 1); restarting in 1s")
+	}
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	return m.cs.CallTool(ctx, &sdk.CallToolParams{Name: strings.TrimPrefix(tool, m.name+"__"), Arguments: args})
+}
+
+// reached is the calls that reached the gateway so far.
+func (g *fakeGateway) reached() []gatewayCall {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]gatewayCall{}, g.calls...)
+}
+
+// sessionNotified opens a session as sessionAs does, with the standalone
+// event stream on which the server sends tools/list_changed, and reports
+// each such notification on changed.
+func (h *harness) sessionNotified(token, wsPath string, changed chan<- struct{}) *sdk.ClientSession {
+	h.t.Helper()
+	hdr := http.Header{"Authorization": {"Bearer " + token}}
+	if wsPath != "" {
+		hdr.Set(WorkspaceHeader, wsPath)
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+	})
+	cs, err := client.Connect(context.Background(), &sdk.StreamableClientTransport{
+		Endpoint:   h.srv.URL(),
+		HTTPClient: &http.Client{Transport: &headerTransport{base: newTransport(h.t), header: hdr}},
+		MaxRetries: -1,
+	}, &sdk.ClientSessionOptions{ProtocolVersion: clientProtocolVersion})
+	if err != nil {
+		h.t.Fatalf("connect: %v", err)
+	}
+	h.t.Cleanup(func() { cs.Close() })
+	return cs
+}

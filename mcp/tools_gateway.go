@@ -1,0 +1,315 @@
+package mcp
+
+// The gateway's tools (Options.Gateway): the user's own MCP servers,
+// offered to every caller as "<server>__<tool>". The tool list follows the
+// gateway in the background, so that tools/list never waits for a slow
+// server; each call passes through callTool like CodeHydra's own tools
+// (token, rate limit, timeout, audit), then callGateway checks what only a
+// gateway tool needs (a workspace for a per-workspace server, confinement)
+// before the gateway sees it.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"codehydra/workspace"
+)
+
+// gatewayListWait bounds how long the first tools/list waits for the
+// gateway's first list, so that a client that lists once at start (and
+// ignores tools/list_changed) sees the servers that answer quickly, while
+// a slow one never stalls it.
+const gatewayListWait = 2 * time.Second
+
+// outcomeToolError is the audit outcome of a gateway tool's own failure (a
+// result with isError from its server), as opposed to CodeHydra's codes.
+const outcomeToolError = "tool-error"
+
+// gatewayTools keeps the SDK server's tool list in step with the gateway.
+// A nil *gatewayTools (no gateway) offers nothing.
+type gatewayTools struct {
+	s *Server
+	// dirty holds one token while a refresh is wanted.
+	dirty chan struct{}
+	// listed is closed once the first refresh ended.
+	listed     chan struct{}
+	listedOnce sync.Once
+
+	mu    sync.Mutex
+	tools map[string]GatewayTool // by offered name
+	sigs  map[string]string      // the JSON of each registered tool
+}
+
+func newGatewayTools(s *Server) *gatewayTools {
+	if s.opts.Gateway == nil {
+		return nil
+	}
+	g := &gatewayTools{s: s, dirty: make(chan struct{}, 1), listed: make(chan struct{})}
+	g.changed() // the first list, as soon as Serve runs
+	s.opts.Gateway.OnToolsChanged(g.changed)
+	return g
+}
+
+// changed asks for a refresh; it never blocks, and changes that come
+// while one is pending are taken by it.
+func (g *gatewayTools) changed() {
+	select {
+	case g.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// start runs the refreshes until ctx is done or the returned stop is
+// called; stop returns once the last refresh has ended.
+func (g *gatewayTools) start(ctx context.Context) (stop func()) {
+	if g == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-g.dirty:
+				g.refresh(ctx)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// awaitFirst waits, at most gatewayListWait, for the first list.
+func (g *gatewayTools) awaitFirst(ctx context.Context) {
+	if g == nil {
+		return
+	}
+	t := time.NewTimer(gatewayListWait)
+	defer t.Stop()
+	select {
+	case <-g.listed:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// lookup is the gateway tool offered under name.
+func (g *gatewayTools) lookup(name string) (GatewayTool, bool) {
+	if g == nil {
+		return GatewayTool{}, false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t, ok := g.tools[name]
+	return t, ok
+}
+
+// refresh asks the gateway for its tools, within the call timeout (it may
+// start servers), and registers what changed: the SDK then sends
+// notifications/tools/list_changed to every session.
+func (g *gatewayTools) refresh(ctx context.Context) {
+	defer g.listedOnce.Do(func() { close(g.listed) })
+	lctx, cancel := context.WithTimeout(ctx, g.s.opts.CallTimeout)
+	list := g.s.opts.Gateway.Tools(lctx)
+	cancel()
+	if ctx.Err() != nil {
+		return
+	}
+	next, sigs, offered := g.offer(list)
+
+	g.mu.Lock()
+	old := g.sigs
+	var gone []string
+	for name := range old {
+		if _, ok := sigs[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	// Calls see the new list before clients are told of it.
+	g.tools, g.sigs = next, sigs
+	g.mu.Unlock()
+
+	if len(gone) > 0 {
+		g.s.mcp.RemoveTools(gone...)
+	}
+	for name, t := range offered {
+		if old[name] != sigs[name] {
+			g.register(t)
+		}
+	}
+}
+
+// offer checks the gateway's tools and makes the tools to register: each
+// name must hold "__" and be CodeHydra's own tool's never, each input
+// schema must be an object, and an output schema admits the error shape
+// too, since clients check structuredContent against it even when isError
+// is set (see addTool).
+func (g *gatewayTools) offer(list []GatewayTool) (next map[string]GatewayTool, sigs map[string]string, offered map[string]*sdk.Tool) {
+	next, sigs, offered = map[string]GatewayTool{}, map[string]string{}, map[string]*sdk.Tool{}
+	for _, gt := range list {
+		t, err := g.offerOne(gt, next)
+		if err != nil {
+			g.s.log.Warn("gateway tool left out", slog.String("server", gt.Server), slog.Any("error", err))
+			continue
+		}
+		sig, err := json.Marshal(struct {
+			T            *sdk.Tool
+			Confine, Per bool
+		}{t, gt.Confine, gt.PerWorkspace})
+		if err != nil {
+			g.s.log.Warn("gateway tool left out", slog.String("server", gt.Server), slog.String("tool", t.Name), slog.Any("error", err))
+			continue
+		}
+		next[t.Name], sigs[t.Name], offered[t.Name] = gt, string(sig), t
+	}
+	return next, sigs, offered
+}
+
+func (g *gatewayTools) offerOne(gt GatewayTool, taken map[string]GatewayTool) (*sdk.Tool, error) {
+	if gt.Tool == nil {
+		return nil, errors.New("the gateway gave a tool without a definition")
+	}
+	t := *gt.Tool
+	_, own := g.s.tools[t.Name]
+	switch {
+	case own || !strings.Contains(t.Name, "__"):
+		return nil, fmt.Errorf("tool %q is not named <server>__<tool>, or is one of CodeHydra's own", t.Name)
+	case taken[t.Name].Tool != nil:
+		return nil, fmt.Errorf("tool %q is offered twice", t.Name)
+	}
+	if t.InputSchema == nil {
+		t.InputSchema = map[string]any{"type": "object"}
+	}
+	var in struct {
+		Type any `json:"type"`
+	}
+	if data, err := json.Marshal(t.InputSchema); err != nil || json.Unmarshal(data, &in) != nil || in.Type != "object" {
+		return nil, fmt.Errorf("tool %q: its input schema is not an object schema", t.Name)
+	}
+	if t.OutputSchema != nil {
+		t.OutputSchema = map[string]any{"type": "object", "anyOf": []any{t.OutputSchema, errorSchema()}}
+	}
+	return &t, nil
+}
+
+// register adds t with a handler that forwards to the gateway. The SDK
+// panics on a definition it refuses; a foreign server's tool must not take
+// CodeHydra down, so such a tool is left out.
+func (g *gatewayTools) register(t *sdk.Tool) {
+	defer func() {
+		if r := recover(); r != nil {
+			g.mu.Lock()
+			delete(g.tools, t.Name)
+			delete(g.sigs, t.Name)
+			g.mu.Unlock()
+			g.s.log.Warn("gateway tool left out", slog.String("tool", t.Name), slog.Any("error", r))
+		}
+	}()
+	name := t.Name
+	g.s.mcp.AddTool(t, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		res, err := g.s.opts.Gateway.Call(ctx, callerWorkspace(ctx).Path, name, req.Params.Arguments)
+		if err == nil && res == nil {
+			err = errors.New("the gateway answered nothing")
+		}
+		if err != nil {
+			res = &sdk.CallToolResult{}
+			res.SetError(fail(err))
+		}
+		return res, nil
+	})
+}
+
+// callGateway is callTool's path for a gateway tool: the workspace of the
+// call (a workspace's token: its own; the user's: none), the rate limit,
+// the checks of admitGateway, then the gateway under the call timeout. A
+// tool's own failure goes back as its server made it; CodeHydra's and the
+// gateway's failures are DESIGN.md's error results.
+func (s *Server) callGateway(ctx context.Context, rec *auditEntry, who caller, gt GatewayTool, req *sdk.CallToolRequest, next func(context.Context) (sdk.Result, error)) (sdk.Result, error) {
+	rec.Server = gt.Server
+	var ws workspace.Workspace
+	var err error
+	if !who.isUser() {
+		var header http.Header
+		if extra := req.GetExtra(); extra != nil {
+			header = extra.Header
+		}
+		ws, err = s.workspaceOf(who, header)
+		rec.Workspace = ws.Path
+	}
+	if !s.limiter.allow(limitKey(who, "", rec.Tool)) {
+		err = workspace.Errorf(workspace.CodeRateLimited, "%s", s.rateLimitMessage(rec.Tool))
+	}
+	if err == nil {
+		err = admitGateway(rec.Tool, gt, ws.Path, req.Params.Arguments)
+	}
+	if err != nil {
+		return s.failed(rec, err), nil
+	}
+
+	callCtx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
+	defer cancel()
+	res, err := next(withCall(callCtx, who, ws))
+	if err != nil {
+		// The SDK's only refusal here: the tool left the list meanwhile.
+		rec.Outcome = string(workspace.CodeInvalidInput)
+		return res, err
+	}
+	r, ok := res.(*sdk.CallToolResult)
+	switch {
+	case !ok:
+		return res, nil
+	case r.GetError() != nil:
+		return s.failed(rec, s.gatewayError(ctx, callCtx, rec.Tool, gt.Server, r.GetError())), nil
+	case r.IsError:
+		rec.Outcome = outcomeToolError
+	}
+	return r, nil
+}
+
+// admitGateway refuses, before the gateway sees it, a call that a
+// per-workspace server cannot take without a workspace, and a call of a
+// confined server with an argument path outside the caller's workspace.
+func admitGateway(tool string, gt GatewayTool, wsPath string, args json.RawMessage) error {
+	switch {
+	case gt.PerWorkspace && wsPath == "":
+		return workspace.Errorf(workspace.CodeInvalidInput,
+			"%s belongs to %q, a server that runs one instance per workspace, in it; the user's token names no workspace: call it with a workspace's token (its agent's, or a client set up with `codehydra mcp-config --workspace PATH`)", tool, gt.Server)
+	case gt.Confine && wsPath == "":
+		return workspace.Errorf(workspace.CodeForbidden,
+			"%s belongs to %q, which is confined to the caller's workspace, and the user's token names none: call it with a workspace's token (`codehydra mcp-config --workspace PATH`)", tool, gt.Server)
+	case gt.Confine:
+		return confineArgs(tool, gt.Server, wsPath, args)
+	}
+	return nil
+}
+
+// gatewayError is the error result of the gateway's own failure: a
+// timeout when the call's deadline passed (not the client's), the
+// gateway's code when it gave one, else internal-error naming the server.
+func (s *Server) gatewayError(ctx, callCtx context.Context, tool, server string, err error) error {
+	var ae *actionError
+	if errors.As(err, &ae) {
+		err = ae.err
+	}
+	var we *workspace.Error
+	switch {
+	case errors.Is(callCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+		return workspace.Errorf(workspace.CodeTimeout,
+			"%s: the MCP server %q did not answer within %s; retry later, or raise toolTimeoutSeconds in the settings", tool, server, s.opts.CallTimeout)
+	case errors.As(err, &we):
+		return we
+	}
+	return workspace.Errorf(workspace.CodeInternal,
+		"%s: the MCP server %q is unavailable (%v); CodeHydra restarts a server that stopped, so retry in a moment, and see its state and last error in Settings > MCP servers", tool, server, err)
+}
