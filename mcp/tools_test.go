@@ -41,7 +41,8 @@ func TestToolsListHasDesignNamesSchemasAndDescriptions(t *testing.T) {
 		byName[tool.Name] = tool
 	}
 	want := []string{ToolGetStatus, ToolGetMetadata, ToolSetMetadata, ToolGetOpencodePort, ToolDelete,
-		ToolProjectList, ToolCreate, ToolProjectAdd, ToolProjectRemove, ToolList, ToolAgentSession, ToolRestartAgent, ToolLog}
+		ToolProjectList, ToolCreate, ToolProjectAdd, ToolProjectRemove, ToolList, ToolAgentSession, ToolRestartAgent, ToolLog,
+		ToolListTasks, ToolRunTask}
 	got := slices.Sorted(func(yield func(string) bool) {
 		for n := range byName {
 			if !yield(n) {

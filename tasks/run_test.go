@@ -2,43 +2,15 @@ package tasks
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"codehydra/internal/testenv"
+	"codehydra/tasks/taskstest"
 )
-
-// alive reports a process that exists and is not a zombie.
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || len(s) < i+3 || s[i+2] != 'Z'
-}
-
-// readPID waits for a pid file the task writes.
-func readPID(t *testing.T, path string) int {
-	t.Helper()
-	var pid int
-	testenv.WaitFor(t, path, 15*time.Second, func() bool {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return false
-		}
-		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
-		return err == nil
-	})
-	return pid
-}
 
 // sleeper is a command whose shell starts a child in the background,
 // records both pids, and waits.
@@ -67,8 +39,8 @@ func TestRunThatOutlivesItsTimeoutEndsItsWholeGroup(t *testing.T) {
 		t.Fatalf("result %+v after %s", res, time.Since(start))
 	}
 	for _, f := range []string{"shell.pid", "child.pid"} {
-		pid := readPID(t, filepath.Join(dir, f))
-		testenv.WaitFor(t, f+" gone", 5*time.Second, func() bool { return !alive(pid) })
+		pid := taskstest.PID(t, filepath.Join(dir, f))
+		testenv.WaitFor(t, f+" gone", 5*time.Second, func() bool { return !taskstest.Alive(pid) })
 	}
 }
 
@@ -80,7 +52,7 @@ func TestRunCancelledEndsItsWholeGroup(t *testing.T) {
 		res, _ := Run(ctx, RunOptions{Argv: sleeper(), Dir: dir, Timeout: time.Minute})
 		done <- res
 	}()
-	child := readPID(t, filepath.Join(dir, "child.pid"))
+	child := taskstest.PID(t, filepath.Join(dir, "child.pid"))
 	cancel()
 	select {
 	case res := <-done:
@@ -90,7 +62,7 @@ func TestRunCancelledEndsItsWholeGroup(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("a cancelled run did not end")
 	}
-	if alive(child) {
+	if taskstest.Alive(child) {
 		t.Fatalf("child %d outlived the cancelled run", child)
 	}
 }
@@ -101,8 +73,8 @@ func TestRunKillsWhatTheTaskLeftRunningInItsGroup(t *testing.T) {
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("result %+v, %v", res, err)
 	}
-	child := readPID(t, filepath.Join(dir, "child.pid"))
-	testenv.WaitFor(t, "background child gone", 5*time.Second, func() bool { return !alive(child) })
+	child := taskstest.PID(t, filepath.Join(dir, "child.pid"))
+	testenv.WaitFor(t, "background child gone", 5*time.Second, func() bool { return !taskstest.Alive(child) })
 }
 
 func TestRunKeepsTheTailOfMegabytesOfOutput(t *testing.T) {
