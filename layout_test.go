@@ -16,13 +16,15 @@ func TestPackagesImportOnlyWhatTheLayoutAllows(t *testing.T) {
 	allowed := map[string][]string{
 		"codehydra/workspace":             {"codehydra/internal/"},
 		"codehydra/workspace/statuscache": {"codehydra/workspace", "codehydra/internal/"},
-		"codehydra/mcp":                   {"codehydra/workspace", "codehydra/internal/"},
+		"codehydra/mcp":                   {"codehydra/workspace", "codehydra/wsfs", "codehydra/tasks", "codehydra/internal/"},
 		"codehydra/opencode":              {"codehydra/workspace", "codehydra/internal/"},
 		"codehydra/prepare":               {"codehydra/workspace", "codehydra/internal/"},
 		"codehydra/gateway":               {"codehydra/mcp", "codehydra/internal/"},
+		"codehydra/wsfs":                  {"codehydra/workspace", "codehydra/internal/"},
+		"codehydra/tasks":                 {"codehydra/internal/"},
 		"codehydra/app":                   {"codehydra/workspace", "codehydra/mcp", "codehydra/opencode", "codehydra/prepare", "codehydra/assets", "codehydra/internal/"},
 	}
-	noFyne := []string{"codehydra/workspace", "codehydra/workspace/statuscache", "codehydra/mcp", "codehydra/opencode", "codehydra/prepare", "codehydra/gateway"}
+	noFyne := []string{"codehydra/workspace", "codehydra/workspace/statuscache", "codehydra/mcp", "codehydra/opencode", "codehydra/prepare", "codehydra/gateway", "codehydra/wsfs", "codehydra/tasks"}
 
 	cmd := exec.Command("go", "list", "-json=ImportPath,Imports,Deps", "./...")
 	cmd.Env = machineEnv

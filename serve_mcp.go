@@ -37,6 +37,7 @@ func (s *server) startMCP(ctx context.Context) error {
 		RateLimit:      rate.Limit(set.RateLimit.PerSecond),
 		Burst:          set.RateLimit.Burst,
 		CallTimeout:    set.ToolTimeout(),
+		TaskTimeout:    set.TaskTimeout(),
 		SessionIdle:    set.MCPSessionIdle(),
 		MaxSessions:    set.MCPMaxSessions,
 		MaxConnections: set.MCPMaxConnections,

@@ -98,7 +98,11 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest, next fu
 		return s.failed(&rec, err), nil
 	}
 
-	callCtx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
+	timeout := s.opts.CallTimeout
+	if def.timeout != nil {
+		timeout = def.timeout(s)
+	}
+	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	res, err := next(withCall(callCtx, who, ws))
 	if err != nil {

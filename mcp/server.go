@@ -97,6 +97,8 @@ type Options struct {
 	Burst     int
 	// CallTimeout bounds each tool call. Default 30 s.
 	CallTimeout time.Duration
+	// TaskTimeout bounds a workspace_run_task run instead. Default 10 min.
+	TaskTimeout time.Duration
 	// MaxBody bounds request bodies. Default 1 MiB.
 	MaxBody int64
 	// SessionIdle closes an MCP session that has received no request for
@@ -176,6 +178,9 @@ type Server struct {
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
 	bg       sync.WaitGroup
+
+	// The tasks running, one per workspace and task (workspace_run_task).
+	taskRuns runningTasks
 }
 
 // New builds a server; it does not bind a port yet (see Listen).
@@ -239,6 +244,7 @@ func (o Options) withDefaults() (Options, error) {
 	orDefault(&o.RateLimit, DefaultRateLimit)
 	orDefault(&o.Burst, DefaultBurst)
 	orDefault(&o.CallTimeout, DefaultCallTimeout)
+	orDefault(&o.TaskTimeout, DefaultTaskTimeout)
 	orDefault(&o.MaxBody, DefaultMaxBody)
 	orDefault(&o.SessionIdle, DefaultSessionIdle)
 	orDefault(&o.MaxSessions, DefaultMaxSessions)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -46,6 +47,9 @@ type toolDef struct {
 	// register adds tool to s with its typed handler bound to s.
 	register func(s *Server, tool *sdk.Tool)
 	tool     *sdk.Tool
+	// timeout, when set, replaces the call timeout (CallTimeout) of a
+	// tool that bounds its own work.
+	timeout func(*Server) time.Duration
 }
 
 type (
@@ -269,6 +273,8 @@ func toolTable() []toolDef {
 				Annotations: &sdk.ToolAnnotations{DestructiveHint: new(false), OpenWorldHint: new(false)},
 			},
 		},
+		listTasksTool(readOnly),
+		runTaskTool(),
 		{
 			userOnly: true,
 			register: bind((*Server).projectAdd),

@@ -65,6 +65,8 @@ type Settings struct {
 	MCPMaxSessions int `json:"mcpMaxSessions"`
 	// MCPMaxConnections caps the connections the MCP server serves at once.
 	MCPMaxConnections int `json:"mcpMaxConnections"`
+	// TaskTimeoutSeconds bounds one workspace_run_task run (see tasks.go).
+	TaskTimeoutSeconds int `json:"taskTimeoutSeconds"`
 
 	// Limits of a running app (issue 11, point 3: logs and agents).
 
@@ -114,6 +116,7 @@ func Default() Settings {
 		MCPSessionIdleSeconds: 30 * 60,
 		MCPMaxSessions:        100,
 		MCPMaxConnections:     256,
+		TaskTimeoutSeconds:    DefaultTaskTimeoutSeconds,
 
 		LogMaxMB:             10,
 		WorkspaceCreateLimit: CreateLimit{Count: 10, Minutes: 10},
@@ -183,6 +186,7 @@ func (s Settings) Validate() error {
 		errs = append(errs, fmt.Errorf("toolTimeoutSeconds is %d: use 1 to 600", t))
 	}
 	errs = append(errs, s.validateRunLimits()...)
+	errs = append(errs, s.validateTasks()...)
 	errs = append(errs, s.validateCommands()...)
 	errs = append(errs, s.validateProjectSetup()...)
 	errs = append(errs, s.validateMCPServers()...)

@@ -25,6 +25,7 @@ func TestDefaultMatchesDocumentedValues(t *testing.T) {
 		MCPSessionIdleSeconds: 1800,
 		MCPMaxSessions:        100,
 		MCPMaxConnections:     256,
+		TaskTimeoutSeconds:    600,
 
 		LogMaxMB:             10,
 		WorkspaceCreateLimit: CreateLimit{Count: 10, Minutes: 10},
@@ -134,14 +135,14 @@ func TestLoadReadsValidFiles(t *testing.T) {
 		}},
 		{"every key", `{"mcpPort":1,"opencodeBasePort":2,"opencodeBin":"/bin/oc","worktreeRoot":"/w","notifications":true,
 			"projects":["/a","/b"],"rateLimit":{"perSecond":1.5,"burst":3},"toolTimeoutSeconds":600,
-			"mcpSessionIdleSeconds":2,"mcpMaxSessions":7,"mcpMaxConnections":99,
+			"mcpSessionIdleSeconds":2,"mcpMaxSessions":7,"mcpMaxConnections":99,"taskTimeoutSeconds":5,
 			"logMaxMB":1,"workspaceCreateLimit":{"count":3,"minutes":60},"maxAgents":4,
 			"projectSetup":{"/a":{"copy":[".env*"],"setup":"make","setupTimeoutSeconds":9}},
 			"mcpServers":{"fs":{"command":"npx","args":["-y","x"],"env":{"T":"{env:T}"},"scope":"workspace","confine":true,"startAtLaunch":true},
 				"gh":{"url":"https://example.com/mcp","headers":{"Authorization":"Bearer {env:GH}"}}},"workspaceDeny":["vault/"]}`, func() Settings {
 			return Settings{MCPPort: 1, OpencodeBasePort: 2, OpencodeBin: "/bin/oc", WorktreeRoot: "/w", Notifications: true,
 				Projects: []string{"/a", "/b"}, RateLimit: RateLimit{PerSecond: 1.5, Burst: 3}, ToolTimeoutSeconds: 600,
-				MCPSessionIdleSeconds: 2, MCPMaxSessions: 7, MCPMaxConnections: 99,
+				MCPSessionIdleSeconds: 2, MCPMaxSessions: 7, MCPMaxConnections: 99, TaskTimeoutSeconds: 5,
 				LogMaxMB: 1, WorkspaceCreateLimit: CreateLimit{Count: 3, Minutes: 60}, MaxAgents: 4,
 				ProjectSetup: map[string]ProjectSetup{"/a": {Copy: []string{".env*"}, Setup: "make", SetupTimeoutSeconds: 9}},
 				MCPServers: map[string]MCPServer{
@@ -341,7 +342,7 @@ func TestSaveWritesEveryKnownKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds",
-		"mcpSessionIdleSeconds", "mcpMaxSessions", "mcpMaxConnections", "logMaxMB", "workspaceCreateLimit", "maxAgents",
+		"mcpSessionIdleSeconds", "mcpMaxSessions", "mcpMaxConnections", "taskTimeoutSeconds", "logMaxMB", "workspaceCreateLimit", "maxAgents",
 		"editorCommand", "terminalCommand", "projectSetup", "mcpServers", "workspaceDeny"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("key %s missing from\n%s", k, data)
@@ -431,7 +432,7 @@ func TestStoreConcurrentUpdatesAllLand(t *testing.T) {
 
 func TestKnownKeysMatchStructTags(t *testing.T) {
 	want := []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds",
-		"mcpSessionIdleSeconds", "mcpMaxSessions", "mcpMaxConnections", "logMaxMB", "workspaceCreateLimit", "maxAgents",
+		"mcpSessionIdleSeconds", "mcpMaxSessions", "mcpMaxConnections", "taskTimeoutSeconds", "logMaxMB", "workspaceCreateLimit", "maxAgents",
 		"editorCommand", "terminalCommand", "projectSetup", "mcpServers", "workspaceDeny"}
 	if got := knownKeys(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("knownKeys() = %v, want %v", got, want)

@@ -1,0 +1,211 @@
+package mcp
+
+// Handlers of workspace_list_tasks and workspace_run_task: the tasks of
+// the caller's own workspace (package tasks finds and runs them), one run
+// of a task per workspace at a time, progress notifications while it runs.
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"codehydra/tasks"
+	"codehydra/workspace"
+)
+
+// Tool names of the task tools.
+const (
+	ToolListTasks = "workspace_list_tasks"
+	ToolRunTask   = "workspace_run_task"
+)
+
+// DefaultTaskTimeout is Options.TaskTimeout when left zero.
+const DefaultTaskTimeout = 10 * time.Minute
+
+// taskCallSlack is what a run_task call may take beyond its task's
+// timeout: the grace between SIGTERM and SIGKILL and the last output.
+const taskCallSlack = tasks.DefaultGrace + 10*time.Second
+
+// maxTasksNamed bounds the task names an unknown-task error lists.
+const maxTasksNamed = 50
+
+type (
+	listTasksOutput struct {
+		Tasks []tasks.Task `json:"tasks" jsonschema:"the tasks, sorted by name; name is what workspace_run_task takes"`
+		// Problems names task files that could not be read.
+		Problems string `json:"problems,omitempty" jsonschema:"task files that could not be read, and why"`
+	}
+
+	runTaskInput struct {
+		Name string   `json:"name" jsonschema:"the task's name as workspace_list_tasks gives it, e.g. make:test or npm:build"`
+		Args []string `json:"args,omitempty" jsonschema:"arguments appended to the task's command, each as one argument, never through a shell: a just recipe's parameters, VAR=value assignments for make, the script's arguments for npm"`
+	}
+
+	runTaskOutput struct {
+		Name    string   `json:"name" jsonschema:"the task that ran"`
+		Command []string `json:"command" jsonschema:"the command line that ran, one argument per element"`
+		// ExitCode is null when the process did not exit by itself.
+		ExitCode     *int   `json:"exitCode" jsonschema:"the exit code (0 is success); null when the task was stopped (timedOut, cancelled) or ended by a signal"`
+		Ended        string `json:"ended" jsonschema:"how it ended, e.g. exit status 2 or signal: killed"`
+		TimedOut     bool   `json:"timedOut,omitempty" jsonschema:"true: it ran past taskTimeoutSeconds and was stopped with every process it started"`
+		Cancelled    bool   `json:"cancelled,omitempty" jsonschema:"true: the call was cancelled and the task stopped"`
+		Output       string `json:"output" jsonschema:"the end of its combined stdout and stderr (at most 64 KiB)"`
+		OutputBytes  int64  `json:"outputBytes" jsonschema:"all the output it printed"`
+		DroppedBytes int64  `json:"droppedBytes" jsonschema:"how much of the start of the output is not in output"`
+		DurationMs   int64  `json:"durationMs" jsonschema:"how long it ran"`
+	}
+)
+
+func listTasksTool(readOnly *sdk.ToolAnnotations) toolDef {
+	return toolDef{
+		needsWorkspace: true,
+		register:       bind((*Server).listTasks),
+		tool: &sdk.Tool{
+			Name:  ToolListTasks,
+			Title: "List workspace tasks",
+			Description: "Lists the tasks of your own workspace that workspace_run_task can run: justfile recipes " +
+				"(just:<recipe>), Makefile targets (make:<target>) and package.json scripts (npm:<script>), each with the " +
+				"file it comes from and the command it runs. Nothing is run to find them.",
+			Annotations: readOnly,
+		},
+	}
+}
+
+func runTaskTool() toolDef {
+	return toolDef{
+		needsWorkspace: true,
+		register:       bind((*Server).runTask),
+		timeout:        func(s *Server) time.Duration { return s.opts.TaskTimeout + taskCallSlack },
+		tool: &sdk.Tool{
+			Name:  ToolRunTask,
+			Title: "Run a workspace task",
+			Description: "Runs one task of your own workspace (a name from workspace_list_tasks, e.g. make:test) in the " +
+				"workspace folder, without a shell; args are appended as separate arguments. It waits for the end and " +
+				"returns the exit code and the last 64 KiB of output. The task is stopped, with every process it " +
+				"started, after taskTimeoutSeconds (default 600) or when you cancel the call; progress notifications " +
+				"carry its latest output line every second. A task already running in this workspace cannot be started again.",
+			Annotations: &sdk.ToolAnnotations{DestructiveHint: new(true), OpenWorldHint: new(true)},
+		},
+	}
+}
+
+func (s *Server) listTasks(ctx context.Context, _ *sdk.CallToolRequest, _ noInput) (*sdk.CallToolResult, listTasksOutput, error) {
+	found, err := tasks.Find(callerWorkspace(ctx).Path)
+	out := listTasksOutput{Tasks: found}
+	if out.Tasks == nil {
+		out.Tasks = []tasks.Task{}
+	}
+	if err != nil {
+		out.Problems = err.Error()
+	}
+	return nil, out, nil
+}
+
+func (s *Server) runTask(ctx context.Context, req *sdk.CallToolRequest, in runTaskInput) (*sdk.CallToolResult, runTaskOutput, error) {
+	ws := callerWorkspace(ctx)
+	task, err := findTask(ws.Path, in.Name)
+	if err != nil {
+		return nil, runTaskOutput{}, fail(err)
+	}
+	argv, err := tasks.Argv(ws.Path, task, in.Args)
+	if err != nil {
+		return nil, runTaskOutput{}, fail(&workspace.Error{Code: workspace.CodeInvalidInput, Message: err.Error()})
+	}
+	release, ok := s.taskRuns.start(ws.Path, task.Name)
+	if !ok {
+		return nil, runTaskOutput{}, fail(workspace.Errorf(workspace.CodeConflict,
+			"%s is already running in this workspace; wait for that run to end (or cancel it) and try again", task.Name))
+	}
+	defer release()
+	// The server's shutdown ends the run too, not only the client.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.bgCtx, cancel)()
+
+	res, err := tasks.Run(ctx, tasks.RunOptions{Argv: argv, Dir: ws.Path, Timeout: s.opts.TaskTimeout, Progress: progressOf(ctx, req)})
+	if err != nil {
+		return nil, runTaskOutput{}, fail(workspace.Errorf(workspace.CodeInternal, "%v; is %s installed and on CodeHydra's PATH?", err, argv[0]))
+	}
+	s.log.Info("task ran", slog.String("workspace", ws.Path), slog.String("task", task.Name), slog.String("ended", res.Ended),
+		slog.Bool("timedOut", res.TimedOut), slog.Bool("cancelled", res.Cancelled), slog.Duration("duration", res.Duration))
+	out := runTaskOutput{
+		Name: task.Name, Command: argv, Ended: res.Ended, TimedOut: res.TimedOut, Cancelled: res.Cancelled,
+		Output: res.Output, OutputBytes: res.Bytes, DroppedBytes: res.Dropped, DurationMs: res.Duration.Milliseconds(),
+	}
+	if res.ExitCode >= 0 && !res.TimedOut && !res.Cancelled {
+		out.ExitCode = &res.ExitCode
+	}
+	return nil, out, nil
+}
+
+// findTask is the task of the workspace at dir named name, or an
+// invalid-input error that lists the tasks there are.
+func findTask(dir, name string) (tasks.Task, error) {
+	found, ferr := tasks.Find(dir)
+	var names []string
+	for _, t := range found {
+		if t.Name == name {
+			return t, nil
+		}
+		names = append(names, t.Name)
+	}
+	available := "this workspace has no tasks (no justfile, Makefile or package.json scripts)"
+	if len(names) > 0 {
+		if len(names) > maxTasksNamed {
+			names = append(names[:maxTasksNamed], "…")
+		}
+		available = "available: " + strings.Join(names, ", ")
+	}
+	if ferr != nil {
+		available += "; some task files could not be read: " + ferr.Error()
+	}
+	return tasks.Task{}, workspace.Errorf(workspace.CodeInvalidInput, "no task %q in this workspace; %s", name, available)
+}
+
+// progressOf sends the client a progress notification for each report of
+// a run, when the call asked for them (a progress token).
+func progressOf(ctx context.Context, req *sdk.CallToolRequest) func(tasks.Progress) {
+	token := req.Params.GetProgressToken()
+	if token == nil || req.Session == nil {
+		return nil
+	}
+	return func(p tasks.Progress) {
+		msg := fmt.Sprintf("running for %ds", int(p.Elapsed.Seconds()))
+		if p.Line != "" {
+			msg += ": " + p.Line
+		}
+		// A lost notification costs the client one update; the run goes on.
+		_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: p.Elapsed.Seconds(), Message: msg})
+	}
+}
+
+// runningTasks holds the tasks running, by workspace and task name.
+type runningTasks struct {
+	mu      sync.Mutex
+	running map[[2]string]bool
+}
+
+// start reserves the run of task in the workspace at path; it reports
+// false when that task runs there already. release ends the reservation.
+func (r *runningTasks) start(path, task string) (release func(), ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := [2]string{path, task}
+	if r.running[key] {
+		return nil, false
+	}
+	if r.running == nil {
+		r.running = map[[2]string]bool{}
+	}
+	r.running[key] = true
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		delete(r.running, key)
+	}, true
+}

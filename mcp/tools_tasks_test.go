@@ -1,0 +1,244 @@
+package mcp
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"codehydra/internal/testenv"
+	"codehydra/tasks"
+	"codehydra/tasks/taskstest"
+	"codehydra/workspace"
+)
+
+// taskMakefile is the Makefile of the task tests' workspace. Its recipes
+// run through make's shell: that is the workspace's own content, not the
+// caller's arguments.
+const taskMakefile = `fail:
+	@echo failing; exit 7
+sleep:
+	@sleep 300 & echo $$! > child.pid; echo $$$$ > shell.pid; echo started; wait
+loud:
+	@head -c 3000000 /dev/zero | tr '\0' x; echo; echo END
+tick:
+	@for i in 1 2 3; do echo tick $$i; sleep 1; done
+show:
+	$(info V=$(V))
+	@true
+`
+
+// taskWorkspace is a workspace of h with taskMakefile.
+func taskWorkspace(h *harness, name string) string {
+	h.t.Helper()
+	ws := h.create(name)
+	testenv.WriteFile(h.t, filepath.Join(ws.Path, "Makefile"), taskMakefile)
+	return ws.Path
+}
+
+// progressSession is h.session(wsPath) whose client collects the progress
+// notifications it gets.
+func (h *harness) progressSession(wsPath string, got func(*sdk.ProgressNotificationParams)) *sdk.ClientSession {
+	h.t.Helper()
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, &sdk.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) { got(r.Params) },
+	})
+	hdr := h.authHeader(http.Header{WorkspaceHeader: {wsPath}})
+	cs, err := client.Connect(context.Background(), &sdk.StreamableClientTransport{
+		Endpoint: h.srv.URL(), HTTPClient: &http.Client{Transport: &headerTransport{base: newTransport(h.t), header: hdr}},
+		MaxRetries: -1, DisableStandaloneSSE: true,
+	}, &sdk.ClientSessionOptions{ProtocolVersion: clientProtocolVersion})
+	if err != nil {
+		h.t.Fatalf("connect: %v", err)
+	}
+	h.t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func runTask(t *testing.T, cs *sdk.ClientSession, name string, args ...string) runTaskOutput {
+	t.Helper()
+	var out runTaskOutput
+	okJSON(t, call(t, cs, ToolRunTask, map[string]any{"name": name, "args": args}), &out)
+	return out
+}
+
+func TestListTasksNamesEachSourcesTasks(t *testing.T) {
+	h := newHarness(t)
+	ws := taskWorkspace(h, "list")
+	testenv.WriteFile(t, filepath.Join(ws, "package.json"), `{"scripts":{"fail":"exit 1"}}`)
+	var out listTasksOutput
+	okJSON(t, call(t, h.session(ws), ToolListTasks, nil), &out)
+	var names []string
+	for _, tk := range out.Tasks {
+		names = append(names, tk.Name)
+	}
+	want := []string{"make:fail", "make:loud", "make:show", "make:sleep", "make:tick", "npm:fail"}
+	if !slices.Equal(names, want) || out.Problems != "" {
+		t.Fatalf("tasks %v (problems %q), want %v", names, out.Problems, want)
+	}
+}
+
+func TestRunTaskThatDoesNotExistListsTheAvailableOnes(t *testing.T) {
+	h := newHarness(t)
+	ws := taskWorkspace(h, "missing")
+	code, msg := errCode(t, call(t, h.session(ws), ToolRunTask, map[string]any{"name": "make:deploy"}))
+	if code != workspace.CodeInvalidInput || !strings.Contains(msg, "make:fail, make:loud") {
+		t.Fatalf("%s: %s", code, msg)
+	}
+}
+
+func TestRunTaskThatFailsReturnsItsExitCode(t *testing.T) {
+	h := newHarness(t)
+	ws := taskWorkspace(h, "fails")
+	out := runTask(t, h.session(ws), "make:fail")
+	if out.ExitCode == nil || *out.ExitCode == 0 || !strings.Contains(out.Output, "failing") || out.TimedOut {
+		t.Fatalf("result %+v", out)
+	}
+}
+
+func TestRunTaskPastItsTimeoutEndsEveryProcessItStarted(t *testing.T) {
+	// The task timeout (2 s) is longer than the call timeout (1 s): the
+	// run is bounded by its own.
+	h := newHarness(t, func(o *Options) { o.TaskTimeout, o.CallTimeout = 2*time.Second, time.Second })
+	ws := taskWorkspace(h, "slow")
+	out := runTask(t, h.session(ws), "make:sleep")
+	if !out.TimedOut || out.ExitCode != nil || !strings.Contains(out.Output, "started") {
+		t.Fatalf("result %+v", out)
+	}
+	for _, f := range []string{"shell.pid", "child.pid"} {
+		pid := taskstest.PID(t, filepath.Join(ws, f))
+		waitFor(t, f+" gone", func() bool { return !taskstest.Alive(pid) })
+	}
+}
+
+func TestRunTaskThatPrintsMegabytesKeepsTheTail(t *testing.T) {
+	h := newHarness(t)
+	ws := taskWorkspace(h, "loud")
+	out := runTask(t, h.session(ws), "make:loud")
+	if out.OutputBytes != 3000005 || len(out.Output) != tasks.DefaultMaxOutput || out.DroppedBytes != out.OutputBytes-int64(len(out.Output)) ||
+		!strings.HasSuffix(out.Output, "x\nEND\n") {
+		t.Fatalf("bytes %d, kept %d, dropped %d", out.OutputBytes, len(out.Output), out.DroppedBytes)
+	}
+}
+
+func TestRunTaskCancelledByTheClientEndsItsProcesses(t *testing.T) {
+	h := newHarness(t)
+	ws := taskWorkspace(h, "cancel")
+	cs := h.session(ws)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: ToolRunTask, Arguments: map[string]any{"name": "make:sleep"}})
+		done <- err
+	}()
+	shell, child := taskstest.PID(t, filepath.Join(ws, "shell.pid")), taskstest.PID(t, filepath.Join(ws, "child.pid"))
+	cancel()
+	<-done
+	waitFor(t, "the cancelled task's processes gone", func() bool { return !taskstest.Alive(shell) && !taskstest.Alive(child) })
+	// The run is over: the task may run again.
+	testenv.WriteFile(t, filepath.Join(ws, "Makefile"), strings.Replace(taskMakefile, "sleep 300 &", "true &", 1))
+	if out := runTask(t, cs, "make:sleep"); out.ExitCode == nil || *out.ExitCode != 0 {
+		t.Fatalf("the task after a cancelled run: %+v", out)
+	}
+}
+
+func TestRunTaskTwiceAtOnceIsAConflict(t *testing.T) {
+	h := newHarness(t)
+	ws := taskWorkspace(h, "twice")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = h.session(ws).CallTool(ctx, &sdk.CallToolParams{Name: ToolRunTask, Arguments: map[string]any{"name": "make:sleep"}})
+	}()
+	child := taskstest.PID(t, filepath.Join(ws, "child.pid"))
+	code, msg := errCode(t, call(t, h.session(ws), ToolRunTask, map[string]any{"name": "make:sleep"}))
+	if code != workspace.CodeConflict {
+		t.Fatalf("second run: %s: %s", code, msg)
+	}
+	// Another task of the same workspace is no conflict.
+	if out := runTask(t, h.session(ws), "make:fail"); out.ExitCode == nil {
+		t.Fatalf("another task: %+v", out)
+	}
+	cancel()
+	<-done
+	waitFor(t, "first run's child gone", func() bool { return !taskstest.Alive(child) })
+}
+
+func TestRunTaskSendsProgressNotifications(t *testing.T) {
+	h := newHarness(t)
+	ws := taskWorkspace(h, "progress")
+	var mu sync.Mutex
+	var got []*sdk.ProgressNotificationParams
+	cs := h.progressSession(ws, func(p *sdk.ProgressNotificationParams) { mu.Lock(); got = append(got, p); mu.Unlock() })
+	params := &sdk.CallToolParams{Name: ToolRunTask, Arguments: map[string]any{"name": "make:tick"}}
+	params.SetProgressToken("run-1")
+	res, err := cs.CallTool(context.Background(), params)
+	if err != nil || res.IsError {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) < 2 {
+		t.Fatalf("%d progress notifications, want one a second", len(got))
+	}
+	for i, p := range got {
+		if p.ProgressToken != "run-1" || i > 0 && p.Progress <= got[i-1].Progress {
+			t.Fatalf("notification %d: %+v", i, p)
+		}
+	}
+	if !slices.ContainsFunc(got, func(p *sdk.ProgressNotificationParams) bool { return strings.Contains(p.Message, "tick ") }) {
+		t.Fatalf("no notification carries an output line: %+v", got[0])
+	}
+}
+
+func TestRunTaskWithAWorkspaceTokenNeverRunsInAnotherWorkspace(t *testing.T) {
+	h := newHarness(t)
+	mine, other := taskWorkspace(h, "mine"), taskWorkspace(h, "other")
+	tok, err := h.token.ForWorkspace(mine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range []string{ToolRunTask, ToolListTasks} {
+		code, msg := errCode(t, call(t, h.sessionAs(tok, other), tool, map[string]any{"name": "make:sleep"}))
+		if code != workspace.CodeForbidden {
+			t.Fatalf("%s in another workspace: %s: %s", tool, code, msg)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(other, "shell.pid")); err == nil {
+		t.Fatal("a workspace token ran a task in another workspace")
+	}
+	if out := runTask(t, h.sessionAs(tok, ""), "make:fail"); out.ExitCode == nil || *out.ExitCode == 0 {
+		t.Fatalf("own workspace: %+v", out)
+	}
+}
+
+func TestRunTaskPassesArgsWithShellMetacharactersLiterally(t *testing.T) {
+	h := newHarness(t)
+	ws := taskWorkspace(h, "literal")
+	value := "V=a;b|c&&touch pwned `touch pwned2` $(touch pwned3) 'q' \"d\" >x"
+	out := runTask(t, h.session(ws), "make:show", value)
+	if out.ExitCode == nil || *out.ExitCode != 0 || !slices.Equal(out.Command, []string{"make", "--", "show", value}) {
+		t.Fatalf("result %+v", out)
+	}
+	if !strings.Contains(out.Output, "V=a;b|c&&touch pwned `touch pwned2`") {
+		t.Fatalf("output %q", out.Output)
+	}
+	for _, f := range []string{"pwned", "pwned2", "pwned3", "x"} {
+		if _, err := os.Stat(filepath.Join(ws, f)); err == nil {
+			t.Fatalf("an argument ran through a shell: %s exists", f)
+		}
+	}
+	code, _ := errCode(t, call(t, h.session(ws), ToolRunTask, map[string]any{"name": "make:show", "args": []string{"V=a\x00b"}}))
+	if code != workspace.CodeInvalidInput {
+		t.Fatalf("a NUL in an argument: %s", code)
+	}
+}
