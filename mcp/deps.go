@@ -1,0 +1,49 @@
+package mcp
+
+// What the server is given to act on: the domain (Workspaces), the agents'
+// ports (Agents) and first prompts (Prompts). Each is the small part of
+// the app's types that the tools need, so tests give fakes.
+
+import (
+	"context"
+
+	"codehydra/workspace"
+)
+
+// Workspaces is the part of workspace.Manager the server needs.
+type Workspaces interface {
+	Resolve(path string) (workspace.Workspace, error)
+	Status(ctx context.Context, wsPath string) (workspace.Status, error)
+	Metadata(ctx context.Context, wsPath string) (map[string]string, error)
+	// Changes lists a workspace's changed and untracked files.
+	Changes(ctx context.Context, wsPath string) (workspace.Changes, error)
+	SetMetadata(ctx context.Context, wsPath, key string, value *string) error
+	// StartDelete reserves the delete of a workspace and returns the work
+	// that deletes it; a delete already running is a conflict at once.
+	StartDelete(ctx context.Context, wsPath string, o workspace.DeleteOptions) (run func(context.Context) error, err error)
+	Create(ctx context.Context, o workspace.CreateOptions) (workspace.Workspace, error)
+	Projects() []workspace.Project
+	Workspaces(projectPath string) ([]workspace.Workspace, error)
+	AllWorkspaces() []workspace.Workspace
+	AddProject(ctx context.Context, path string) (workspace.Project, error)
+	RemoveProject(ctx context.Context, path string) error
+}
+
+// Agents reports the OpenCode server of a workspace; the opencode
+// supervisor implements it.
+type Agents interface {
+	// OpencodePort returns the port of the workspace's OpenCode server and
+	// whether one runs.
+	OpencodePort(path string) (int, bool)
+}
+
+// Prompts hands a new workspace's first prompt (workspace_create's
+// initialPrompt) to its agent; the opencode supervisor implements it.
+type Prompts interface {
+	// RecentModel is the model ("provider/model") of the last user message
+	// the agent of the workspace at path got; "" if unknown.
+	RecentModel(ctx context.Context, path string) string
+	// QueuePrompt keeps p until the agent of the workspace at path is
+	// ready, then delivers it once.
+	QueuePrompt(path string, p workspace.FirstPrompt) (workspace.PromptDelivery, error)
+}
