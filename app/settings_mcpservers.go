@@ -136,6 +136,8 @@ func (e *mcpServersEditor) show(st map[string]MCPServerStatus) {
 func (e *mcpServersEditor) newRow(name string) *mcpServerRow {
 	r := &mcpServerRow{name: name, kind: widget.NewLabel(""), state: widget.NewLabel(""), lastErr: statusLabel()}
 	r.lastErr.Importance = widget.DangerImportance
+	// A long program path wraps instead of widening the window.
+	r.kind.Wrapping = fyne.TextWrapWord
 	r.edit = widget.NewButton("Edit…", func() { e.form.open(name) })
 	r.remove = widget.NewButton("Remove…", func() { e.confirmRemove(name) })
 	head := container.NewBorder(nil, nil, nil, container.NewHBox(r.edit, r.remove),
