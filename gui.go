@@ -48,6 +48,10 @@ func (s *server) appDeps() app.Deps {
 	if s.mcp != nil {
 		deps.MCP = s.mcp
 	}
+	if s.gateway != nil {
+		deps.Settings = gatewaySettings{s.settings, s.gateway}
+		deps.Gateway = gatewayStatuses{s.gateway}
+	}
 	return deps
 }
 

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"codehydra/gateway"
 	"codehydra/internal/instance"
 	"codehydra/internal/paths"
 	"codehydra/internal/rotate"
@@ -113,7 +114,9 @@ type server struct {
 
 	mcp   *mcp.Server
 	token *mcp.Token
-	sup   *opencode.Supervisor
+	// gateway runs the user's own MCP servers (serve_gateway.go).
+	gateway *gateway.Gateway
+	sup     *opencode.Supervisor
 	// prep readies a created workspace before sup starts its agent.
 	prep *prepare.Preparer
 
@@ -167,6 +170,7 @@ func (s *server) run(ctx context.Context) int {
 	// run in the background, so that neither the MCP server nor the UI
 	// waits for them; agents start as their workspaces are discovered.
 	for _, st := range []step{
+		{"set up the user's MCP servers", s.startGateway},
 		{"start the MCP server", s.startMCP},
 		{"write the OpenCode config", s.writeOpencodeConfig},
 		{"write the instance file", s.writeInstanceFile},

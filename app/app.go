@@ -95,6 +95,30 @@ type MCPServer interface {
 	PortNotice() string
 }
 
+// MCPGateway is the user's own MCP servers as CodeHydra runs them (main
+// adapts the gateway to it).
+type MCPGateway interface {
+	// Statuses says how each configured server is doing, by name; it must
+	// be cheap, as the Settings window asks every few seconds.
+	Statuses() []MCPServerStatus
+}
+
+// MCPServerStatus is how one of the user's MCP servers is doing.
+type MCPServerStatus struct {
+	Name string
+	// State is "running", "starting", "stopped" or "failed".
+	State string
+	// LastError is why the last start failed or the last instance ended;
+	// it never holds an env or header value.
+	LastError string
+	Tools     int
+	Calls     int64
+	Restarts  int
+	// Instances is how many of its instances run (one per workspace for a
+	// workspace-scoped server).
+	Instances int
+}
+
 // Deps is what the UI needs from the rest of the app.
 type Deps struct {
 	// Workspaces and Settings are required.
@@ -105,6 +129,9 @@ type Deps struct {
 	Agents Agents
 	// MCP may be nil while no server runs.
 	MCP MCPServer
+	// Gateway may be nil: the MCP servers tab then shows the configured
+	// servers without their state.
+	Gateway MCPGateway
 	// Prepare may be nil: created workspaces then show no setup progress.
 	Prepare Preparation
 	// RotateToken replaces the MCP access token, and only that: the UI then

@@ -24,8 +24,9 @@ const (
 	portFixed   = "Fixed port"
 )
 
-// settingsWindow edits the settings (General tab) and workspace metadata
-// (Metadata tab). It shows the saved settings each time it opens.
+// settingsWindow edits the settings (General tab), workspace metadata
+// (Metadata tab), projects' setup (Projects tab) and the user's MCP servers
+// (MCP servers tab). It shows the saved settings each time it opens.
 type settingsWindow struct {
 	u   *ui
 	win fyne.Window
@@ -51,7 +52,8 @@ type settingsWindow struct {
 	restartNote   *widget.Label
 	restartNow    *widget.Button
 
-	meta *metadataEditor
+	meta    *metadataEditor
+	servers *mcpServersEditor
 	// loaded is what the form was filled from, to tell what a save changed.
 	loaded settings.Settings
 }
@@ -62,7 +64,7 @@ func (u *ui) openSettings() *settingsWindow {
 	var w *settingsWindow
 	u.window("settings", func() (fyne.Window, func()) {
 		w = u.newSettingsWindow()
-		return w.win, w.meta.stop
+		return w.win, func() { w.meta.stop(); w.servers.stop() }
 	})
 	return w
 }
@@ -138,10 +140,12 @@ func (u *ui) newSettingsWindow() *settingsWindow {
 	)
 
 	w.meta = u.newMetadataEditor()
+	w.servers = u.newMCPServersEditor(w.win.Close)
 	tabs := container.NewAppTabs(
 		container.NewTabItem("General", general),
 		container.NewTabItem("Metadata", w.meta.content),
 		container.NewTabItem("Projects", u.newProjectSetupEditor().content),
+		container.NewTabItem("MCP servers", w.servers.content),
 	)
 	w.win.SetContent(tabs)
 	answerEscape(w.win, w.win.Close, w.mcpPort.entry, w.ocPort.entry, w.ocBin.entry, w.worktreeRoot.entry,
