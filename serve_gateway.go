@@ -28,11 +28,9 @@ func (s *server) startGateway(context.Context) error {
 	return nil
 }
 
-// mcpGateway is what startMCP gives the MCP server as mcp.Options.Gateway
-// (MERGE: pass `Gateway: s.mcpGateway()` there once mcp.Options has it);
-// nil (no gateway) until startGateway ran.
-//
-//lint:ignore U1000 used by startMCP once mcp.Options.Gateway is merged
+// mcpGateway is what startMCP gives the MCP server as mcp.Options.Gateway;
+// nil (no gateway) until startGateway ran. A nil *gateway.Gateway must
+// not reach the interface, where it would not be nil.
 func (s *server) mcpGateway() mcp.Gateway {
 	if s.gateway == nil {
 		return nil

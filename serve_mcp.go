@@ -34,6 +34,7 @@ func (s *server) startMCP(ctx context.Context) error {
 		Agents:         s.agentPorts,
 		Prompts:        s.agentPorts,
 		Sessions:       agentSessions{s.agentPorts},
+		Gateway:        s.mcpGateway(),
 		RateLimit:      rate.Limit(set.RateLimit.PerSecond),
 		Burst:          set.RateLimit.Burst,
 		CallTimeout:    set.ToolTimeout(),
