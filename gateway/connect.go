@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -27,6 +28,7 @@ const MarkerEnv = "CODEHYDRA_MCP_SERVER_ID"
 // initializes a client session with it and lists its tools. cleanup ends
 // what is left of its processes once the session is closed.
 func (s *server) connect(ctx context.Context, ws string) (sess *sdk.ClientSession, cleanup func(), tools []*sdk.Tool, err error) {
+	var asked chan struct{}
 	client := sdk.NewClient(&sdk.Implementation{Name: "codehydra", Version: "1"}, &sdk.ClientOptions{
 		ToolListChangedHandler: func(_ context.Context, req *sdk.ToolListChangedRequest) {
 			go s.refreshTools(req.Session)
@@ -38,6 +40,7 @@ func (s *server) connect(ctx context.Context, ws string) (sess *sdk.ClientSessio
 		// folders from them, and the issue asks for the workspace as root.
 		//lint:ignore SA1019 see above
 		client.AddRoots(&sdk.Root{URI: fileURI(ws), Name: filepath.Base(ws)}) //lint:ignore SA1019 see above
+		client.AddReceivingMiddleware(rootsAnswered(&asked))
 	}
 	var transport sdk.Transport
 	var stderr *tail
@@ -68,6 +71,9 @@ func (s *server) connect(ctx context.Context, ws string) (sess *sdk.ClientSessio
 			_ = sess.Close()
 		}
 	}
+	if err == nil && asked != nil {
+		awaitRoots(ctx, asked)
+	}
 	if err != nil {
 		cleanup()
 		if last := stderr.lastLine(); last != "" {
@@ -76,6 +82,47 @@ func (s *server) connect(ctx context.Context, ws string) (sess *sdk.ClientSessio
 		return nil, nil, nil, fmt.Errorf("start: %w", err)
 	}
 	return sess, cleanup, tools, nil
+}
+
+// rootsWait bounds how long a new workspace instance is given to ask for
+// its roots; rootsSettle is how long it is then given to take them in.
+// A server that takes its allowed folders from the roots (server-
+// filesystem) asks right after initialization and answers calls that come
+// before it has them as if it had no folder at all.
+const (
+	rootsWait   = 2 * time.Second
+	rootsSettle = 100 * time.Millisecond
+)
+
+// rootsAnswered makes *asked a channel closed once the server's first
+// roots/list request has been answered.
+func rootsAnswered(asked *chan struct{}) sdk.Middleware {
+	ch := make(chan struct{})
+	*asked = ch
+	var once sync.Once
+	return func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			res, err := next(ctx, method, req)
+			if method == "roots/list" {
+				once.Do(func() { close(ch) })
+			}
+			return res, err
+		}
+	}
+}
+
+// awaitRoots waits (boundedly) until the server asked for its roots and
+// had a moment to take them in, so that the first call sees the
+// workspace; a server that never asks costs rootsWait once per start.
+func awaitRoots(ctx context.Context, asked <-chan struct{}) {
+	t := time.NewTimer(rootsWait)
+	defer t.Stop()
+	select {
+	case <-asked:
+		time.Sleep(rootsSettle)
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // command is the stdio server's process for workspace ws, with its

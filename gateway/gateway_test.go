@@ -132,6 +132,13 @@ func TestAWorkspaceScopedFilesystemServerHasTheCallersWorkspaceAsItsRoot(t *test
 	if st := g.Statuses(); st[0].Instances != 2 {
 		t.Fatalf("Statuses = %+v, want 2 instances", st)
 	}
+	// The first call to a new instance already sees the workspace: the
+	// server takes its roots only after initialization.
+	ws3 := t.TempDir()
+	res, err := g.Call(ctx, ws3, "fs__list_allowed_directories", args(t, map[string]string{}))
+	if err != nil || res.IsError || !strings.Contains(text(t, res), ws3) {
+		t.Fatalf("the first call of a new instance lists %q (%v), want %s", text(t, res), err, ws3)
+	}
 }
 
 func TestAServerThatCannotStartFailsClearlyAndStallsNoOther(t *testing.T) {
