@@ -42,6 +42,8 @@ type WorkspaceState struct {
 	DeleteStep workspace.DeleteStep
 	// DeleteErr is the error of the last failed delete.
 	DeleteErr string
+	// Prompt is what became of its first prompt; zero when it has none.
+	Prompt workspace.PromptDelivery
 }
 
 // Phase is what a workspace is doing, as the menu marks it.
@@ -272,6 +274,7 @@ func workspaceItem(s State, w WorkspaceState, a Actions) *fyne.MenuItem {
 	if why := AgentTrouble(w.Agent); why != "" {
 		items = append(items, disabled("⚠ "+why), fyne.NewMenuItemSeparator())
 	}
+	items = append(items, promptItems(w)...)
 	it := fyne.NewMenuItem(WorkspaceLabel(w), nil)
 	items = append(items,
 		actionItem(LabelOpenAgent, open),
@@ -305,11 +308,7 @@ func AgentTrouble(st workspace.AgentStatus) string {
 	default:
 		return ""
 	}
-	why = strings.Join(strings.Fields(why), " ")
-	if r := []rune(why); len(r) > maxTroubleLen {
-		why = string(r[:maxTroubleLen-1]) + "…"
-	}
-	return why
+	return oneMenuLine(why)
 }
 
 // actionItem is an item that runs fn, disabled when fn is nil.

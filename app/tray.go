@@ -93,6 +93,7 @@ func (t *Tray) handle(ctx context.Context, e workspace.Event) []Notice {
 			next := t.agentStatus(w.Workspace.Path)
 			notes = AgentNotices(w.Workspace, w.Agent, next)
 			w.Agent = next
+			w.Prompt = t.promptDelivery(w.Workspace.Path)
 		})
 		return notes
 	case workspace.EventDeleteProgress:
@@ -135,7 +136,7 @@ func (t *Tray) reload(ctx context.Context) {
 			ps.Err = userMessage(err)
 		}
 		for _, w := range list {
-			ws := WorkspaceState{Workspace: w, Agent: t.agentStatus(w.Path)}
+			ws := WorkspaceState{Workspace: w, Agent: t.agentStatus(w.Path), Prompt: t.promptDelivery(w.Path)}
 			if old, ok := prev[w.Path]; ok {
 				ws.Deleting, ws.DeleteStep, ws.DeleteErr = old.Deleting, old.DeleteStep, old.DeleteErr
 			}
@@ -177,6 +178,16 @@ func (t *Tray) agentStatus(path string) workspace.AgentStatus {
 		}
 	}
 	return st
+}
+
+// promptDelivery asks the supervisor what became of a workspace's first
+// prompt; the supervisor reports each change of it as an agent change.
+func (t *Tray) promptDelivery(path string) workspace.PromptDelivery {
+	if t.u.deps.Agents == nil {
+		return workspace.PromptDelivery{}
+	}
+	d, _ := t.u.deps.Agents.PromptDelivery(path)
+	return d
 }
 
 // State returns the current state.
