@@ -78,6 +78,13 @@ type Agents interface {
 	// FindBinary looks for the opencode executable again and returns it,
 	// ok=false when none was found.
 	FindBinary() (path string, ok bool)
+	// QueuePrompt keeps p, checked with workspace.CheckFirstPrompt, until
+	// the agent of the new workspace at path is ready, then gives it to
+	// that agent once: what workspace_create's initialPrompt does.
+	QueuePrompt(path string, p workspace.FirstPrompt) (workspace.PromptDelivery, error)
+	// PromptDelivery is what became of the workspace's first prompt;
+	// ok=false when it has none.
+	PromptDelivery(path string) (d workspace.PromptDelivery, ok bool)
 }
 
 // SettingsStore holds the settings; *settings.Store implements it.

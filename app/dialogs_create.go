@@ -4,17 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/layout"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"codehydra/workspace"
 )
 
 // createDialog is the "New workspace" window: a project, a name checked as
-// it is typed, and the branch to start from.
+// it is typed, the branch to start from, and an optional first prompt for
+// the new agent with the opencode agent to run it.
 type createDialog struct {
 	u   *ui
 	win fyne.Window
@@ -27,6 +31,13 @@ type createDialog struct {
 	// is reused as it is.
 	reuse *widget.Label
 	base  *widget.Select
+	// prompt is the new agent's first task ("" for none) and agent the
+	// opencode agent to run it with ("" for opencode's default); both say
+	// under them what workspace_create would refuse in them.
+	prompt *field
+	agent  *field
+	// agentMenu is the agent's list of choices, while it is shown.
+	agentMenu *widget.PopUpMenu
 	// status says what is going on: creating, or what failed.
 	status *widget.Label
 	create *widget.Button
@@ -78,6 +89,7 @@ func (u *ui) newCreateDialog(projectPath string) *createDialog {
 	d.reuse.Importance = widget.WarningImportance
 	d.base = widget.NewSelect(nil, func(string) { d.refresh() })
 	d.base.PlaceHolder = "Choose a project first"
+	d.newPromptFields()
 	d.status = statusLabel()
 	d.create = widget.NewButton("Create", d.submit)
 	d.create.Importance = widget.HighImportance
@@ -88,6 +100,8 @@ func (u *ui) newCreateDialog(projectPath string) *createDialog {
 		widget.NewLabel("Project"), d.project,
 		widget.NewLabel("Name"), container.NewVBox(d.name.withReason(), d.reuse),
 		widget.NewLabel("Start from"), d.base,
+		widget.NewLabel("First prompt"), d.prompt.withReason(),
+		widget.NewLabel("Agent"), d.agent.withReason(),
 	)
 	d.win.SetContent(container.NewVBox(
 		form,
@@ -95,8 +109,8 @@ func (u *ui) newCreateDialog(projectPath string) *createDialog {
 		d.setup.box,
 		container.NewHBox(layout.NewSpacer(), d.cancel, d.create),
 	))
-	d.win.Resize(fyne.NewSize(460, 0))
-	answerEscape(d.win, d.win.Close, d.name.entry)
+	d.win.Resize(fyne.NewSize(520, 0))
+	answerEscape(d.win, d.win.Close, d.name.entry, d.prompt.entry, d.agent.entry)
 	// The name is what there is to type: take the keys from the start.
 	d.win.Canvas().Focus(d.name)
 
@@ -114,6 +128,64 @@ func (u *ui) newCreateDialog(projectPath string) *createDialog {
 	}
 	d.refresh()
 	return d
+}
+
+// newPromptFields makes the first prompt's fields. They check what
+// workspace_create checks (workspace.CheckFirstPrompt), so that a prompt
+// over the size limit is refused here as it is typed, not after Create.
+func (d *createDialog) newPromptFields() {
+	d.prompt = newField(func(text string) error {
+		if strings.TrimSpace(text) == "" {
+			return nil // no prompt: the agent waits for the user, as before
+		}
+		return userError(workspace.CheckFirstPrompt(workspace.FirstPrompt{Prompt: text}))
+	})
+	d.prompt.MultiLine = true
+	d.prompt.Wrapping = fyne.TextWrapWord
+	d.prompt.SetMinRowsVisible(4)
+	d.prompt.SetPlaceHolder("Optional: the new agent's first task, sent as soon as it is ready")
+	d.prompt.onEdit = func(string) { d.refresh() }
+	d.agent = newField(func(name string) error {
+		if name == "" {
+			return nil
+		}
+		// A stand-in task: only the agent's name is checked here.
+		return userError(workspace.CheckFirstPrompt(workspace.FirstPrompt{Prompt: "task", Agent: name}))
+	})
+	d.agent.SetPlaceHolder("opencode's default")
+	d.agent.onEdit = func(string) { d.refresh() }
+	d.agent.OnSubmitted = func(string) { d.submit() }
+	// build and plan are opencode's own agents; a project's own are typed.
+	var pick *widget.Button
+	pick = widget.NewButtonWithIcon("", theme.MenuDropDownIcon(), func() {
+		var items []*fyne.MenuItem
+		for _, name := range []string{"build", "plan"} {
+			items = append(items, fyne.NewMenuItem(name, func() { d.agent.SetText(name) }))
+		}
+		d.agentMenu = widget.NewPopUpMenu(fyne.NewMenu("", items...), d.win.Canvas())
+		d.agentMenu.ShowAtRelativePosition(fyne.NewPos(0, pick.Size().Height), pick)
+	})
+	d.agent.ActionItem = pick
+	if d.u.deps.Agents == nil {
+		d.prompt.SetPlaceHolder("No agents run in this session")
+	}
+}
+
+// firstPrompt is the prompt to queue for the new workspace's agent; nil
+// for none.
+func (d *createDialog) firstPrompt() *workspace.FirstPrompt {
+	if d.u.deps.Agents == nil || strings.TrimSpace(d.prompt.Text) == "" {
+		return nil
+	}
+	return &workspace.FirstPrompt{Prompt: d.prompt.Text, Agent: strings.TrimSpace(d.agent.Text)}
+}
+
+// userError is err as the sentence a field shows under it; nil for nil.
+func userError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return errors.New(userMessage(err))
 }
 
 // projectChoices are the labels of projects in a select: their names, with
@@ -198,8 +270,11 @@ func (d *createDialog) refresh() {
 	} else {
 		d.reuse.SetText("")
 	}
-	ready := d.validateName(d.name.Text) == nil && d.projectPath != "" && !d.loading && !d.busy
+	ready := d.validateName(d.name.Text) == nil && d.projectPath != "" && !d.loading && !d.busy &&
+		d.prompt.Validate() == nil && d.agent.Validate() == nil
 	setEnabled(d.create, ready)
+	setEnabled(d.prompt, !d.busy && d.u.deps.Agents != nil)
+	setEnabled(d.agent, !d.busy && d.u.deps.Agents != nil)
 	setEnabled(d.project, !d.busy)
 	setEnabled(d.base, !d.busy && !d.loading && !reused)
 	setEnabled(d.name, !d.busy)
@@ -222,11 +297,16 @@ func (d *createDialog) submit() {
 		// "Start from" is off for a reused branch: it would not apply.
 		opts.Base = ""
 	}
+	first := d.firstPrompt()
 	d.busy = true
 	say(d.status, "Creating "+opts.Name+"…", false)
 	d.refresh()
 	d.u.background(func(ctx context.Context) {
 		ws, err := d.u.deps.Workspaces.Create(ctx, opts)
+		var errPrompt error
+		if err == nil && first != nil {
+			_, errPrompt = d.u.deps.Agents.QueuePrompt(ws.Path, *first)
+		}
 		d.u.do(func() {
 			d.busy = false
 			if err != nil {
@@ -235,15 +315,30 @@ func (d *createDialog) submit() {
 				return
 			}
 			d.created = &ws
+			if errPrompt != nil {
+				// The workspace exists: keep the window, with the prompt
+				// still in it to copy, and say why it was not kept.
+				say(d.status, "Created "+ws.Name+", but its first prompt was not kept: "+userMessage(errPrompt), true)
+				d.u.log.Warn("first prompt not queued", slog.String("workspace", ws.Path), slog.Any("err", errPrompt))
+				d.setup.follow(ws)
+				d.doneCreating()
+				return
+			}
 			if d.setup.follow(ws) {
 				say(d.status, "Created "+ws.Name+".", false)
-				d.cancel.SetText("Close")
-				d.create.Hide()
+				d.doneCreating()
 				return
 			}
 			d.win.Close()
 		})
 	})
+}
+
+// doneCreating leaves the window open on a created workspace: Create is
+// gone and Cancel, which cancels nothing now, is Close.
+func (d *createDialog) doneCreating() {
+	d.cancel.SetText("Close")
+	d.create.Hide()
 }
 
 // setEnabled enables or disables a widget.

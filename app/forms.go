@@ -29,6 +29,11 @@ func (e *entry) TypedKey(ev *fyne.KeyEvent) {
 	e.Entry.TypedKey(ev)
 }
 
+// AcceptsTab is false also for a multi-line entry: Tab then moves on to
+// the next field, as in every other field, instead of typing a tab into
+// a prompt that no keyboard user could leave.
+func (e *entry) AcceptsTab() bool { return false }
+
 // field is an entry that says, right under it and as the user types, why
 // its text is not valid: the red mark of a plain entry has no words, and a
 // reason shown only after Save is far from the field it is about.

@@ -452,6 +452,9 @@ type fakeAgents struct {
 	binary   string
 	// def is the status of workspaces not set; NoAgent when zero.
 	def workspace.AgentStatus
+	// prompts are the first prompts queued, and their deliveries
+	// (promptmenu_test.go).
+	prompts map[string]queuedPrompt
 }
 
 func newFakeAgents() *fakeAgents {

@@ -47,6 +47,8 @@ type WorkspaceState struct {
 	CreatedBy string
 	// SetupFailed is why the workspace's setup failed ("" if it did not).
 	SetupFailed string
+	// Prompt is what became of its first prompt; zero when it has none.
+	Prompt workspace.PromptDelivery
 }
 
 // Phase is what a workspace is doing, as the menu marks it.
@@ -279,6 +281,7 @@ func workspaceItem(s State, w WorkspaceState, a Actions) *fyne.MenuItem {
 	if why := AgentTrouble(w.Agent); why != "" && len(setup) == 0 {
 		items = append(items, disabled("⚠ "+why), fyne.NewMenuItemSeparator())
 	}
+	items = append(items, promptItems(w)...)
 	it := fyne.NewMenuItem(WorkspaceLabel(w), nil)
 	items = append(items,
 		actionItem(LabelOpenAgent, open),
@@ -312,11 +315,7 @@ func AgentTrouble(st workspace.AgentStatus) string {
 	default:
 		return ""
 	}
-	why = strings.Join(strings.Fields(why), " ")
-	if r := []rune(why); len(r) > maxTroubleLen {
-		why = string(r[:maxTroubleLen-1]) + "…"
-	}
-	return why
+	return oneMenuLine(why)
 }
 
 // actionItem is an item that runs fn, disabled when fn is nil.

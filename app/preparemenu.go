@@ -52,15 +52,6 @@ func setupItems(w WorkspaceState, a Actions) []*fyne.MenuItem {
 		fyne.NewMenuItemSeparator())
 }
 
-// oneMenuLine is s on one line, cut to the width of a trouble line.
-func oneMenuLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > maxTroubleLen {
-		s = string(r[:maxTroubleLen-1]) + "…"
-	}
-	return s
-}
-
 // setupFailed is what the tray keeps of a failed setup (WorkspaceState's
 // SetupFailed): its reason, and on a second line the last line of its
 // output; "" when the workspace's setup did not fail.

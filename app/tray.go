@@ -94,6 +94,7 @@ func (t *Tray) handle(ctx context.Context, e workspace.Event) []Notice {
 			notes = AgentNotices(w.Workspace, w.Agent, next)
 			w.Agent = next
 			w.SetupFailed = t.u.setupFailed(w.Workspace.Path)
+			w.Prompt = t.promptDelivery(w.Workspace.Path)
 		})
 		return notes
 	case workspace.EventMetadataChanged:
@@ -141,6 +142,7 @@ func (t *Tray) reload(ctx context.Context) {
 		for _, w := range list {
 			ws := WorkspaceState{Workspace: w, Agent: t.agentStatus(w.Path), CreatedBy: t.createdBy(ctx, w.Path)}
 			ws.SetupFailed = t.u.setupFailed(w.Path)
+			ws.Prompt = t.promptDelivery(w.Path)
 			if old, ok := prev[w.Path]; ok {
 				ws.Deleting, ws.DeleteStep, ws.DeleteErr = old.Deleting, old.DeleteStep, old.DeleteErr
 			}
@@ -182,6 +184,16 @@ func (t *Tray) agentStatus(path string) workspace.AgentStatus {
 		}
 	}
 	return st
+}
+
+// promptDelivery asks the supervisor what became of a workspace's first
+// prompt; the supervisor reports each change of it as an agent change.
+func (t *Tray) promptDelivery(path string) workspace.PromptDelivery {
+	if t.u.deps.Agents == nil {
+		return workspace.PromptDelivery{}
+	}
+	d, _ := t.u.deps.Agents.PromptDelivery(path)
+	return d
 }
 
 // State returns the current state.

@@ -10,7 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -75,21 +74,15 @@ func (s *Server) createWorkspace(ctx context.Context, req *sdk.CallToolRequest, 
 	return nil, out, nil
 }
 
-// MaxFirstPrompt is the largest initialPrompt, in bytes: a task, not a
-// file's content (the new agent reads files itself).
-const MaxFirstPrompt = 64 << 10
+// MaxFirstPrompt is the largest initialPrompt, in bytes
+// (workspace.MaxFirstPrompt).
+const MaxFirstPrompt = workspace.MaxFirstPrompt
 
 // agentPattern and modelPattern are the shapes of initialPrompt's agent
-// (an opencode agent's name) and model ("provider/model"; the model part
-// may have "/" of its own, e.g. openrouter's).
+// and model, for the tool's schema.
 const (
-	agentPattern = `^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`
-	modelPattern = `^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}/[A-Za-z0-9][A-Za-z0-9_.:@/-]{0,199}$`
-)
-
-var (
-	agentRE = regexp.MustCompile(agentPattern)
-	modelRE = regexp.MustCompile(modelPattern)
+	agentPattern = workspace.FirstPromptAgentPattern
+	modelPattern = workspace.FirstPromptModelPattern
 )
 
 // firstPrompt reads workspace_create's initialPrompt (nil if absent) and,
@@ -123,15 +116,8 @@ func parseFirstPrompt(raw json.RawMessage) (workspace.FirstPrompt, error) {
 			return p, workspace.Errorf(workspace.CodeInvalidInput, `initialPrompt must be a string or {"prompt":string,"agent":string?,"model":"provider/model"?}: %v`, err)
 		}
 	}
-	switch {
-	case strings.TrimSpace(p.Prompt) == "":
-		return p, workspace.Errorf(workspace.CodeInvalidInput, "initialPrompt's prompt is empty; give the new agent its task, or leave initialPrompt out")
-	case len(p.Prompt) > MaxFirstPrompt:
-		return p, workspace.Errorf(workspace.CodeInvalidInput, "initialPrompt's prompt has %d bytes, more than the %d allowed; put the details in a file the new agent can read and refer to it", len(p.Prompt), MaxFirstPrompt)
-	case p.Agent != "" && !agentRE.MatchString(p.Agent):
-		return p, workspace.Errorf(workspace.CodeInvalidInput, "initialPrompt's agent %q is no opencode agent name (e.g. build or plan)", p.Agent)
-	case p.Model != "" && !modelRE.MatchString(p.Model):
-		return p, workspace.Errorf(workspace.CodeInvalidInput, "initialPrompt's model %q is not provider/model (e.g. anthropic/claude-sonnet-4-5)", p.Model)
+	if err := workspace.CheckFirstPrompt(p); err != nil {
+		return p, workspace.Errorf(workspace.CodeInvalidInput, "initialPrompt: %v", err)
 	}
 	return p, nil
 }
