@@ -87,6 +87,7 @@ func (u *ui) newCreateDialog(projectPath string) *createDialog {
 	d.name.OnSubmitted = func(string) { d.submit() }
 	d.reuse = statusLabel()
 	d.reuse.Importance = widget.WarningImportance
+	d.reuse.Hide()
 	d.base = widget.NewSelect(nil, func(string) { d.refresh() })
 	d.base.PlaceHolder = "Choose a project first"
 	d.newPromptFields()
@@ -267,8 +268,11 @@ func (d *createDialog) refresh() {
 	reused := d.reusesBranch()
 	if reused {
 		d.reuse.SetText(fmt.Sprintf("Branch %s exists: the workspace reuses it as it is, with its metadata and recorded base. “Start from” does not apply to it.", d.name.Text))
+		d.reuse.Show()
 	} else {
+		// Hidden, not only empty: an empty label still takes a row.
 		d.reuse.SetText("")
+		d.reuse.Hide()
 	}
 	ready := d.validateName(d.name.Text) == nil && d.projectPath != "" && !d.loading && !d.busy &&
 		d.prompt.Validate() == nil && d.agent.Validate() == nil

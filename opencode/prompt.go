@@ -65,9 +65,17 @@ func (s *Supervisor) QueuePrompt(path string, p workspace.FirstPrompt) (workspac
 	s.prompts.all[key] = pp
 	s.prompts.mu.Unlock()
 	s.log.Info("first prompt queued", slog.String("workspace", path), slog.Int("bytes", len(p.Prompt)))
+	// An agent that failed already will not become ready by itself; the
+	// prompt must not wait for it silently (setState fails it only on a
+	// change).
+	if st := s.AgentStatus(key); st.State == workspace.AgentStateFailed || st.State == workspace.AgentStateNotFound {
+		s.failPrompt(key, st.Detail)
+	}
 	if port, password, ok := s.OpencodeServer(key); ok {
 		s.deliverPrompt(context.Background(), key, newAgentAPI(s.opts.HTTPClient, port, password))
 	}
+	s.prompts.mu.Lock()
+	defer s.prompts.mu.Unlock()
 	return pp.delivery, nil
 }
 

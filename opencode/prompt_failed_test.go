@@ -1,0 +1,38 @@
+package opencode
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"codehydra/internal/testenv"
+	"codehydra/workspace"
+)
+
+// A first prompt queued for a workspace whose agent has failed already
+// (here: no opencode binary) fails at once with the agent's reason, rather
+// than waiting for a ready that will not come.
+func TestAPromptForAnAgentThatFailedAlreadyFailsAtOnce(t *testing.T) {
+	f := newFixture(t)
+	o := f.options()
+	o.Bin = ""
+	s := f.start(o)
+	repo := testenv.GitRepo(t, "repo")
+	wt := filepath.Join(filepath.Dir(repo), "feat")
+	testenv.Git(t, repo, "worktree", "add", "-q", "-b", "feat", wt)
+	ws := workspace.Workspace{Name: "feat", Branch: "feat", Path: wt, ProjectPath: repo}
+	s.Start(ws)
+	waitState(t, s, ws.Path, workspace.AgentStateNotFound, 5*time.Second)
+
+	d, err := s.QueuePrompt(ws.Path, workspace.FirstPrompt{Prompt: "hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.State != workspace.DeliveryFailed || !strings.Contains(d.Error, "opencode not found") {
+		t.Fatalf("delivery = %+v, want failed with the agent's reason", d)
+	}
+	if got, ok := s.PromptDelivery(ws.Path); !ok || got.State != workspace.DeliveryFailed {
+		t.Fatalf("PromptDelivery = %+v, %v", got, ok)
+	}
+}
