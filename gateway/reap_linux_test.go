@@ -1,9 +1,7 @@
 package gateway
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,34 +53,6 @@ func reapWith(t *testing.T, dir string) {
 	}
 }
 
-// startCrashingApp runs the test binary as a CodeHydra whose gateway runs
-// server, and returns it once the server runs.
-func startCrashingApp(t *testing.T, spec crashingAppSpec) *exec.Cmd {
-	t.Helper()
-	b, err := json.Marshal(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	app := exec.Command(os.Args[0], "-test.run=^$")
-	app.Env = append(os.Environ(), crashingAppEnv+"="+string(b))
-	out, err := app.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := app.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = app.Process.Kill()
-		_ = app.Wait()
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if strings.TrimSpace(line) != "READY" {
-		t.Fatalf("app did not get ready: %q, %v", line, err)
-	}
-	return app
-}
-
 func TestAKilledCodeHydrasServerLeavesNothingBehindAfterTheNextStart(t *testing.T) {
 	every := testenv.RealMCPServer(t, "mcp-server-everything")
 	dir := t.TempDir()
@@ -91,7 +61,7 @@ func TestAKilledCodeHydrasServerLeavesNothingBehindAfterTheNextStart(t *testing.
 	// input, as a server run through a wrapper may, then becomes the real
 	// server-everything.
 	script := `(trap "" TERM HUP; exec sleep 600) </dev/null >/dev/null 2>&1 & echo $! >"$1"; exec "$2"`
-	app := startCrashingApp(t, crashingAppSpec{RecordsDir: records,
+	app := testenv.StartReadyApp(t, crashingAppEnv, crashingAppSpec{RecordsDir: records,
 		Server: settings.MCPServer{Command: "sh", Args: []string{"-c", script, "sh", pidFile, every}}})
 	b, err := os.ReadFile(pidFile)
 	if err != nil {

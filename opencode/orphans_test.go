@@ -3,7 +3,6 @@
 package opencode
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -57,29 +56,8 @@ func runCrashingApp() {
 // returns it once the agent is ready.
 func startCrashingApp(t *testing.T, f *fixture, ws workspace.Workspace) *exec.Cmd {
 	t.Helper()
-	spec, err := json.Marshal(crashingAppSpec{Bin: fakeBin, AgentsDir: f.agentsDir, Config: f.config, Workspace: ws.Path, Env: f.env,
-		MCPPort: f.mcp.port, MCPToken: "tok-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	app := exec.Command(os.Args[0], "-test.run=^$")
-	app.Env = append(os.Environ(), crashingAppEnv+"="+string(spec))
-	out, err := app.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := app.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = app.Process.Kill()
-		_ = app.Wait()
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if strings.TrimSpace(line) != "READY" {
-		t.Fatalf("app did not get ready: %q, %v", line, err)
-	}
-	return app
+	return testenv.StartReadyApp(t, crashingAppEnv, crashingAppSpec{Bin: fakeBin, AgentsDir: f.agentsDir, Config: f.config,
+		Workspace: ws.Path, Env: f.env, MCPPort: f.mcp.port, MCPToken: "tok-1"})
 }
 
 // agentRecords reads the records in dir.
