@@ -53,12 +53,9 @@ func (s *server) connect(ctx context.Context, ws string) (sess *sdk.ClientSessio
 		if err == nil {
 			stderr = &tail{}
 			cmd.Stderr = stderr
-			transport = &spawnTransport{sdk.CommandTransport{Command: cmd, TerminateDuration: s.g.opts.StopTimeout}, s.g.sp}
-			cleanup = func() {
-				if cmd.Process != nil {
-					killGroup(cmd.Process.Pid)
-				}
-			}
+			st := &spawnTransport{CommandTransport: sdk.CommandTransport{Command: cmd, TerminateDuration: s.g.opts.StopTimeout},
+				g: s.g, server: s.name, ws: ws}
+			transport, cleanup = st, st.cleanup
 		}
 	}
 	if err != nil {
@@ -225,23 +222,6 @@ func fileURI(p string) string {
 		p = "/" + p // a Windows drive letter
 	}
 	return (&url.URL{Scheme: "file", Path: p}).String()
-}
-
-// spawnTransport starts the server's process on the spawner's thread (see
-// spawner) and is otherwise the go-sdk's CommandTransport.
-type spawnTransport struct {
-	sdk.CommandTransport
-	sp *spawner
-}
-
-func (t *spawnTransport) Connect(ctx context.Context) (sdk.Connection, error) {
-	var conn sdk.Connection
-	err := t.sp.run(ctx, func() error {
-		var err error
-		conn, err = t.CommandTransport.Connect(ctx)
-		return err
-	})
-	return conn, err
 }
 
 // tail keeps the end of a server's error output, for the error of a

@@ -29,6 +29,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"codehydra/internal/paths"
+	"codehydra/internal/reap"
 	"codehydra/internal/settings"
 	"codehydra/mcp"
 )
@@ -52,6 +54,10 @@ type Options struct {
 	StopTimeout time.Duration
 	// Log gets the gateway's events; never arguments or env values.
 	Log *slog.Logger
+	// RecordsDir holds a record of each running stdio server process, and
+	// New reaps those a crashed earlier run left behind;
+	// paths.MCPServersDir() by default.
+	RecordsDir string
 }
 
 func (o Options) withDefaults() Options {
@@ -72,6 +78,9 @@ func (o Options) withDefaults() Options {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
+	if o.RecordsDir == "" {
+		o.RecordsDir = paths.MCPServersDir()
+	}
 	return o
 }
 
@@ -79,7 +88,10 @@ func (o Options) withDefaults() Options {
 // New; Close stops every server.
 type Gateway struct {
 	opts Options
-	sp   *spawner
+	sp   *reap.Spawner
+	// reaped is closed once the orphans of a crashed earlier run are
+	// reaped.
+	reaped chan struct{}
 
 	mu        sync.Mutex
 	servers   map[string]*server
@@ -90,12 +102,18 @@ type Gateway struct {
 var _ mcp.Gateway = (*Gateway)(nil)
 
 // New returns a gateway for opts.Servers. Nothing starts until Start, a
-// call of Tools or Call.
+// call of Tools or Call. In the background it reaps the processes of
+// stdio servers that a crashed earlier run left behind (see reapOrphans).
 func New(opts Options) *Gateway {
-	g := &Gateway{opts: opts.withDefaults(), sp: newSpawner(), servers: map[string]*server{}}
+	g := &Gateway{opts: opts.withDefaults(), sp: reap.NewSpawner(errGatewayClosed), reaped: make(chan struct{}),
+		servers: map[string]*server{}}
 	for name, cfg := range opts.Servers {
 		g.servers[name] = newServer(g, name, cfg.Clone())
 	}
+	go func() {
+		defer close(g.reaped)
+		g.reapOrphans()
+	}()
 	return g
 }
 
@@ -229,7 +247,8 @@ func (g *Gateway) Close() error {
 		wg.Go(s.stop)
 	}
 	wg.Wait()
-	g.sp.close()
+	g.sp.Close()
+	<-g.reaped
 	return nil
 }
 

@@ -3,55 +3,40 @@ package gateway
 import (
 	"context"
 	"errors"
-	"runtime"
-	"sync"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// spawner runs the starts of stdio servers on one OS thread that lives as
-// long as the gateway. On Linux each server gets Pdeathsig so that it dies
-// with CodeHydra even when CodeHydra is killed; the kernel sends that
-// signal when the thread that forked the child ends, and Go may retire a
-// thread (a locked goroutine that exits takes its thread along), which
-// would kill servers at random moments. The same reasoning as opencode's
-// spawner, for the same kind of child.
-type spawner struct {
-	jobs chan func()
-	quit chan struct{}
-	once sync.Once
-}
-
-func newSpawner() *spawner {
-	s := &spawner{jobs: make(chan func()), quit: make(chan struct{})}
-	go func() {
-		// Never unlocked, so that Go ends the thread with the loop.
-		runtime.LockOSThread()
-		for {
-			select {
-			case job := <-s.jobs:
-				job()
-			case <-s.quit:
-				return
-			}
-		}
-	}()
-	return s
-}
 
 var errGatewayClosed = errors.New("the gateway is closed")
 
-// run runs fn on the spawner's thread and returns its error.
-func (s *spawner) run(ctx context.Context, fn func() error) error {
-	errc := make(chan error, 1)
-	select {
-	case s.jobs <- func() { errc <- fn() }:
-		return <-errc
-	case <-s.quit:
-		return errGatewayClosed
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+// spawnTransport is the go-sdk's CommandTransport, but starts the
+// server's process on the gateway's spawner thread (see reap.Spawner:
+// Pdeathsig then follows CodeHydra's life, not a thread's) and records
+// it for reaping until cleanup.
+type spawnTransport struct {
+	sdk.CommandTransport
+	g          *Gateway
+	server, ws string
 }
 
-// close ends the thread: servers still running then get their Pdeathsig,
-// so call it after stopping them.
-func (s *spawner) close() { s.once.Do(func() { close(s.quit) }) }
+func (t *spawnTransport) Connect(ctx context.Context) (sdk.Connection, error) {
+	var conn sdk.Connection
+	err := t.g.sp.Run(ctx, func() error {
+		var err error
+		conn, err = t.CommandTransport.Connect(ctx)
+		return err
+	})
+	if cmd := t.Command; cmd.Process != nil {
+		t.g.record(cmd, t.server, t.ws)
+	}
+	return conn, err
+}
+
+// cleanup ends what is left of the server's process group once its
+// session is closed, and then drops its record.
+func (t *spawnTransport) cleanup() {
+	if p := t.Command.Process; p != nil {
+		killGroup(p.Pid)
+		t.g.unrecord(p.Pid)
+	}
+}

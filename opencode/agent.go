@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"codehydra/internal/reap"
 	"codehydra/workspace"
 )
 
@@ -374,7 +375,7 @@ func (s *Supervisor) spawn(ctx context.Context, a *agent, bin string, port int, 
 }
 
 func (s *Supervisor) updateRecord(p *process, port int, ws string) {
-	err := writeRecord(s.agentsDir, newAgentRecord(p, port, ws, os.Getpid()))
+	err := reap.WriteRecord(s.agentsDir, p.pid, newAgentRecord(p, port, ws, os.Getpid()))
 	if err != nil {
 		s.log.Warn("cannot record agent; a crash may leave it running", slog.Any("err", err))
 	}
@@ -391,7 +392,7 @@ func (s *Supervisor) stopProcess(p *process) {
 
 // finish forgets a process that has ended.
 func (s *Supervisor) finish(p *process, port int) {
-	if err := removeRecord(s.agentsDir, p.pid); err != nil {
+	if err := reap.RemoveRecord(s.agentsDir, p.pid); err != nil {
 		s.log.Warn("remove agent record", slog.Any("err", err))
 	}
 	s.releasePort(port)

@@ -3,7 +3,6 @@
 package opencode
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"codehydra/internal/reap"
 	"codehydra/internal/testenv"
 	"codehydra/workspace"
 )
@@ -56,35 +56,14 @@ func runCrashingApp() {
 // returns it once the agent is ready.
 func startCrashingApp(t *testing.T, f *fixture, ws workspace.Workspace) *exec.Cmd {
 	t.Helper()
-	spec, err := json.Marshal(crashingAppSpec{Bin: fakeBin, AgentsDir: f.agentsDir, Config: f.config, Workspace: ws.Path, Env: f.env,
-		MCPPort: f.mcp.port, MCPToken: "tok-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	app := exec.Command(os.Args[0], "-test.run=^$")
-	app.Env = append(os.Environ(), crashingAppEnv+"="+string(spec))
-	out, err := app.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := app.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = app.Process.Kill()
-		_ = app.Wait()
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if strings.TrimSpace(line) != "READY" {
-		t.Fatalf("app did not get ready: %q, %v", line, err)
-	}
-	return app
+	return testenv.StartReadyApp(t, crashingAppEnv, crashingAppSpec{Bin: fakeBin, AgentsDir: f.agentsDir, Config: f.config,
+		Workspace: ws.Path, Env: f.env, MCPPort: f.mcp.port, MCPToken: "tok-1"})
 }
 
 // agentRecords reads the records in dir.
 func agentRecords(t *testing.T, dir string) []AgentRecord {
 	t.Helper()
-	recs, bad, err := readRecords(dir)
+	recs, bad, err := reap.ReadRecords[AgentRecord](dir)
 	if err != nil || len(bad) > 0 {
 		t.Fatalf("readRecords: %v, bad files %v", err, bad)
 	}
@@ -107,10 +86,10 @@ func TestReapOrphansKillsTheAgentOfACrashedApp(t *testing.T) {
 	}
 	r := recs[0]
 	if r.Workspace != ws.Path || r.PGID != r.PID || r.Port == 0 || r.OwnerPID != app.Process.Pid || r.StartedAt.IsZero() ||
-		r.BootID != bootID() || r.StartTime == 0 || r.AgentID == "" || r.OwnerStartTime == 0 {
+		r.BootID != reap.BootID() || r.StartTime == 0 || r.AgentID == "" || r.OwnerStartTime == 0 {
 		t.Errorf("record = %+v", r)
 	}
-	fi, err := os.Stat(recordPath(f.agentsDir, r.PID))
+	fi, err := os.Stat(reap.RecordPath(f.agentsDir, r.PID))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,12 +157,12 @@ func TestReapOrphansNeverKillsAProcessThatIsNotOpencode(t *testing.T) {
 	})
 	pid := other.Process.Pid
 	stale := AgentRecord{PID: pid, PGID: pid, Port: 1234, Workspace: "/x", StartedAt: time.Now(), OwnerPID: 999999}
-	if err := writeRecord(f.agentsDir, stale); err != nil {
+	if err := reap.WriteRecord(f.agentsDir, stale.PID, stale); err != nil {
 		t.Fatal(err)
 	}
 	// A record whose process is long gone, and a broken one.
 	gone := AgentRecord{PID: 999999999, PGID: 999999999, Workspace: "/y", OwnerPID: 999999}
-	if err := writeRecord(f.agentsDir, gone); err != nil {
+	if err := reap.WriteRecord(f.agentsDir, gone.PID, gone); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(f.agentsDir, "junk.json"), []byte("{"), 0o600); err != nil {
@@ -225,9 +204,9 @@ func TestReapOrphansSkipsAnOpencodeThatNoLongerLeadsTheRecordedGroup(t *testing.
 		_ = oc.Wait()
 	})
 	pid := oc.Process.Pid
-	start, _ := processStartTime(pid)
-	rec := AgentRecord{PID: pid, PGID: pid, OwnerPID: 999999, BootID: bootID(), StartTime: start, AgentID: "the-marker"}
-	if err := writeRecord(f.agentsDir, rec); err != nil {
+	start, _ := reap.StartTime(pid)
+	rec := AgentRecord{PID: pid, PGID: pid, OwnerPID: 999999, BootID: reap.BootID(), StartTime: start, AgentID: "the-marker"}
+	if err := reap.WriteRecord(f.agentsDir, rec.PID, rec); err != nil {
 		t.Fatal(err)
 	}
 	s := f.start(f.options())

@@ -13,75 +13,13 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"codehydra/internal/reap"
 )
 
-// spawner starts every agent process from one goroutine locked to its own
-// OS thread. On Linux each agent gets Pdeathsig=SIGTERM so that it dies
-// with the app even when the app is killed; but the kernel sends that
-// signal when the *thread* that forked the child exits, not the process.
-// Go may start a child from any thread and may retire threads (a goroutine
-// that exits while locked takes its thread with it), which would kill
-// agents at random moments. Forking only from this long-lived locked
-// thread ties Pdeathsig to the supervisor's lifetime: the thread ends only
-// when the spawner is closed after every agent is stopped, or when the app
-// dies.
-type spawner struct {
-	reqs chan spawnReq
-	quit chan struct{}
-	done chan struct{}
-}
-
-type spawnReq struct {
-	cmd  *exec.Cmd
-	errc chan error
-}
-
-func newSpawner() *spawner {
-	s := &spawner{reqs: make(chan spawnReq), quit: make(chan struct{}), done: make(chan struct{})}
-	go s.loop()
-	return s
-}
-
-func (s *spawner) loop() {
-	// Never unlocked: when loop returns, Go ends this thread instead of
-	// reusing it, and the thread outliving no agent is the point.
-	runtime.LockOSThread()
-	defer close(s.done)
-	for {
-		select {
-		case r := <-s.reqs:
-			r.errc <- r.cmd.Start()
-		case <-s.quit:
-			return
-		}
-	}
-}
-
+// errSpawnerClosed is the error of a start asked for after the supervisor
+// stopped.
 var errSpawnerClosed = errors.New("supervisor is stopped")
-
-// start runs cmd.Start on the spawner's thread.
-func (s *spawner) start(ctx context.Context, cmd *exec.Cmd) error {
-	r := spawnReq{cmd: cmd, errc: make(chan error, 1)}
-	select {
-	case s.reqs <- r:
-		return <-r.errc
-	case <-s.quit:
-		return errSpawnerClosed
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// close ends the spawner's thread. Agents still running then get SIGTERM on
-// Linux, so call it only after stopping them.
-func (s *spawner) close() {
-	select {
-	case <-s.quit:
-	default:
-		close(s.quit)
-	}
-	<-s.done
-}
 
 // lineRing keeps the last lines written to it.
 type lineRing struct {
@@ -117,7 +55,7 @@ type process struct {
 	startedAt time.Time
 	// agentID is the marker in the agent's environment (agentIDEnv) that
 	// every process of the agent inherits; startTime is when the kernel
-	// started it (see processStartTime; 0 if unknown). The orphan reaper
+	// started it (see reap.StartTime; 0 if unknown). The orphan reaper
 	// needs both to prove that a process is this agent's.
 	agentID   string
 	startTime uint64
@@ -145,7 +83,7 @@ const agentIDEnv = "CODEHYDRA_AGENT_ID"
 
 // startProcess starts `opencode serve` in its own process group, marked
 // with a new agent id, and collects its output.
-func startProcess(ctx context.Context, sp *spawner, spec processSpec) (*process, error) {
+func startProcess(ctx context.Context, sp *reap.Spawner, spec processSpec) (*process, error) {
 	cmd := exec.Command(spec.bin, "serve", "--hostname", "127.0.0.1", "--port", fmt.Sprint(spec.port))
 	cmd.Dir = spec.dir
 	agentID := rand.Text()
@@ -167,13 +105,13 @@ func startProcess(ctx context.Context, sp *spawner, spec processSpec) (*process,
 	// never names the port.
 	stdout, stderr := &lineWriter{line: p.onStdout}, &lineWriter{line: p.out.add}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if err := sp.start(ctx, cmd); err != nil {
+	if err := sp.Start(ctx, cmd); err != nil {
 		return nil, fmt.Errorf("start %s: %w", spec.bin, err)
 	}
 	p.pid = cmd.Process.Pid
 	// Read before Wait may collect the process, after which its pid could
 	// be anyone's.
-	p.startTime, _ = processStartTime(p.pid)
+	p.startTime, _ = reap.StartTime(p.pid)
 	go func() {
 		p.err = cmd.Wait()
 		// Wait has finished copying output, so the writers are idle.

@@ -1,7 +1,6 @@
 package opencode
 
 import (
-	"errors"
 	"os/exec"
 	"strconv"
 	"syscall"
@@ -26,9 +25,4 @@ func killGroup(pid int, _ signal) {
 		return
 	}
 	_ = exec.Command("taskkill", "/T", "/F", "/PID", strconv.Itoa(pid)).Run()
-}
-
-// processCommandLine is not available without extra APIs.
-func processCommandLine(int) (string, error) {
-	return "", errors.New("command lines are not readable on windows")
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"codehydra/internal/reap"
 	"codehydra/workspace"
 )
 
@@ -18,7 +19,7 @@ type Supervisor struct {
 	log       *slog.Logger
 	agentsDir string
 	sem       chan struct{}
-	spawner   *spawner
+	spawner   *reap.Spawner
 
 	mu       sync.Mutex
 	agents   map[string]*agent
@@ -40,7 +41,7 @@ type Supervisor struct {
 // NewSupervisor returns a supervisor. It looks for the opencode binary
 // once (FindBinary), so that AgentStatus can report a missing one before
 // any agent starts, and starts the thread that agents will be forked from
-// (see spawner); it starts no agent.
+// (see reap.Spawner); it starts no agent.
 func NewSupervisor(o SupervisorOptions) *Supervisor {
 	o.setDefaults()
 	s := &Supervisor{
@@ -48,7 +49,7 @@ func NewSupervisor(o SupervisorOptions) *Supervisor {
 		log:       o.Logger,
 		agentsDir: o.AgentsDir,
 		sem:       make(chan struct{}, o.MaxStarting),
-		spawner:   newSpawner(),
+		spawner:   reap.NewSpawner(errSpawnerClosed),
 		agents:    map[string]*agent{},
 		reserved:  map[int]bool{},
 		waiting:   map[string]*agent{},
@@ -241,7 +242,7 @@ func (s *Supervisor) StopAll(ctx context.Context) error {
 			return fmt.Errorf("stop agents: %w", ctx.Err())
 		}
 	}
-	s.spawner.close()
+	s.spawner.Close()
 	return nil
 }
 

@@ -44,6 +44,10 @@ func AuditFile() string { return filepath.Join(xdg.StateHome, app, "audit.jsonl"
 // AgentsDir is $XDG_STATE_HOME/codehydra/agents, one record per running agent.
 func AgentsDir() string { return filepath.Join(xdg.StateHome, app, "agents") }
 
+// MCPServersDir is $XDG_STATE_HOME/codehydra/mcp-servers, one record per
+// running stdio MCP server of the gateway (reaped like the agents').
+func MCPServersDir() string { return filepath.Join(xdg.StateHome, app, "mcp-servers") }
+
 // RuntimeDir is $XDG_RUNTIME_DIR/codehydra. When XDG_RUNTIME_DIR is unset
 // and xdg's fallback /run/user/<uid> does not exist (no systemd login, CI,
 // containers), it is <temp>/codehydra-<uid>; internal/instance checks that

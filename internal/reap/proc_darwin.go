@@ -1,4 +1,4 @@
-package opencode
+package reap
 
 import (
 	"errors"
@@ -11,9 +11,9 @@ import (
 // statZombie is SZOMB of <sys/proc.h>, which x/sys/unix does not name.
 const statZombie = 5
 
-// bootID names this boot of the machine: pids and start times of another
+// BootID names this boot of the machine: pids and start times of another
 // boot say nothing about the processes of this one.
-func bootID() string {
+func BootID() string {
 	id, err := unix.Sysctl("kern.bootsessionuuid")
 	if err != nil {
 		return ""
@@ -21,10 +21,10 @@ func bootID() string {
 	return id
 }
 
-// processStartTime returns when the live process pid started, in
-// microseconds since the epoch. With the boot id it tells a process from a
-// later one that was given the same pid.
-func processStartTime(pid int) (uint64, error) {
+// StartTime returns when the live process pid started, in microseconds
+// since the epoch. With the boot id it tells a process from a later one
+// that was given the same pid.
+func StartTime(pid int) (uint64, error) {
 	kp, err := unix.SysctlKinfoProc("kern.proc.pid", pid)
 	if err != nil {
 		return 0, err
@@ -47,13 +47,13 @@ func environHas(pid int, kv string) bool {
 	return slices.Contains(procArgsEnviron(buf), kv)
 }
 
-// markedMembers returns the live processes of group pgid whose environment
+// MarkedMembers returns the live processes of group pgid whose environment
 // holds marker, this process never among them. macOS has no pidfd, so each
 // process's start time is read before its environment and checked again
 // after: a signal can then reach a stranger only if the checked process
 // ends and its pid is given to another between that last check and the
 // signal, a window of a few system calls. The caller releases them.
-func markedMembers(pgid int, marker string) []*os.Process {
+func MarkedMembers(pgid int, marker string) []*os.Process {
 	if pgid <= 1 {
 		return nil
 	}
@@ -68,11 +68,11 @@ func markedMembers(pgid int, marker string) []*os.Process {
 		if pid == self || kp.Eproc.Pgid != int32(pgid) || kp.Proc.P_stat == statZombie {
 			continue
 		}
-		before, err := processStartTime(pid)
+		before, err := StartTime(pid)
 		if err != nil || !environHas(pid, marker) {
 			continue
 		}
-		if after, err := processStartTime(pid); err != nil || after != before {
+		if after, err := StartTime(pid); err != nil || after != before {
 			continue
 		}
 		if p, err := os.FindProcess(pid); err == nil {
@@ -81,7 +81,3 @@ func markedMembers(pgid int, marker string) []*os.Process {
 	}
 	return procs
 }
-
-// listensOn cannot tell here which process holds a port (known false);
-// the agent's port is then taken from its listening line alone.
-func listensOn(int, string, int) (owned, known bool) { return false, false }
