@@ -117,7 +117,7 @@ func (a *auditLog) close() error {
 func argNames(raw json.RawMessage) []string {
 	const maxNames, maxLen = 16, 64
 	var m map[string]json.RawMessage
-	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil {
+	if isEmptyArgs(raw) || json.Unmarshal(raw, &m) != nil {
 		return nil
 	}
 	names := make([]string, 0, len(m))

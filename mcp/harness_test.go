@@ -46,6 +46,7 @@ type harness struct {
 	project string
 	audit   string
 	logs    *testenv.SyncBuffer
+	outputs *outputChecker
 }
 
 type harnessOption func(*Options)
@@ -84,6 +85,7 @@ func startHarness(t testing.TB, ws Workspaces, project string, opts ...harnessOp
 	if err != nil {
 		t.Fatal(err)
 	}
+	outputs := checkOutputs(t, srv)
 	if err := srv.Listen(); err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +101,7 @@ func startHarness(t testing.TB, ws Workspaces, project string, opts ...harnessOp
 			t.Errorf("serve: %v", err)
 		}
 	})
-	h := &harness{t: t, srv: srv, token: token, project: project, audit: o.AuditPath, logs: logs}
+	h := &harness{t: t, srv: srv, token: token, project: project, audit: o.AuditPath, logs: logs, outputs: outputs}
 	if m, ok := ws.(*workspace.Manager); ok {
 		h.mgr = m
 	}

@@ -23,7 +23,9 @@ import (
 // resolves the workspace the call acts on, applies the rate limit and the
 // call timeout, turns every failure into DESIGN.md's error result and
 // writes one audit line. The handlers (tools_*.go) only adapt domain
-// calls.
+// calls. callTool is the one place where every tool call starts and ends
+// (recordCall runs as it returns), and toolCallMiddleware the one where
+// every request does: the hooks for tracing and metrics.
 
 // toolCallMiddleware runs every request through the rate limit and every
 // tools/call through callTool.

@@ -360,20 +360,38 @@ func bind[In, Out any](h func(*Server, context.Context, *sdk.CallToolRequest, In
 	}
 }
 
-// addTool registers a typed tool. A tool whose output is an object gets an
-// output schema that admits the success shape or the error shape, because
-// clients (the TypeScript SDK among them) check structuredContent against
-// the output schema even when isError is set. A tool whose output is not
-// an object (Out = any) has no output schema and answers with text only:
-// structuredContent must be an object in the protocol versions a session
-// negotiates (up to 2025-11-25).
+// addTool registers a typed tool through the SDK's low-level AddTool, with
+// a handler that does what sdk.AddTool's does minus the per-call work
+// CodeHydra does not need (see toolHandler). A tool whose output is an
+// object gets an output schema that admits the success shape or the error
+// shape, because clients (the TypeScript SDK among them) check
+// structuredContent against the output schema even when isError is set. A
+// tool whose output is not an object (Out = any) has no output schema and
+// answers with text only: structuredContent must be an object in the
+// protocol versions a session negotiates (up to 2025-11-25).
 func addTool[In, Out any](srv *sdk.Server, t *sdk.Tool, h sdk.ToolHandlerFor[In, Out]) {
 	if reflect.TypeFor[Out]() != reflect.TypeFor[any]() {
+		if reflect.TypeFor[Out]().Kind() == reflect.Pointer {
+			// sdk.AddTool answers a nil pointer with the zero value;
+			// toolHandler does not, so no tool may have one.
+			panic(fmt.Sprintf("output of %s: a pointer type; use the value type", t.Name))
+		}
 		success, err := jsonschema.For[Out](nil)
 		if err != nil {
 			panic(fmt.Sprintf("output schema of %s: %v", t.Name, err))
 		}
 		t.OutputSchema = &jsonschema.Schema{Type: "object", AnyOf: []*jsonschema.Schema{success, errorSchema()}}
 	}
-	sdk.AddTool(srv, t, h)
+	if t.InputSchema == nil {
+		in, err := jsonschema.For[In](nil)
+		if err != nil {
+			panic(fmt.Sprintf("input schema of %s: %v", t.Name, err))
+		}
+		t.InputSchema = in
+	}
+	in, err := newInputCheck(t.InputSchema)
+	if err != nil {
+		panic(fmt.Sprintf("input schema of %s: %v", t.Name, err))
+	}
+	srv.AddTool(t, toolHandler(in, h))
 }

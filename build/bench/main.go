@@ -30,6 +30,9 @@ import (
 )
 
 func main() {
+	if os.Getenv(bareEnv) == "1" {
+		os.Exit(runBareServer())
+	}
 	os.Exit(run())
 }
 
@@ -47,7 +50,7 @@ func run() int {
 	flag.StringVar(&o.out, "out", "docs/BENCHMARKS.md", "markdown file to write the table into (\"\" = print only)")
 	flag.StringVar(&o.cacheDir, "cache", filepath.Join(os.TempDir(), "codehydra-bench-cache"), "where generated repositories are kept between runs")
 	flag.BoolVar(&o.quick, "quick", false, "small sizes and short runs, to check that the bench works")
-	flag.StringVar(&o.only, "only", "", "run only these parts (comma-separated: status, create, server, gui) and print, without writing -out")
+	flag.StringVar(&o.only, "only", "", "run only these parts (comma-separated: status, create, server, cpu, gui) and print, without writing -out")
 	flag.Parse()
 	if o.only != "" {
 		o.out = ""
@@ -95,6 +98,7 @@ type bench struct {
 	changes  []changeResult
 	creates  []createResult
 	calls    []callResult
+	cpu      []cpuResult
 	startups []startupResult
 	rss      []rssResult
 	gui      *guiResult
@@ -150,6 +154,7 @@ func (b *bench) runAll() error {
 		{"status", "status", b.benchStatus},
 		{"create and delete", "create", b.benchCreateDelete},
 		{"server", "server", b.benchServer},
+		{"CPU per call", "cpu", b.benchCPUServer},
 		{"the tray app", "gui", b.benchGUI},
 	}
 	for _, s := range steps {

@@ -26,6 +26,7 @@ func (b *bench) report() string {
 	b.reportTargets(w)
 	b.reportStatus(w)
 	b.reportCalls(w)
+	b.reportCPU(w)
 	b.reportCreates(w)
 	b.reportStartups(w)
 	b.reportMemory(w)
