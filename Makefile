@@ -1,6 +1,7 @@
 # make run   — install what is missing, build, and run CodeHydra on this repository
 # make test  — install what is missing, then format check, vet, staticcheck, a short run of
-#              every fuzzer (fuzz-short) and all tests
+#              every fuzzer (fuzz-short) and all tests, the MCP conformance suite among them
+#              (TestMCPConformanceSuite)
 # make soak  — the long fault, load and race tests with figures (for docs/RELIABILITY.md)
 # make bench — measure CodeHydra on this machine; writes the tables into docs/BENCHMARKS.md
 # make screenshots — remake the README's screenshots in docs/screenshots/
@@ -31,7 +32,7 @@ lint:
 	staticcheck ./...
 
 test: setup lint fuzz-short
-	CODEHYDRA_REQUIRE_OPENCODE=1 CODEHYDRA_REQUIRE_GUI=1 CODEHYDRA_REQUIRE_FAULTS=1 go test -race -count=1 ./...
+	CODEHYDRA_REQUIRE_OPENCODE=1 CODEHYDRA_REQUIRE_GUI=1 CODEHYDRA_REQUIRE_FAULTS=1 CODEHYDRA_REQUIRE_CONFORMANCE=1 go test -race -count=1 ./...
 
 # Every fuzzer for FUZZTIME; go test -fuzz takes one package and one fuzzer
 # at a time. The seed corpora are in <package>/testdata/fuzz/<fuzzer>/.

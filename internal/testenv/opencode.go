@@ -38,13 +38,20 @@ func RealOpencode(t testing.TB) string {
 	return bin
 }
 
-// machineOpencode is where build/setup.sh installs opencode, read from the
-// environment as it is now: $XDG_DATA_HOME/codehydra/tools, or
-// ~/.local/share/codehydra/tools when XDG_DATA_HOME is unset.
+// machineOpencode is where build/setup.sh installs opencode (see
+// machineTools).
 func machineOpencode() string {
+	return filepath.Join(machineTools(), "node_modules", ".bin", "opencode")
+}
+
+// machineTools is the npm prefix build/setup.sh installs the test tools
+// into, read from the environment as it is now:
+// $XDG_DATA_HOME/codehydra/tools, or ~/.local/share/codehydra/tools when
+// XDG_DATA_HOME is unset.
+func machineTools() string {
 	data := os.Getenv("XDG_DATA_HOME")
 	if data == "" {
 		data = filepath.Join(os.Getenv("HOME"), ".local", "share")
 	}
-	return filepath.Join(data, "codehydra", "tools", "node_modules", ".bin", "opencode")
+	return filepath.Join(data, "codehydra", "tools")
 }

@@ -29,8 +29,9 @@ var inheritedGit = []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_C
 // with prefix (removed afterwards); git reads no system and an empty global
 // config, commits with a fixed identity, never prompts, and sees none of
 // the inherited GIT_* variables that point at another repository. Before
-// moving HOME and XDG_DATA_HOME it sets OpencodeEnv, when unset, to the
-// machine's opencode (see RealOpencode), which it could not find after.
+// moving HOME and XDG_DATA_HOME it sets OpencodeEnv and ConformanceEnv,
+// when unset, to the machine's opencode and conformance suite (see
+// RealOpencode, ConformanceSuite), which it could not find after.
 func Main(m *testing.M, prefix string) int {
 	home, err := os.MkdirTemp("", prefix)
 	if err != nil {
@@ -45,6 +46,9 @@ func Main(m *testing.M, prefix string) int {
 	}
 	if os.Getenv(OpencodeEnv) == "" {
 		os.Setenv(OpencodeEnv, machineOpencode())
+	}
+	if os.Getenv(ConformanceEnv) == "" {
+		os.Setenv(ConformanceEnv, machineConformance())
 	}
 	for _, k := range inheritedGit {
 		os.Unsetenv(k)
