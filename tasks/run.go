@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -89,6 +91,7 @@ func Run(ctx context.Context, o RunOptions) (Result, error) {
 	defer pr.Close()
 	cmd := exec.Command(o.Argv[0], o.Argv[1:]...)
 	cmd.Dir = o.Dir
+	cmd.Env = taskEnv(os.Environ())
 	cmd.Stdout, cmd.Stderr = pw, pw
 	ownGroup(cmd)
 	start := time.Now()
@@ -235,4 +238,22 @@ func (t *tail) progress() (string, int64) {
 		b = b[len(b)-maxLineShown:]
 	}
 	return string(bytes.ToValidUTF8(b, nil)), t.total
+}
+
+// makeVars are what a make that started CodeHydra (e.g. `make run`) left
+// in its environment for its own sub-makes. A task's make is not one of
+// them: with these it would print "make[1]: Entering directory" lines and
+// take the outer make's flags.
+var makeVars = []string{"MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES"}
+
+// taskEnv is env without makeVars.
+func taskEnv(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(makeVars, name) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -130,5 +131,16 @@ func TestRunReportsProgressWithTheLastLine(t *testing.T) {
 func TestRunOfAMissingCommandIsAnError(t *testing.T) {
 	if _, err := Run(context.Background(), RunOptions{Argv: []string{"no-such-command-xyz"}, Dir: t.TempDir(), Timeout: time.Second}); err == nil {
 		t.Fatal("no error")
+	}
+}
+
+// A make that started CodeHydra (make run) must not reach a task's make:
+// its MAKELEVEL makes the task print "make[1]: Entering directory".
+func TestRunLeavesOutTheVariablesOfTheMakeThatStartedUs(t *testing.T) {
+	t.Setenv("MAKELEVEL", "1")
+	t.Setenv("MAKEFLAGS", "w")
+	res, err := Run(context.Background(), RunOptions{Argv: []string{"sh", "-c", `echo "[$MAKELEVEL][$MAKEFLAGS][$HOME]"`}, Dir: t.TempDir(), Timeout: time.Minute})
+	if err != nil || res.Output != "[][]["+os.Getenv("HOME")+"]\n" {
+		t.Fatalf("output %q, %v; want no make variables, the rest of the environment kept", res.Output, err)
 	}
 }

@@ -245,3 +245,26 @@ func TestDiscoverListsAPathWithANewlineAsOneWorkspace(t *testing.T) {
 		t.Errorf("missing worktrees = %+v, want none", pr.missing)
 	}
 }
+
+// A worktree made outside the app at the path of a workspace the app is
+// deleting is left alone while the delete runs, and noticed once it has
+// ended, though nothing about the worktrees changes after that.
+func TestRunNoticesAWorktreeMadeAtABusyPathOnceTheWorkEnds(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	m.opts.PollInterval = 10 * time.Millisecond
+	ws := create(t, m, p, "busy")
+	release, err := m.reserve("delete", pathKey(ws.Path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := record(t, m)
+	runManager(t, m)
+	testenv.Git(t, p.Path, "worktree", "remove", "--force", ws.Path)
+	testenv.Git(t, p.Path, "worktree", "add", "-q", "-b", "again", ws.Path)
+	time.Sleep(100 * time.Millisecond) // polls that see the change while the path is busy
+	release()
+	ev.waitFor(t, noticeWithin, "the worktree at the released path", func(e Event) bool {
+		return e.Kind == EventStatusChanged && e.Workspace.Path == ws.Path && e.Workspace.Branch == "again"
+	})
+}

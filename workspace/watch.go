@@ -96,8 +96,14 @@ func (m *Manager) refresh(ctx context.Context, p *project, force bool) {
 		p.sig = ""
 		return
 	}
+	// A path a create or delete works on is left to it; what git says of
+	// it is read again at the next poll, once that work has ended (a
+	// worktree made outside the app at the path of one being deleted
+	// would otherwise wait for an unrelated change of the signature).
+	skipped := false
 	for k, ws := range found {
 		if _, ok := m.busy[k]; ok {
+			skipped = true
 			continue
 		}
 		old, ok := p.workspaces[k]
@@ -112,6 +118,7 @@ func (m *Manager) refresh(ctx context.Context, p *project, force bool) {
 	}
 	for k, ws := range p.workspaces {
 		if _, ok := m.busy[k]; ok {
+			skipped = true
 			continue
 		}
 		if _, ok := found[k]; !ok {
@@ -122,4 +129,7 @@ func (m *Manager) refresh(ctx context.Context, p *project, force bool) {
 	}
 	p.missing = missing
 	p.sig = sig
+	if skipped {
+		p.sig = ""
+	}
 }
