@@ -50,9 +50,9 @@ func run() int {
 	flag.StringVar(&o.out, "out", "docs/BENCHMARKS.md", "markdown file to write the table into (\"\" = print only)")
 	flag.StringVar(&o.cacheDir, "cache", filepath.Join(os.TempDir(), "codehydra-bench-cache"), "where generated repositories are kept between runs")
 	flag.BoolVar(&o.quick, "quick", false, "small sizes and short runs, to check that the bench works")
-	flag.StringVar(&o.only, "only", "", "run only these parts (comma-separated: status, create, server, cpu, gui) and print, without writing -out")
+	flag.StringVar(&o.only, "only", "", "run only these parts (comma-separated: status, create, server, cpu, gui, gateway) and print; with -out given, write only the sections of their own (gateway)")
 	flag.Parse()
-	if o.only != "" {
+	if o.only != "" && !flagGiven("out") {
 		o.out = ""
 	}
 	o.sizes = []int{1_000, 20_000, 100_000}
@@ -74,14 +74,25 @@ func run() int {
 	}
 	doc := b.report()
 	fmt.Print(doc)
-	if o.out != "" {
+	if o.out != "" && o.only == "" {
 		if err := writeSection(o.out, doc); err != nil {
 			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 			return 1
 		}
 		fmt.Fprintf(os.Stderr, "bench: wrote %s\n", o.out)
 	}
+	if err := b.writeGatewaySection(); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		return 1
+	}
 	return 0
+}
+
+// flagGiven reports whether the flag name was on the command line.
+func flagGiven(name string) bool {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 // bench is one run: where things are, and the results so far.
@@ -93,17 +104,19 @@ type bench struct {
 	bin  string // the codehydra binary built for this run
 	log  io.Writer
 
-	machine  machineInfo
-	status   []statusResult
-	changes  []changeResult
-	creates  []createResult
-	calls    []callResult
-	cpu      []cpuResult
-	startups []startupResult
-	rss      []rssResult
-	gui      *guiResult
-	guiNote  string
-	notes    []string
+	machine     machineInfo
+	status      []statusResult
+	changes     []changeResult
+	creates     []createResult
+	calls       []callResult
+	cpu         []cpuResult
+	startups    []startupResult
+	rss         []rssResult
+	gui         *guiResult
+	guiNote     string
+	gateway     *gatewayResult // its own section: gateway.go
+	gatewayNote string
+	notes       []string
 }
 
 func newBench(ctx context.Context, o options) (*bench, error) {
@@ -156,6 +169,7 @@ func (b *bench) runAll() error {
 		{"server", "server", b.benchServer},
 		{"CPU per call", "cpu", b.benchCPUServer},
 		{"the tray app", "gui", b.benchGUI},
+		{"the MCP gateway", "gateway", b.benchGateway},
 	}
 	for _, s := range steps {
 		if err := b.ctx.Err(); err != nil {

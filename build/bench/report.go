@@ -243,16 +243,23 @@ func mb(kb int) string {
 // writeSection puts doc (markers included) into the file at path: in place
 // of the old section, or appended; other content stays.
 func writeSection(path, doc string) error {
+	return writeMarked(path, doc, beginMarker, endMarker)
+}
+
+// writeMarked puts doc, which starts with beginMark and ends with
+// endMark, into the file at path: in place of the old section between the
+// marks, or appended; other content stays.
+func writeMarked(path, doc, beginMark, endMark string) error {
 	old, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	text := string(old)
 	var out string
-	begin, end := strings.Index(text, beginMarker), strings.Index(text, endMarker)
+	begin, end := strings.Index(text, beginMark), strings.Index(text, endMark)
 	switch {
 	case begin >= 0 && end > begin:
-		out = text[:begin] + doc + strings.TrimPrefix(text[end+len(endMarker):], "\n")
+		out = text[:begin] + doc + strings.TrimPrefix(text[end+len(endMark):], "\n")
 	case text == "":
 		out = "# Benchmarks\n\nFigures measured on real parts: the `codehydra` binary, real git, real HTTP.\n\n" + doc
 	default:
