@@ -15,6 +15,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"codehydra/internal/childjob"
 	"codehydra/internal/settings"
 )
 
@@ -192,6 +193,11 @@ func (t *spawnTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 	err := t.sp.run(ctx, func() error {
 		var err error
 		conn, err = t.CommandTransport.Connect(ctx)
+		if err == nil {
+			if err = childjob.Contain(t.Command.Process); err != nil {
+				_ = conn.Close()
+			}
+		}
 		return err
 	})
 	return conn, err

@@ -12,7 +12,8 @@ const InstallHint = "install it with `npm install -g opencode-ai@1.18.33`, or ru
 
 // FindBinary looks for the opencode binary again and remembers the answer
 // for AgentStatus: Bin, else `opencode` on PATH, else
-// ToolsDir/node_modules/.bin/opencode. found is false if none exists; path
+// ToolsDir/node_modules/.bin/opencode (on Windows the opencode.exe that
+// npm's opencode.cmd runs: see binary_windows.go). found is false if none exists; path
 // is then the place that was expected. Every agent start calls it, so an
 // opencode installed meanwhile is found without a restart of the app.
 func (s *Supervisor) FindBinary() (path string, found bool) {
@@ -34,9 +35,9 @@ func (s *Supervisor) lookupBinary() (string, bool) {
 		return b, isExecutable(b)
 	}
 	if p, err := s.opts.LookPath("opencode"); err == nil {
-		return p, true
+		return nativeBinary(p), true
 	}
-	p := filepath.Join(s.opts.ToolsDir, "node_modules", ".bin", "opencode")
+	p := toolsBinary(s.opts.ToolsDir)
 	if isExecutable(p) {
 		return p, true
 	}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"codehydra/internal/childjob"
 )
 
 // spawner starts every agent process from one goroutine locked to its own
@@ -168,6 +170,12 @@ func startProcess(ctx context.Context, sp *spawner, spec processSpec) (*process,
 	stdout, stderr := &lineWriter{line: p.onStdout}, &lineWriter{line: p.out.add}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := sp.start(ctx, cmd); err != nil {
+		return nil, fmt.Errorf("start %s: %w", spec.bin, err)
+	}
+	if err := childjob.Contain(cmd.Process); err != nil {
+		// An agent that would outlive the app is not started at all.
+		killGroup(cmd.Process.Pid, sigKill)
+		_ = cmd.Wait()
 		return nil, fmt.Errorf("start %s: %w", spec.bin, err)
 	}
 	p.pid = cmd.Process.Pid
