@@ -47,15 +47,9 @@ func EnsureDir(dir string) error {
 // ensureDirOf is EnsureDir for the user uid; tests pass another uid to see
 // a folder of their own as another user's, which needs no root.
 func ensureDirOf(dir string, uid int) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create folder %s: %w (set XDG_RUNTIME_DIR to a private folder)", dir, err)
-	}
-	fi, err := os.Lstat(dir)
+	fi, err := makeRealDir(dir)
 	if err != nil {
-		return fmt.Errorf("check folder %s: %w", dir, err)
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("%s is not a folder (it may be a symlink): remove it or set XDG_RUNTIME_DIR to a private folder", dir)
+		return err
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if ok && int(st.Uid) != uid {

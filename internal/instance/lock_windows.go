@@ -2,7 +2,6 @@ package instance
 
 import (
 	"errors"
-	"fmt"
 	"os"
 
 	"golang.org/x/sys/windows"
@@ -54,15 +53,6 @@ const stillActive = 259
 // new folders inherit, so there is no shared fallback to guard against and
 // no mode to tighten: Windows ignores Unix permission bits.
 func EnsureDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create folder %s: %w (set XDG_RUNTIME_DIR to a private folder)", dir, err)
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return fmt.Errorf("check folder %s: %w", dir, err)
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("%s is not a folder (it may be a link): remove it or set XDG_RUNTIME_DIR to a private folder", dir)
-	}
-	return nil
+	_, err := makeRealDir(dir)
+	return err
 }
