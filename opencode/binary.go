@@ -44,6 +44,26 @@ func (s *Supervisor) lookupBinary() (string, bool) {
 	return p, false
 }
 
+// npmShimTarget is the opencode.exe that npm's opencode.cmd at path runs
+// (see binary_windows.go), or path when it is no such shim or the exe is
+// not where npm puts it. It is portable so that Linux tests can check it.
+func npmShimTarget(path string) string {
+	if !strings.EqualFold(filepath.Ext(path), ".cmd") {
+		return path
+	}
+	dir := filepath.Dir(path)
+	for _, modules := range []string{
+		filepath.Dir(dir),                  // <prefix>/node_modules/.bin/opencode.cmd
+		filepath.Join(dir, "node_modules"), // %APPDATA%\npm\opencode.cmd (npm install -g)
+	} {
+		exe := filepath.Join(modules, "opencode-ai", "bin", "opencode.exe")
+		if isExecutable(exe) {
+			return exe
+		}
+	}
+	return path
+}
+
 func isExecutable(p string) bool {
 	fi, err := os.Stat(p)
 	if err != nil || fi.IsDir() {

@@ -1,9 +1,6 @@
 package opencode
 
-import (
-	"path/filepath"
-	"strings"
-)
+import "path/filepath"
 
 // On Windows npm puts opencode.cmd into node_modules/.bin (and, for
 // `npm install -g`, into %APPDATA%\npm, on PATH): a batch file that runs
@@ -20,21 +17,5 @@ func toolsBinary(toolsDir string) string {
 	return nativeBinary(filepath.Join(toolsDir, "node_modules", ".bin", "opencode.cmd"))
 }
 
-// nativeBinary is the opencode.exe that npm's opencode.cmd at path runs,
-// or path when it is no such shim or the exe is not beside it.
-func nativeBinary(path string) string {
-	if !strings.EqualFold(filepath.Ext(path), ".cmd") {
-		return path
-	}
-	dir := filepath.Dir(path)
-	for _, modules := range []string{
-		filepath.Dir(dir),                  // <prefix>/node_modules/.bin/opencode.cmd
-		filepath.Join(dir, "node_modules"), // %APPDATA%\npm\opencode.cmd
-	} {
-		exe := filepath.Join(modules, "opencode-ai", "bin", "opencode.exe")
-		if isExecutable(exe) {
-			return exe
-		}
-	}
-	return path
-}
+// nativeBinary is npmShimTarget(path).
+func nativeBinary(path string) string { return npmShimTarget(path) }
