@@ -99,6 +99,8 @@ func Held(path string) (bool, error) {
 	case err != nil:
 		return false, fmt.Errorf("check lock %s: %w", path, err)
 	}
-	// Taken for a moment: no one held it. Closing the file drops it.
+	// Taken for a moment: no one held it. Dropped at once rather than
+	// with the file, which Windows does "in time".
+	_ = unlock(f)
 	return false, nil
 }
