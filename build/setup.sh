@@ -5,7 +5,7 @@
 #     against, git, and for the GUI test, the screenshots and the GUI
 #     benchmark Xvfb with Mesa's software OpenGL, dbus-launch, xdotool,
 #     ImageMagick (import, convert), gdbus, xwininfo and an xfce4 panel to
-#     show the tray;
+#     show the tray; MinGW's gcc for `make cross` (the Windows build);
 #   - opencode (npm package opencode-ai) into $XDG_DATA_HOME/codehydra/tools,
 #     where CodeHydra looks for it when it is not on PATH, and beside it the
 #     real MCP servers the gateway's tests run (server-everything,
@@ -29,6 +29,7 @@ PACKAGES=(
 	libxi-dev libxxf86vm-dev pkg-config git
 	xvfb dbus-x11 xdotool xclip imagemagick xfce4-panel
 	libgl1-mesa-dri libglib2.0-bin x11-utils
+	gcc-mingw-w64-x86-64
 )
 
 say() { printf 'setup: %s\n' "$*"; }

@@ -1,8 +1,18 @@
 package gateway
 
-import "syscall"
+import (
+	"syscall"
 
-func sysProcAttr() *syscall.SysProcAttr { return nil }
+	"golang.org/x/sys/windows"
+)
 
-// killGroup does nothing: CommandTransport's Close ends the server itself.
+// sysProcAttr starts a server without a console window of its own (npx and
+// .cmd servers would otherwise open one). That it dies with CodeHydra is
+// childjob's work.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{CreationFlags: windows.CREATE_NO_WINDOW, HideWindow: true}
+}
+
+// killGroup does nothing: CommandTransport's Close ends the server itself,
+// and what it started ends with CodeHydra's job.
 func killGroup(int) {}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"codehydra/internal/childjob"
 	"context"
 	"errors"
 
@@ -24,6 +25,13 @@ func (t *spawnTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 	err := t.g.sp.Run(ctx, func() error {
 		var err error
 		conn, err = t.CommandTransport.Connect(ctx)
+		if err == nil {
+			// Windows: into the app's kill-on-close job, so that the
+			// server dies with the app (a no-op elsewhere).
+			if err = childjob.Contain(t.Command.Process); err != nil {
+				_ = conn.Close()
+			}
+		}
 		return err
 	})
 	if cmd := t.Command; cmd.Process != nil {

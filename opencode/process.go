@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"codehydra/internal/childjob"
 	"codehydra/internal/reap"
 )
 
@@ -106,6 +107,12 @@ func startProcess(ctx context.Context, sp *reap.Spawner, spec processSpec) (*pro
 	stdout, stderr := &lineWriter{line: p.onStdout}, &lineWriter{line: p.out.add}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := sp.Start(ctx, cmd); err != nil {
+		return nil, fmt.Errorf("start %s: %w", spec.bin, err)
+	}
+	if err := childjob.Contain(cmd.Process); err != nil {
+		// An agent that would outlive the app is not started at all.
+		killGroup(cmd.Process.Pid, sigKill)
+		_ = cmd.Wait()
 		return nil, fmt.Errorf("start %s: %w", spec.bin, err)
 	}
 	p.pid = cmd.Process.Pid
