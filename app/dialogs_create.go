@@ -368,4 +368,10 @@ func say(l *widget.Label, text string, bad bool) {
 		l.Importance = widget.DangerImportance
 	}
 	l.SetText(text)
+	// An empty label still takes a row.
+	if text == "" {
+		l.Hide()
+	} else {
+		l.Show()
+	}
 }

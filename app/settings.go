@@ -97,6 +97,10 @@ func (u *ui) newSettingsWindow() *settingsWindow {
 	w.rotateStatus = statusLabel()
 	w.status = statusLabel()
 	w.restartNote = statusLabel()
+	// Shown by say once they have something to say: empty, they would
+	// leave a blank band above the buttons.
+	w.status.Hide()
+	w.restartNote.Hide()
 	w.restartNow = widget.NewButton("Restart now", func() {
 		if u.deps.Restart != nil {
 			u.unlessBusy("Restart", func() {
