@@ -128,6 +128,10 @@ type server struct {
 	// port; startAgents points it at the supervisor.
 	agentPorts *agentPorts
 
+	// tel exports traces and metrics when the environment asks for it
+	// (serve_otel.go).
+	tel telemetry
+
 	// teardown holds what startup built, undone in reverse by shutdown.
 	teardown []step
 }
@@ -170,11 +174,13 @@ func (s *server) run(ctx context.Context) int {
 	// run in the background, so that neither the MCP server nor the UI
 	// waits for them; agents start as their workspaces are discovered.
 	for _, st := range []step{
+		{"set up telemetry", s.startTelemetry},
 		{"set up the user's MCP servers", s.startGateway},
 		{"start the MCP server", s.startMCP},
 		{"write the OpenCode config", s.writeOpencodeConfig},
 		{"write the instance file", s.writeInstanceFile},
 		{"start agents", s.startAgents},
+		{"report gauges", s.observeGauges},
 		{"watch projects for outside changes", s.watchProjects},
 		{"load projects", s.loadProjects},
 	} {

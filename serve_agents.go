@@ -33,6 +33,7 @@ func (s *server) startAgents(ctx context.Context) error {
 		ToolsDir:  paths.ToolsDir(),
 		Logger:    s.log,
 		MaxAgents: set.MaxAgents,
+		Tracer:    s.tel.tracerProvider(),
 	})
 	if bin, ok := sup.FindBinary(); ok {
 		s.log.Info("opencode found", "path", bin)

@@ -47,6 +47,8 @@ func (s *server) startMCP(ctx context.Context) error {
 		AuditPath:      paths.AuditFile(),
 		Logger:         s.log,
 		Version:        version,
+		TracerProvider: s.tel.tracerProvider(),
+		MeterProvider:  s.tel.meterProvider(),
 	})
 	if err != nil {
 		return err

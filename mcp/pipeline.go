@@ -30,7 +30,9 @@ import (
 // toolCallMiddleware runs every request through the rate limit and every
 // tools/call through callTool.
 func (s *Server) toolCallMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
-	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+	return func(ctx context.Context, method string, req sdk.Request) (res sdk.Result, err error) {
+		ctx, end := s.tel.startRequest(ctx, method)
+		defer func() { end(err) }()
 		if ss, ok := req.GetSession().(*sdk.ServerSession); ok {
 			takePlace(ctx, ss)
 		}
@@ -81,7 +83,11 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest, next fu
 	start := s.now()
 	who := callerOf(req)
 	rec := auditEntry{Caller: who.name(), Tool: req.Params.Name, Args: argNames(req.Params.Arguments), Outcome: "ok"}
-	defer s.recordCall(&rec, start)
+	ctx = s.tel.startCall(ctx, rec.Tool)
+	defer func() {
+		s.recordCall(&rec, start)
+		s.tel.endCall(ctx, &rec, who, s.now().Sub(start))
+	}()
 
 	def, known := s.tools[rec.Tool]
 	if gt, ok := s.gw.lookup(rec.Tool); !known && ok {

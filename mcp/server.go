@@ -20,6 +20,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/net/netutil"
 	"golang.org/x/time/rate"
 
@@ -96,6 +98,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is reported to clients as the server version. Default "dev".
 	Version string
+	// TracerProvider and MeterProvider receive the spans and metrics of
+	// every request and tool call (telemetry.go); with both nil there are
+	// none, at no cost.
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
 }
 
 // Server is the app-wide MCP server. Create it with New, bind with Listen,
@@ -112,6 +119,7 @@ type Server struct {
 	audit   *auditLog
 	tools   map[string]toolDef
 	gw      *gatewayTools // nil without Options.Gateway
+	tel     *telemetry    // nil: telemetry off
 
 	port atomic.Int32
 
@@ -151,11 +159,17 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	tel, err := newTelemetry(opts.TracerProvider, opts.MeterProvider)
+	if err != nil {
+		return nil, fmt.Errorf("set up telemetry: %w", err)
+	}
+	opts.Workspaces = tel.traceWorkspaces(opts.Workspaces)
 	audit, err := openAuditLog(opts.AuditPath)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{
+		tel:    tel,
 		opts:   opts,
 		log:    opts.Logger,
 		now:    time.Now,

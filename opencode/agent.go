@@ -9,6 +9,10 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"codehydra/internal/reap"
 	"codehydra/workspace"
 )
@@ -49,6 +53,11 @@ const (
 	outFailed                  // gave up (not ready in time, or cannot start)
 	outNotFound                // no binary
 )
+
+// String names the outcome on an "agent.start" span.
+func (o outcome) String() string {
+	return [...]string{"ready", "stopped", "restart", "crashed", "failed", "not-found"}[o]
+}
 
 // set changes what AgentStatus reports for a and tells OnChange if that
 // changed.
@@ -195,7 +204,13 @@ func lastLine(lines []string) string {
 // runOnce starts one process and serves until it ends. ranFor is how long
 // it was ready.
 func (s *Supervisor) runOnce(ctx context.Context, key string, a *agent) (res outcome, ranFor time.Duration, why string) {
+	_, span := s.opts.Tracer.Tracer("codehydra").Start(ctx, "agent.start", trace.WithAttributes(attribute.String("codehydra.workspace", key)))
 	r, res, why := s.startUntilReady(ctx, key, a)
+	span.SetAttributes(attribute.String("codehydra.outcome", res.String()))
+	if res != outReady {
+		span.SetStatus(codes.Error, res.String())
+	}
+	span.End()
 	if res != outReady {
 		return res, 0, why
 	}

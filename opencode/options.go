@@ -9,6 +9,9 @@ import (
 	"os/exec"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"codehydra/internal/paths"
 )
 
@@ -73,6 +76,10 @@ type SupervisorOptions struct {
 	EventRetryMin time.Duration // event stream reconnect delay; 0 = 250ms
 	EventRetryMax time.Duration // 0 = 5s
 	EventIdle     time.Duration // a silent stream is reopened after; 0 = 30s
+
+	// Tracer gets an "agent.start" span for every start, from spawn to
+	// ready (nil = none).
+	Tracer trace.TracerProvider
 }
 
 func (o *SupervisorOptions) setDefaults() {
@@ -91,6 +98,9 @@ func (o *SupervisorOptions) setDefaults() {
 	def(&o.EventRetryMin, 250*time.Millisecond)
 	def(&o.EventRetryMax, 5*time.Second)
 	def(&o.EventIdle, 30*time.Second)
+	if o.Tracer == nil {
+		o.Tracer = noop.NewTracerProvider()
+	}
 	if o.MaxStarting <= 0 {
 		o.MaxStarting = 2
 	}

@@ -111,6 +111,11 @@ func (e *serverEnv) environ() []string {
 	env := []string{}
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "OTEL_") {
+			// Telemetry off, as in a default install: the figures are those
+			// of no provider at all.
+			continue
+		}
 		switch name {
 		case "HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "DISPLAY", "WAYLAND_DISPLAY":
 			continue
