@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -131,7 +132,14 @@ func (f finder) terminal(dir, line string) (launch, error) {
 	case "darwin":
 		candidates = []string{"open -a Terminal {path}"}
 	case "windows":
-		candidates = []string{"cmd.exe /c start cmd.exe"}
+		// cmd.exe by its full path: start resolves a bare name in the
+		// current folder first, which is the repository's.
+		cmdExe := filepath.Join(f.getenv("SystemRoot"), "System32", "cmd.exe")
+		if f.getenv("SystemRoot") == "" {
+			cmdExe = `C:\Windows\System32\cmd.exe`
+		}
+		// SplitCommand keeps backslashes; quotes keep spaces.
+		candidates = []string{`"` + cmdExe + `" /c start "" "` + cmdExe + `"`}
 	}
 	if env := strings.TrimSpace(f.getenv("TERMINAL")); env != "" {
 		candidates = append([]string{env}, candidates...)

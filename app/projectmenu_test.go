@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -271,5 +272,27 @@ func TestOpenTerminalSaysWhichSettingToSetWhenNothingCanRun(t *testing.T) {
 				t.Errorf("the error shows a raw exec error: %q", text)
 			}
 		})
+	}
+}
+
+// Windows' default terminal names cmd.exe by its full path: start would
+// find a cmd.exe in the repository's folder first.
+func TestTheWindowsTerminalIsCmdExeByItsFullPath(t *testing.T) {
+	f := finder{goos: "windows", getenv: func(k string) string {
+		if k == "SystemRoot" {
+			return `C:\Windows`
+		}
+		return ""
+	}, lookPath: func(p string) (string, error) { return p, nil }}
+	l, err := f.terminal(`C:\work\repo`, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`C:\Windows/System32/cmd.exe`, "/c", "start", "", `C:\Windows/System32/cmd.exe`}
+	if runtime.GOOS == "windows" {
+		want[0], want[4] = `C:\Windows\System32\cmd.exe`, `C:\Windows\System32\cmd.exe`
+	}
+	if !slices.Equal(l.argv, want) {
+		t.Fatalf("argv = %q, want %q", l.argv, want)
 	}
 }

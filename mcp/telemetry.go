@@ -99,7 +99,9 @@ func (t *telemetry) startRequest(ctx context.Context, method string) (context.Co
 		t.reqDuration.Record(ctx, time.Since(start).Seconds(), set)
 		if span != nil {
 			if err != nil {
-				span.SetStatus(codes.Error, err.Error())
+				// Not err's text: a JSON-RPC error may quote what the
+				// caller sent (see endCall: only the code).
+				span.SetStatus(codes.Error, "jsonrpc error")
 			}
 			span.End()
 		}

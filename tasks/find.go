@@ -18,6 +18,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // Name prefixes: a task's name is "<prefix>:<name in its file>", so that a
@@ -105,7 +106,11 @@ func findIn(root *os.Root, names []string, source string, parse func([]byte) ([]
 // is "" when there is none.
 func readFirst(root *os.Root, names []string) (name string, data []byte, err error) {
 	for _, n := range names {
-		f, err := root.Open(n)
+		// Lstat first: opening a FIFO named Makefile would block.
+		if st, err := root.Lstat(n); err == nil && !st.Mode().IsRegular() && st.Mode()&fs.ModeSymlink == 0 {
+			return n, nil, fmt.Errorf("open %s: not a regular file", n)
+		}
+		f, err := root.OpenFile(n, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

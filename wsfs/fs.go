@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"codehydra/workspace"
@@ -52,12 +53,28 @@ func (f *FS) Dir() string { return f.dir }
 // matched against the whole path from the workspace's top and refuses
 // what lies under a match.
 func Denied(patterns []string, rel string) string {
+	return denied(patterns, rel, foldCase)
+}
+
+// foldCase says that names differing only in case are one file, as on the
+// default file systems of macOS (APFS) and Windows (NTFS): there ".ENV"
+// opens .env, so the deny list must refuse it too.
+var foldCase = runtime.GOOS == "darwin" || runtime.GOOS == "windows"
+
+func denied(patterns []string, rel string, fold bool) string {
 	if rel == "." || rel == "" {
 		return ""
 	}
+	if fold {
+		rel = strings.ToLower(rel)
+	}
 	elems := strings.Split(rel, "/")
 	for _, p := range patterns {
-		name, isDir := strings.CutSuffix(p, "/")
+		pat := p
+		if fold {
+			pat = strings.ToLower(p)
+		}
+		name, isDir := strings.CutSuffix(pat, "/")
 		if !strings.Contains(name, "/") {
 			for _, e := range elems {
 				if ok, _ := path.Match(name, e); ok || (isDir && e == name) {

@@ -40,3 +40,16 @@ func TestCutToRuneKeepsWholeCharacters(t *testing.T) {
 		}
 	}
 }
+
+// On macOS and Windows ".ENV" opens .env: there the deny list folds case;
+// on Linux .ENV is another file.
+func TestDeniedFoldsCaseWhereTheFileSystemDoes(t *testing.T) {
+	for _, rel := range []string{".ENV", ".GIT/config", "keys/Server.PEM", "ID_rsa"} {
+		if got := denied(DefaultDeny, rel, true); got == "" {
+			t.Errorf("folding case: %q is not denied", rel)
+		}
+		if got := denied(DefaultDeny, rel, false); got != "" {
+			t.Errorf("keeping case: %q is denied by %q", rel, got)
+		}
+	}
+}

@@ -112,6 +112,9 @@ func CheckMCPServerName(name string) error {
 		return fmt.Errorf("mcpServers: name %q is not valid: use letters, digits, - and _, starting with a letter or digit", name)
 	case strings.Contains(name, "__"):
 		return fmt.Errorf("mcpServers: name %q holds \"__\", which separates a server's name from its tools' names: use a single _", name)
+	case strings.HasSuffix(name, "_"):
+		// "a_" + "__" + "x" would read back as server "a", tool "_x".
+		return fmt.Errorf("mcpServers: name %q ends in _, which would run into the \"__\" before its tools' names", name)
 	case len(name) > maxServerName:
 		return fmt.Errorf("mcpServers: name %q is longer than %d characters", name, maxServerName)
 	}

@@ -20,6 +20,7 @@ func TestMCPServersValidation(t *testing.T) {
 		{"http on localhost", "local", MCPServer{URL: "http://localhost:3001/mcp"}, ""},
 		{"env in a url's path", "local", MCPServer{URL: "https://h.example/{env:P}"}, ""},
 		{"name with __", "a__b", MCPServer{Command: "x"}, `"__"`},
+		{"name ending in _", "fs_", MCPServer{Command: "x"}, "ends in _"},
 		{"name starting with -", "-a", MCPServer{Command: "x"}, "not valid"},
 		{"name with a dot", "a.b", MCPServer{Command: "x"}, "not valid"},
 		{"name too long", strings.Repeat("a", 33), MCPServer{Command: "x"}, "longer than"},
