@@ -120,13 +120,15 @@ func (s configSources) stdioConfig(ctx context.Context, c *cli) (mcp.ClientConfi
 	}
 	cfg := mcp.ClientConfig{Command: exe}
 	if s.workspace != "" {
-		cfg.WorkspacePath = s.workspacePath(ctx, c)
+		path, warning := s.workspacePath(ctx)
 		// mcp-stdio derives the token at each start; a folder that cannot
 		// have one (the project's main checkout) is refused now, not then.
-		if _, err := workspace.TokenNonce(cfg.WorkspacePath); err != nil {
-			fmt.Fprintf(c.stderr, "codehydra mcp-config: %s has no workspace token: %v\n", cfg.WorkspacePath, err)
+		if _, err := workspace.TokenNonce(path); err != nil {
+			fmt.Fprintf(c.stderr, "codehydra mcp-config: %s cannot be a workspace (it must be a linked git worktree of a project): %v\n", path, err)
 			return mcp.ClientConfig{}, false
 		}
+		cfg.WorkspacePath = path
+		sayWarning(c, warning)
 	}
 	if !s.running {
 		fmt.Fprintln(c.stderr, "note: CodeHydra is not running; this config works whenever it runs (`codehydra` or `codehydra serve`)")
@@ -220,32 +222,42 @@ func (s configSources) config(c *cli) (cfg mcp.ClientConfig, ok bool) {
 // instance, else with symlinks resolved here) and that workspace's own
 // token, derived from the master token as the server derives it.
 func (s configSources) forWorkspace(ctx context.Context, c *cli, cfg mcp.ClientConfig) (mcp.ClientConfig, bool) {
-	path := s.workspacePath(ctx, c)
+	path, warning := s.workspacePath(ctx)
 	tok, err := mcp.WorkspaceToken(cfg.Token, path)
 	if err != nil {
-		fmt.Fprintf(c.stderr, "codehydra mcp-config: %v\n", err)
+		fmt.Fprintf(c.stderr, "codehydra mcp-config: %s cannot be a workspace (it must be a linked git worktree of a project): %v\n", path, err)
 		return cfg, false
 	}
+	sayWarning(c, warning)
 	cfg.WorkspacePath, cfg.Token = path, tok
 	return cfg, true
 }
 
 // workspacePath is the workspace as CodeHydra registered it (asked of the
-// running instance, else with symlinks resolved here); it warns when the
-// running instance does not know it.
-func (s configSources) workspacePath(ctx context.Context, c *cli) string {
-	path := s.workspace
+// running instance, else with symlinks resolved here), and a warning
+// when the running instance does not know it: said only once the folder
+// is known to be able to have a workspace token, so that a refusal is not
+// preceded by a warning about a config that is not printed.
+func (s configSources) workspacePath(ctx context.Context) (path, warning string) {
+	path = s.workspace
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		path = real
 	}
 	if s.running {
 		if registered, err := registeredPath(ctx, s.info, s.workspace); err != nil {
-			fmt.Fprintf(c.stderr, "warning: %v; this config works only once %s is a workspace of CodeHydra\n", err, s.workspace)
+			warning = fmt.Sprintf("warning: %v; this config works only once %s is a workspace of CodeHydra", err, s.workspace)
 		} else {
 			path = registered
 		}
 	}
-	return path
+	return path, warning
+}
+
+// sayWarning prints warning, if any, on stderr.
+func sayWarning(c *cli, warning string) {
+	if warning != "" {
+		fmt.Fprintln(c.stderr, warning)
+	}
 }
 
 // warn says when an HTTP config will stop working (a moved port) or does

@@ -48,7 +48,8 @@ func projectList(ctx context.Context, c *cli, asJSON bool) int {
 		return printJSON(c, raw)
 	}
 	if len(out.Projects) == 0 {
-		fmt.Fprintln(c.stdout, "no projects; add one with `codehydra project add PATH`")
+		// On stderr: scripts read stdout as the list, which is empty.
+		fmt.Fprintln(c.stderr, "no projects; add one with `codehydra project add PATH`")
 	}
 	for _, p := range out.Projects {
 		fmt.Fprintf(c.stdout, "%s\t%s\n", p.Name, p.Path)

@@ -167,6 +167,12 @@ func TestWorkspaceCommandsActOnTheRunningInstance(t *testing.T) {
 	if code != 0 || strings.TrimSpace(out) != "[]" {
 		t.Fatalf("list of another project: %d %q", code, out)
 	}
+	// An empty list is an empty stdout, so that WS=$(… | head -n1 | cut -f2)
+	// is empty too; the hint goes to stderr.
+	code, out, errOut = runRemote(t, "workspace", "list", "--project", t.TempDir())
+	if code != 0 || out != "" || !strings.Contains(errOut, "no workspaces") {
+		t.Fatalf("empty list: %d %q %q", code, out, errOut)
+	}
 
 	tests := []struct {
 		name string
@@ -316,9 +322,13 @@ func TestMCPConfigPrintsAConfigThatWorks(t *testing.T) {
 	// A workspace token needs the worktree's git registration, which the
 	// main checkout (the project) does not have as a workspace.
 	t.Run("the project's main checkout: refused, saying why", func(t *testing.T) {
-		code, out, errOut := runRemote(t, "mcp-config", "--client", "claude-code", "--workspace", ri.project)
-		if code != 1 || out != "" || !strings.Contains(errOut, "(workspace-not-found)") || !strings.Contains(errOut, "main checkout") {
-			t.Fatalf("%d %q %q", code, out, errOut)
+		// No warning about "this config" first: no config is printed.
+		for _, args := range [][]string{{"--client", "claude-code"}, {"--client", "claude-code", "--http"}} {
+			code, out, errOut := runRemote(t, "mcp-config", append(args, "--workspace", ri.project)...)
+			if code != 1 || out != "" || !strings.Contains(errOut, "cannot be a workspace") || !strings.Contains(errOut, "main checkout") ||
+				strings.Contains(errOut, "this config works") {
+				t.Fatalf("%v: %d %q %q", args, code, out, errOut)
+			}
 		}
 	})
 	t.Run("not running, fixed port: config for the next launch", func(t *testing.T) {

@@ -28,7 +28,8 @@ is kept (the log says so) unless --delete-branch; it runs in the
 background.
 
 Flags:
-  --project PATH   the project (default: the current folder)
+  --project PATH   the project (create: default the current folder;
+                   list: default every project)
   --base REF       branch or commit the new workspace starts from
   --keep-branch    keep the branch when deleting
   --delete-branch  delete the branch even if it existed before the workspace
@@ -92,7 +93,8 @@ func workspaceList(ctx context.Context, c *cli, f workspaceFlags) int {
 		return printJSON(c, data)
 	}
 	if len(list) == 0 {
-		fmt.Fprintln(c.stdout, "no workspaces; create one with `codehydra workspace create NAME --project PATH`")
+		// On stderr: scripts read stdout as the list, which is empty.
+		fmt.Fprintln(c.stderr, "no workspaces; create one with `codehydra workspace create NAME --project PATH`")
 	}
 	for _, w := range list {
 		fmt.Fprintf(c.stdout, "%s\t%s\n", w.Name, w.Path)

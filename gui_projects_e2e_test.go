@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -165,7 +167,10 @@ func startGUIPanel(t *testing.T, d *guiDesktop) *dbus.Conn {
 	if err := panel.Start(); err != nil {
 		t.Fatalf("start xfce4-panel: %v", err)
 	}
-	t.Cleanup(func() { killGroup(panel) })
+	t.Cleanup(func() {
+		killGroup(panel)
+		endBusActivated(d.busAddr)
+	})
 	conn, err := dbus.Connect(d.busAddr)
 	if err != nil {
 		t.Fatal(err)
@@ -181,4 +186,38 @@ func startGUIPanel(t *testing.T, d *guiDesktop) *dbus.Conn {
 		t.Fatalf("xfce4-panel registered no StatusNotifier host within 30 s:\n%s", &out)
 	}
 	return conn
+}
+
+// endBusActivated ends the daemons the session bus at addr started for the
+// panel (xfconfd, which writes the panel's settings into the test's
+// folders as it exits), and waits until they are gone, so that the test's
+// temporary folders are not written while they are removed.
+func endBusActivated(addr string) {
+	want := []byte("DBUS_SESSION_BUS_ADDRESS=" + addr + "\x00")
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !bytes.Contains(env, want) {
+			continue
+		}
+		if comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm")); strings.TrimSpace(string(comm)) == "xfconfd" {
+			_ = syscall.Kill(pid, syscall.SIGTERM)
+			pids = append(pids, pid)
+		}
+	}
+	testenv.Poll(5*time.Second, 20*time.Millisecond, func() bool {
+		for _, pid := range pids {
+			if syscall.Kill(pid, 0) == nil {
+				if st, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat")); !strings.Contains(string(st), ") Z") {
+					return false
+				}
+			}
+		}
+		return true
+	})
 }

@@ -171,8 +171,12 @@ func Warnings(st workspace.Status, c workspace.Changes) []string {
 		if base == "" {
 			base = "its base"
 		}
-		w = append(w, fmt.Sprintf("Its branch has %s not merged into %s: they are lost unless you keep the branch.",
-			plural(st.Ahead, "commit"), base))
+		them := "they are"
+		if st.Ahead == 1 {
+			them = "it is"
+		}
+		w = append(w, fmt.Sprintf("Its branch has %s not merged into %s: %s lost unless you keep the branch.",
+			plural(st.Ahead, "commit"), base, them))
 	}
 	return w
 }

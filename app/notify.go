@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"log/slog"
 
 	"fyne.io/fyne/v2"
@@ -17,6 +18,7 @@ type Notice struct {
 // The titles of the notifications.
 const (
 	NoticeFinished   = "Agent finished"
+	NoticeGaveUp     = "Agent stopped without an answer"
 	NoticeNeedsInput = "Agent needs input"
 )
 
@@ -28,7 +30,13 @@ func AgentNotices(ws workspace.Workspace, prev, next workspace.AgentStatus) []No
 	if next.NeedsInput > prev.NeedsInput {
 		notes = append(notes, Notice{NoticeNeedsInput, workspaceTitle(ws) + " is waiting for your answer."})
 	}
-	if busy(prev) && next.Type == workspace.AgentIdle && next.NeedsInput == 0 {
+	switch {
+	case busy(prev) && next.Type == workspace.AgentIdle && next.NeedsInput == 0 && prev.Retry.Sessions > 0:
+		// It went idle straight from retrying: opencode gave up on the
+		// model, so the turn ended without an answer.
+		notes = append(notes, Notice{NoticeGaveUp, fmt.Sprintf("%s gave up after %d attempts: %s",
+			workspaceTitle(ws), prev.Retry.Attempt, prev.Retry.Message)})
+	case busy(prev) && next.Type == workspace.AgentIdle && next.NeedsInput == 0:
 		notes = append(notes, Notice{NoticeFinished, workspaceTitle(ws) + " has finished its work."})
 	}
 	return notes

@@ -28,6 +28,8 @@ func TestAgentNoticesTellFinishedAndNeedsInput(t *testing.T) {
 		{"busy to stopped is no finish", agentBusy, workspace.NoAgent, nil},
 		{"busy to ready without sessions is no finish", agentBusy, idleNoSessions, nil},
 		{"first report of an idle agent", workspace.NoAgent, agentIdle, nil},
+		{"retrying to idle: gave up, no answer", agentRetrying, agentIdle, []string{NoticeGaveUp}},
+		{"retrying to busy says nothing", agentRetrying, agentBusy, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

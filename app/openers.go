@@ -66,6 +66,8 @@ type launch struct {
 	argv []string
 	dir  string
 	what string
+	// hint is the way on when the program fails at once ("" for none).
+	hint string
 }
 
 // openError is a failure to open a folder, as the sentence a user sees.
@@ -101,7 +103,11 @@ func (f finder) folder(dir string) (launch, error) {
 	if _, err := f.lookPath(prog); err != nil {
 		return launch{}, sayOpen("Nothing here opens folders: %s is not installed (on Linux it comes with xdg-utils). Use Copy path instead.", prog)
 	}
-	return launch{argv: []string{prog, dir}, dir: dir, what: "the folder"}, nil
+	l := launch{argv: []string{prog, dir}, dir: dir, what: "the file manager"}
+	if prog == "xdg-open" {
+		l.hint = "Use Copy path instead, or give folders a default app, e.g. `xdg-mime default thunar.desktop inode/directory`."
+	}
+	return l, nil
 }
 
 // editor is editorCommand, else VS Code's `code` when on PATH, else the
@@ -221,6 +227,9 @@ func (l launch) run(failed func(error)) error {
 		msg := fmt.Sprintf("%s (%s) failed at once: %v", capitalize(l.what), l.argv[0], err)
 		if tail := stderr.lastLine(); tail != "" {
 			msg += ": " + tail
+		}
+		if l.hint != "" {
+			msg += ". " + strings.TrimSuffix(l.hint, ".")
 		}
 		failed(sayOpen("%s.", msg))
 	}()

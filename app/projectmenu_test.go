@@ -296,3 +296,24 @@ func TestTheWindowsTerminalIsCmdExeByItsFullPath(t *testing.T) {
 		t.Fatalf("argv = %q, want %q", l.argv, want)
 	}
 }
+
+// An xdg-open that cannot open folders says what to do instead.
+func TestOpenFolderSaysTheWayOnWhenXdgOpenFails(t *testing.T) {
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "xdg-open"), []byte("#!/bin/sh\necho 'xdg-open: no method available for opening' >&2\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+":/usr/bin:/bin")
+	h := newHarness(t, Deps{Workspaces: newFake(), Settings: settings.NewStore(filepath.Join(t.TempDir(), "settings.json")), Getenv: func(string) string { return "" }})
+	h.u.openIn(openFolder, "Open folder", t.TempDir())
+	var text string
+	h.waitFor("an error window", func() bool {
+		text = windowTexts(h, "CodeHydra: Open folder")
+		return text != ""
+	})
+	for _, want := range []string{"The file manager (xdg-open) failed at once", "no method available", "Copy path", "xdg-mime default"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the error says %q, want it to hold %q", text, want)
+		}
+	}
+}
