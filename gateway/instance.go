@@ -121,7 +121,7 @@ func (i *instance) supervise(sess *sdk.ClientSession, started time.Time) {
 	}
 	i.failures++
 	wait := i.s.g.opts.Backoff(i.failures)
-	i.err = fmt.Errorf("%s: the server ended (%v); it restarts in %s", i.s.name, endReason(werr), wait.Round(time.Millisecond))
+	i.err = fmt.Errorf("%s: the server ended (%v); it restarts in %s", i.s.name, endReason(i.s.redact(werr)), wait.Round(time.Millisecond))
 	i.retryAt = time.Now().Add(wait)
 	err, supervised := i.err, i.supervised
 	i.mu.Unlock()

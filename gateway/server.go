@@ -214,6 +214,7 @@ func (s *server) call(ctx context.Context, wsPath, tool string, args json.RawMes
 		arguments = args
 	}
 	res, err := sess.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: arguments})
+	err = s.redact(err)
 	switch {
 	case err == nil:
 		return res, nil
