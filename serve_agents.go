@@ -90,8 +90,9 @@ func (s *server) reapOrphans() {
 }
 
 // followWorkspaces starts the agent of every workspace that appears and
-// stops the agent of every workspace that goes, however it went (a delete
-// stops it first; a worktree removed outside the app does not).
+// stops the agent (and the MCP servers run for it) of every workspace that
+// goes, however it went (a delete stops it first; a worktree removed
+// outside the app does not).
 func (s *server) followWorkspaces(ctx context.Context, sup *opencode.Supervisor, events <-chan workspace.Event) {
 	workspace.Follow(ctx, events, func(batch []workspace.Event) {
 		for _, e := range batch {
@@ -102,6 +103,9 @@ func (s *server) followWorkspaces(ctx context.Context, sup *opencode.Supervisor,
 				s.prep.Removed(e.Workspace.Path)
 				if err := sup.StopAgent(ctx, e.Workspace.Path); err != nil {
 					s.log.Warn("stopping the agent of a removed workspace", "path", e.Workspace.Path, "err", err)
+				}
+				if s.gateway != nil {
+					s.gateway.ForgetWorkspace(e.Workspace.Path)
 				}
 			}
 		}

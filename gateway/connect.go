@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -76,7 +77,7 @@ func (s *server) connect(ctx context.Context, ws string) (sess *sdk.ClientSessio
 		if last := stderr.lastLine(); last != "" {
 			err = fmt.Errorf("%w (its last error output: %s)", err, last)
 		}
-		return nil, nil, nil, fmt.Errorf("start: %w", err)
+		return nil, nil, nil, s.redact(fmt.Errorf("start: %w", err))
 	}
 	return sess, cleanup, tools, nil
 }
@@ -177,6 +178,37 @@ func (s *server) httpTransport() (sdk.Transport, error) {
 	return &sdk.StreamableClientTransport{Endpoint: u, HTTPClient: &http.Client{Transport: rt}}, nil
 }
 
+// redact hides the {env:NAME} values of a remote server's URL in err: the
+// HTTP client's errors (*url.Error) quote the URL it was given, and these
+// errors reach the log, the Settings window and the agents. The URL is
+// shown as configured instead; errors.Is and As still see err.
+func (s *server) redact(err error) error {
+	if err == nil || !s.cfg.Remote() {
+		return err
+	}
+	u, xerr := settings.ExpandEnv(s.cfg.URL, s.g.opts.LookupEnv)
+	if xerr != nil || u == s.cfg.URL {
+		return err
+	}
+	msg := err.Error()
+	for _, form := range []string{u, strings.Trim(strconv.Quote(u), `"`)} {
+		msg = strings.ReplaceAll(msg, form, s.cfg.URL)
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return redactedError{msg: msg, err: err}
+}
+
+// redactedError is err with msg as its text.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e redactedError) Error() string { return e.msg }
+func (e redactedError) Unwrap() error { return e.err }
+
 // headerTransport adds the configured headers to each request.
 type headerTransport struct {
 	base   http.RoundTripper
@@ -198,7 +230,7 @@ func (s *server) refreshTools(sess *sdk.ClientSession) {
 	defer cancel()
 	tools, err := listTools(ctx, sess)
 	if err != nil {
-		s.setErr(fmt.Errorf("%s: list its changed tools: %w", s.name, err))
+		s.setErr(fmt.Errorf("%s: list its changed tools: %w", s.name, s.redact(err)))
 		return
 	}
 	s.setTools(tools)

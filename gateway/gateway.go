@@ -232,6 +232,19 @@ func (g *Gateway) Reconfigure(servers map[string]settings.MCPServer) {
 	}
 }
 
+// ForgetWorkspace stops the instances that run for the workspace at path
+// (it was deleted) and returns once their processes are gone. A later
+// call from a workspace at the same path starts new ones.
+func (g *Gateway) ForgetWorkspace(path string) {
+	var wg sync.WaitGroup
+	for _, s := range g.snapshot() {
+		if s.cfg.PerWorkspace() {
+			wg.Go(func() { s.forget(path) })
+		}
+	}
+	wg.Wait()
+}
+
 // Close stops every server and waits for them to end.
 func (g *Gateway) Close() error {
 	g.mu.Lock()

@@ -23,10 +23,13 @@ type instance struct {
 	sess     *sdk.ClientSession
 	cleanup  func() // ends what is left of the server's processes
 	starting chan struct{}
-	err      error     // why the last start failed or the last session ended
-	retryAt  time.Time // no new start before, after a failure
-	failures int       // in a row, for the backoff
-	stopped  bool
+	// cancelStart cancels the start in progress, so that stop need not
+	// wait for it to connect or time out.
+	cancelStart context.CancelFunc
+	err         error     // why the last start failed or the last session ended
+	retryAt     time.Time // no new start before, after a failure
+	failures    int       // in a row, for the backoff
+	stopped     bool
 }
 
 // session returns the instance's session, starting the server when it
@@ -49,8 +52,9 @@ func (i *instance) session(ctx context.Context) (*sdk.ClientSession, error) {
 			defer i.mu.Unlock()
 			return nil, i.err
 		}
-		i.starting = make(chan struct{})
-		go i.start(i.starting)
+		ctx, cancel := context.WithTimeout(context.Background(), i.s.g.opts.StartTimeout)
+		i.starting, i.cancelStart = make(chan struct{}), cancel
+		go i.start(ctx, cancel, i.starting)
 	}
 	ch := i.starting
 	i.mu.Unlock()
@@ -67,38 +71,38 @@ func (i *instance) session(ctx context.Context) (*sdk.ClientSession, error) {
 	return nil, i.err
 }
 
-// start runs one start and closes done when it is over.
-func (i *instance) start(done chan struct{}) {
-	ctx, cancel := context.WithTimeout(context.Background(), i.s.g.opts.StartTimeout)
+// start runs one start within ctx and closes done when it is over. A
+// start that ends after stop closes what it started before done closes,
+// so that stop, waiting on done, returns only once its process is gone.
+func (i *instance) start(ctx context.Context, cancel context.CancelFunc, done chan struct{}) {
+	defer close(done)
 	defer cancel()
 	sess, cleanup, tools, err := i.s.connect(ctx, i.ws)
-	if err == nil {
-		i.s.setTools(tools)
-	} else {
+	i.mu.Lock()
+	i.starting, i.cancelStart = nil, nil
+	if i.stopped {
+		i.mu.Unlock()
+		if err == nil {
+			closeSession(sess, cleanup)
+		}
+		return
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (not ready within %s)", err, i.s.g.opts.StartTimeout)
 		}
 		err = fmt.Errorf("%s: %w", i.s.name, err)
-		i.s.setErr(err)
-	}
-	i.mu.Lock()
-	defer func() {
-		i.starting = nil
-		i.mu.Unlock()
-		close(done)
-	}()
-	if err != nil {
 		i.err = err
 		i.failures++
 		i.retryAt = time.Now().Add(i.s.g.opts.Backoff(i.failures))
-		return
-	}
-	if i.stopped {
-		go closeSession(sess, cleanup)
+		i.mu.Unlock()
+		i.s.setErr(err)
 		return
 	}
 	i.sess, i.cleanup, i.err = sess, cleanup, nil
 	go i.supervise(sess, time.Now())
+	i.mu.Unlock()
+	i.s.setTools(tools)
 }
 
 // supervise waits for sess to end; when it ends on its own the instance
@@ -117,7 +121,7 @@ func (i *instance) supervise(sess *sdk.ClientSession, started time.Time) {
 	}
 	i.failures++
 	wait := i.s.g.opts.Backoff(i.failures)
-	i.err = fmt.Errorf("%s: the server ended (%v); it restarts in %s", i.s.name, endReason(werr), wait.Round(time.Millisecond))
+	i.err = fmt.Errorf("%s: the server ended (%v); it restarts in %s", i.s.name, endReason(i.s.redact(werr)), wait.Round(time.Millisecond))
 	i.retryAt = time.Now().Add(wait)
 	err, supervised := i.err, i.supervised
 	i.mu.Unlock()
@@ -149,15 +153,26 @@ func (i *instance) state() (running, starting bool) {
 	return i.sess != nil, i.starting != nil
 }
 
-// stop ends the instance for good and waits for its server to end.
+// stop ends the instance for good and waits for its server to end: one
+// still starting is cancelled and waited for (at most the start timeout).
 func (i *instance) stop() {
 	i.mu.Lock()
 	i.stopped = true
 	sess, cleanup := i.sess, i.cleanup
+	starting, cancel := i.starting, i.cancelStart
 	i.sess, i.cleanup = nil, nil
 	i.mu.Unlock()
 	if sess != nil {
 		closeSession(sess, cleanup)
+	}
+	if starting != nil {
+		cancel()
+		t := time.NewTimer(i.s.g.opts.StartTimeout)
+		defer t.Stop()
+		select {
+		case <-starting:
+		case <-t.C:
+		}
 	}
 }
 

@@ -63,6 +63,7 @@ type server struct {
 	restarts  int
 	stopped   bool
 	probing   chan struct{} // closed when the running probe ends
+	probeInst *instance     // the running probe's instance, for stop
 }
 
 func newServer(g *Gateway, name string, cfg settings.MCPServer) *server {
@@ -141,7 +142,19 @@ func (s *server) runProbe(done chan struct{}) {
 	}
 	defer os.RemoveAll(dir)
 	i := &instance{s: s, ws: dir}
-	defer i.stop()
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return
+	}
+	s.probeInst = i
+	s.mu.Unlock()
+	defer func() {
+		i.stop()
+		s.mu.Lock()
+		s.probeInst = nil
+		s.mu.Unlock()
+	}()
 	_, _ = i.session(context.Background())
 }
 
@@ -201,6 +214,7 @@ func (s *server) call(ctx context.Context, wsPath, tool string, args json.RawMes
 		arguments = args
 	}
 	res, err := sess.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: arguments})
+	err = s.redact(err)
 	switch {
 	case err == nil:
 		return res, nil
@@ -217,6 +231,9 @@ func (s *server) stop() {
 	s.mu.Lock()
 	s.stopped = true
 	insts := slices.Collect(maps.Values(s.instances))
+	if s.probeInst != nil {
+		insts = append(insts, s.probeInst)
+	}
 	s.instances = map[string]*instance{}
 	s.mu.Unlock()
 	var wg sync.WaitGroup
@@ -224,6 +241,18 @@ func (s *server) stop() {
 		wg.Go(i.stop)
 	}
 	wg.Wait()
+}
+
+// forget stops the instance of workspace ws, if any, and waits for it to
+// end; a later call from ws starts a new one.
+func (s *server) forget(ws string) {
+	s.mu.Lock()
+	i := s.instances[ws]
+	delete(s.instances, ws)
+	s.mu.Unlock()
+	if i != nil {
+		i.stop()
+	}
 }
 
 func (s *server) status() ServerStatus {

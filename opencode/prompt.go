@@ -24,8 +24,15 @@ import (
 )
 
 // sendAttempts bounds how often a delivery that could not create a
-// session (nothing sent yet) is tried again at the agent's next ready.
+// session (nothing sent yet) is tried: again after retryDelay while the
+// agent stays ready, or at its next ready.
 const sendAttempts = 3
+
+// retryDelay is the wait before the n-th (from 1) retry of a delivery that
+// sent nothing: 1 s, 2 s, 4 s, … An agent just ready may answer errors for
+// a moment; without a retry its prompt would stay pending while it stays
+// ready, as delivery otherwise runs only at a ready.
+func retryDelay(n int) time.Duration { return time.Second << min(n-1, 5) }
 
 // pendingPrompt is the first prompt of one workspace and its delivery.
 type pendingPrompt struct {
@@ -192,9 +199,12 @@ func (s *Supervisor) finishDelivery(key string, pp *pendingPrompt, id string, se
 		pp.delivery = workspace.PromptDelivery{State: workspace.DeliveryDelivered, SessionID: id}
 		s.log.Info("first prompt delivered", slog.String("workspace", key), slog.String("session", id))
 	case !sent && pp.attempts+1 < sendAttempts:
-		// Nothing went out: the agent's next ready tries again.
+		// Nothing went out: try again soon, or at the agent's next ready.
 		pp.attempts++
-		s.log.Warn("first prompt not delivered yet; trying again when the agent is ready", slog.String("workspace", key), slog.Any("err", err))
+		wait := retryDelay(pp.attempts)
+		time.AfterFunc(wait, func() { s.retryPrompt(key) })
+		s.log.Warn("first prompt not delivered yet; trying again", slog.String("workspace", key),
+			slog.Duration("in", wait), slog.Any("err", err))
 	default:
 		pp.delivery = workspace.PromptDelivery{State: workspace.DeliveryFailed, SessionID: id, Error: err.Error()}
 		s.log.Warn("first prompt not delivered", slog.String("workspace", key), slog.Any("err", err))
@@ -202,4 +212,12 @@ func (s *Supervisor) finishDelivery(key string, pp *pendingPrompt, id string, se
 	s.persistLocked(key, pp)
 	s.prompts.mu.Unlock()
 	s.opts.OnChange(key)
+}
+
+// retryPrompt delivers the pending prompt of key again if its agent is
+// ready now; if it is not, its next ready does.
+func (s *Supervisor) retryPrompt(key string) {
+	if port, password, ok := s.OpencodeServer(key); ok {
+		s.deliverPrompt(context.Background(), key, newAgentAPI(s.opts.HTTPClient, port, password))
+	}
 }

@@ -18,10 +18,7 @@ func TestAPromptForAnAgentThatFailedAlreadyFailsAtOnce(t *testing.T) {
 	o := f.options()
 	o.Bin = ""
 	s := f.start(o)
-	repo := testenv.GitRepo(t, "repo")
-	wt := filepath.Join(filepath.Dir(repo), "feat")
-	testenv.Git(t, repo, "worktree", "add", "-q", "-b", "feat", wt)
-	ws := workspace.Workspace{Name: "feat", Branch: "feat", Path: wt, ProjectPath: repo}
+	ws := worktreeWorkspace(t)
 	s.Start(ws)
 	waitState(t, s, ws.Path, workspace.AgentStateNotFound, 5*time.Second)
 
@@ -35,4 +32,15 @@ func TestAPromptForAnAgentThatFailedAlreadyFailsAtOnce(t *testing.T) {
 	if got, ok := s.PromptDelivery(ws.Path); !ok || got.State != workspace.DeliveryFailed {
 		t.Fatalf("PromptDelivery = %+v, %v", got, ok)
 	}
+}
+
+// worktreeWorkspace is a workspace on a new git worktree "feat" (a first
+// prompt is recorded in its git admin folder).
+func worktreeWorkspace(t *testing.T) workspace.Workspace {
+	t.Helper()
+	repo := testenv.GitRepo(t, "repo")
+	wt := filepath.Join(filepath.Dir(repo), "feat")
+	testenv.Git(t, repo, "worktree", "add", "-q", "-b", "feat", wt)
+	ws := workspace.Workspace{Name: "feat", Branch: "feat", Path: wt, ProjectPath: repo}
+	return ws
 }

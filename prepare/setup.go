@@ -72,6 +72,13 @@ func Run(ctx context.Context, c Command) error {
 	err := cmd.Start()
 	if err == nil {
 		err = cmd.Wait()
+		// What the setup left running in its group (a server it started
+		// in the background) must not outlive it, success or not.
+		_ = killGroup(cmd)
+		if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState.Success() {
+			// It succeeded; only a leftover held its output open.
+			err = nil
+		}
 	}
 	pw.Close()
 	last := <-tail

@@ -30,6 +30,18 @@ func alive(pid int) bool {
 	return !strings.HasPrefix(rest, "Z")
 }
 
+// awaitChildEnd waits until the process whose pid the setup wrote to
+// child.pid in dir has ended.
+func awaitChildEnd(t *testing.T, dir string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "child.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	testenv.WaitFor(t, "the setup's child to end", 5*time.Second, func() bool { return !alive(pid) })
+}
+
 func TestRunPassesEveryOutputLine(t *testing.T) {
 	var mu sync.Mutex
 	var lines []string
@@ -75,7 +87,6 @@ func TestRunThatCannotStartSaysSo(t *testing.T) {
 
 func TestRunPastItsTimeoutEndsTheWholeProcessGroup(t *testing.T) {
 	dir := t.TempDir()
-	pidFile := filepath.Join(dir, "child.pid")
 	start := time.Now()
 	err := Run(context.Background(), Command{
 		// The child sleeps in the background and the shell waits for it:
@@ -91,10 +102,29 @@ func TestRunPastItsTimeoutEndsTheWholeProcessGroup(t *testing.T) {
 	if !errors.As(err, &se) || !strings.Contains(se.Reason, "ran longer than its timeout") {
 		t.Fatalf("Run = %v, want a timeout SetupError", err)
 	}
-	b, rerr := os.ReadFile(pidFile)
-	if rerr != nil {
-		t.Fatal(rerr)
+	awaitChildEnd(t, dir)
+}
+
+func TestWhatASetupLeftRunningInItsGroupEndsWithIt(t *testing.T) {
+	for _, tc := range []struct {
+		name, script string
+		wantExit     int // 0: success
+	}{
+		// The child holds the output open after the shell exits: Wait
+		// reports ErrWaitDelay, yet the setup succeeded.
+		{"success, child holds the output", "sleep 300 & echo $! > child.pid; echo started; exit 0", 0},
+		// The child does not hold the output: only the group kill ends it.
+		{"success, child detached from the output", "sleep 300 >/dev/null 2>&1 & echo $! > child.pid; exit 0", 0},
+		{"failure", "sleep 300 >/dev/null 2>&1 & echo $! > child.pid; exit 4", 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			err := Run(context.Background(), Command{Argv: []string{"sh", "-c", tc.script}, Dir: dir, Timeout: time.Minute})
+			var se *SetupError
+			if tc.wantExit == 0 && err != nil || tc.wantExit != 0 && (!errors.As(err, &se) || se.ExitCode != tc.wantExit) {
+				t.Fatalf("Run = %v, want exit code %d", err, tc.wantExit)
+			}
+			awaitChildEnd(t, dir)
+		})
 	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	testenv.WaitFor(t, "the setup's child to end", 5*time.Second, func() bool { return !alive(pid) })
 }

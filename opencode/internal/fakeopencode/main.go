@@ -18,6 +18,7 @@
 //	FAKEOC_HEARTBEAT     event stream heartbeat interval (default 10s)
 //	FAKEOC_PRINT_FIRST   a line to print on stdout before its own listening
 //	                     line (what a plugin might print)
+//	FAKEOC_FAIL_SESSIONS answer 500 to the first N POST /session
 //
 // Like opencode it reads the config file that OPENCODE_CONFIG names,
 // replaces {env:NAME} references with the environment's values, and
@@ -33,14 +34,16 @@
 //
 // Besides opencode's GET /global/health, /mcp, /event, /session/status,
 // /permission, /question and /session/{id} and POST
-// /mcp/codehydra/connect, it serves test controls: POST /fake/emit (an
+// /mcp/codehydra/connect, /session and /session/{id}/prompt_async (taken,
+// not run), it serves test controls: POST /fake/emit (an
 // event {"type","properties"} to apply to its state and broadcast;
 // ?silent=1 applies it without broadcasting, like an event missed while
 // disconnected; a session.status is kept as sent, so that a retry status
 // {"type":"retry","attempt","message","next"} comes back whole from GET
 // /session/status), POST /fake/drop (close every event stream), GET
-// /fake/clients (how many event streams are open) and GET
-// /fake/connect-requests (how many POST /mcp/codehydra/connect it got).
+// /fake/clients (how many event streams are open), GET
+// /fake/connect-requests (how many POST /mcp/codehydra/connect it got)
+// and GET /fake/prompts (how many prompts it took).
 package main
 
 import (
@@ -97,6 +100,7 @@ func run() error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	st := newState()
+	st.failSessions, _ = strconv.Atoi(os.Getenv("FAKEOC_FAIL_SESSIONS"))
 	if st.heartbeat, err = heartbeat(); err != nil {
 		return err
 	}

@@ -31,6 +31,10 @@ type state struct {
 	streams   map[chan []byte]bool
 	drop      chan struct{}
 	seq       int
+	// sessionPosts counts POST /session, failSessions is how many of the
+	// first ones fail (FAKEOC_FAIL_SESSIONS), prompts counts the prompts
+	// taken.
+	sessionPosts, failSessions, prompts int
 }
 
 func newState() *state {
@@ -103,6 +107,22 @@ func (s *state) api() http.Handler {
 		}
 		writeJSON(w, out)
 	})
+	mux.HandleFunc("POST /session", func(w http.ResponseWriter, _ *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.sessionPosts++
+		if s.sessionPosts <= s.failSessions {
+			http.Error(w, "fake: failing session creation", http.StatusInternalServerError)
+			return
+		}
+		writeJSON(w, map[string]any{"id": fmt.Sprintf("ses_fake%03d", s.sessionPosts)})
+	})
+	mux.HandleFunc("POST /session/{id}/prompt_async", func(w http.ResponseWriter, _ *http.Request) {
+		s.mu.Lock()
+		s.prompts++
+		s.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	})
 	mux.HandleFunc("GET /permission", s.list(s.perms))
 	mux.HandleFunc("GET /question", s.list(s.questions))
 	mux.HandleFunc("GET /event", s.events)
@@ -163,6 +183,11 @@ func (s *state) controls(mux *http.ServeMux) {
 		s.mcp.mu.Lock()
 		defer s.mcp.mu.Unlock()
 		writeJSON(w, s.mcp.requests)
+	})
+	mux.HandleFunc("GET /fake/prompts", func(w http.ResponseWriter, _ *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		writeJSON(w, s.prompts)
 	})
 	mux.HandleFunc("POST /fake/drop", func(w http.ResponseWriter, _ *http.Request) {
 		s.mu.Lock()
