@@ -115,6 +115,28 @@ func (u *ui) newSettingsWindow() *settingsWindow {
 	// Cancel drops what was not saved.
 	w.cancel = widget.NewButton("Cancel", w.win.Close)
 
+	general := w.generalTab()
+
+	w.meta = u.newMetadataEditor()
+	w.servers = u.newMCPServersEditor(w.win.Close)
+	tabs := container.NewAppTabs(
+		container.NewTabItem("General", general),
+		container.NewTabItem("Metadata", w.meta.content),
+		container.NewTabItem("Projects", u.newProjectSetupEditor().content),
+		container.NewTabItem("MCP servers", w.servers.content),
+	)
+	w.win.SetContent(tabs)
+	answerEscape(w.win, w.win.Close, w.mcpPort.entry, w.ocPort.entry, w.ocBin.entry, w.worktreeRoot.entry,
+		w.editorCmd.entry, w.terminalCmd.entry,
+		w.ratePerSecond.entry, w.rateBurst.entry, w.meta.key.entry, w.meta.value.entry)
+	w.win.Resize(fyne.NewSize(640, 680))
+	w.fill(u.deps.Settings.Get())
+	return w
+}
+
+// generalTab lays out the General tab: the form in a scroll, with Save
+// and what it reports below it.
+func (w *settingsWindow) generalTab() fyne.CanvasObject {
 	row := func(label string, obj ...fyne.CanvasObject) []fyne.CanvasObject {
 		return []fyne.CanvasObject{widget.NewLabel(label), container.NewVBox(obj...)}
 	}
@@ -133,7 +155,7 @@ func (u *ui) newSettingsWindow() *settingsWindow {
 	cells = append(cells, row("Access token", w.rotate, w.rotateStatus)...)
 	// Save and what it reports stay below the scrolling form, so that they
 	// are in view however tall the form grows.
-	general := container.NewBorder(nil,
+	return container.NewBorder(nil,
 		container.NewPadded(container.NewVBox(
 			w.status,
 			w.restartNote,
@@ -142,22 +164,6 @@ func (u *ui) newSettingsWindow() *settingsWindow {
 		nil, nil,
 		container.NewVScroll(container.NewPadded(container.New(layout.NewFormLayout(), cells...))),
 	)
-
-	w.meta = u.newMetadataEditor()
-	w.servers = u.newMCPServersEditor(w.win.Close)
-	tabs := container.NewAppTabs(
-		container.NewTabItem("General", general),
-		container.NewTabItem("Metadata", w.meta.content),
-		container.NewTabItem("Projects", u.newProjectSetupEditor().content),
-		container.NewTabItem("MCP servers", w.servers.content),
-	)
-	w.win.SetContent(tabs)
-	answerEscape(w.win, w.win.Close, w.mcpPort.entry, w.ocPort.entry, w.ocBin.entry, w.worktreeRoot.entry,
-		w.editorCmd.entry, w.terminalCmd.entry,
-		w.ratePerSecond.entry, w.rateBurst.entry, w.meta.key.entry, w.meta.value.entry)
-	w.win.Resize(fyne.NewSize(640, 680))
-	w.fill(u.deps.Settings.Get())
-	return w
 }
 
 // portField is a port's entry and its dynamic/fixed choice; the entry is
