@@ -282,6 +282,7 @@ func (d *createDialog) refresh() {
 	setEnabled(d.project, !d.busy)
 	setEnabled(d.base, !d.busy && !d.loading && !reused)
 	setEnabled(d.name, !d.busy)
+	fitHeight(d.win)
 }
 
 // reusesBranch reports whether the name typed is that of a branch checked

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fyne.io/fyne/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -400,5 +401,29 @@ func TestDeleteDialogOpenedDuringADeleteShowsItsProgress(t *testing.T) {
 	}
 	if again := h.u.openDelete(ws); again != nil {
 		t.Error("a second Delete… opened a second window")
+	}
+}
+
+// A reason under the name makes the window taller (the desktop driver
+// grows it to fit, as the test does here); once the reason goes, the
+// window is as short as its content, with no blank band under the buttons.
+func TestCreateDialogShrinksBackWhenTheReasonGoes(t *testing.T) {
+	f := newFake()
+	f.addWorkspace("proj", "taken")
+	h := newHarness(t, Deps{Workspaces: f})
+	d := openCreateLoaded(t, h)
+	test.Type(d.name, "fine")
+	short := d.win.Content().MinSize().Height
+	d.name.SetText("")
+	test.Type(d.name, "a b")
+	tall := d.win.Content().MinSize().Height
+	if d.name.reason.Text == "" || tall <= short {
+		t.Fatalf("reason %q, content height %v with it and %v without", d.name.reason.Text, tall, short)
+	}
+	d.win.Resize(fyne.NewSize(520, tall))
+	d.name.SetText("")
+	test.Type(d.name, "fine")
+	if got := d.win.Canvas().Size().Height; got > short+1 {
+		t.Fatalf("height after the reason went %v, want %v", got, short)
 	}
 }

@@ -105,3 +105,16 @@ func answerEscape(w fyne.Window, cancel func(), entries ...*entry) {
 		e.onEscape = cancel
 	}
 }
+
+// fitHeight gives win back the height its content needs: a window grows
+// when a reason or hint shows under a field, but does not shrink by
+// itself when it goes, which leaves a blank band under the buttons.
+func fitHeight(win fyne.Window) {
+	c := win.Content()
+	if c == nil {
+		return
+	}
+	if size := win.Canvas().Size(); size.Height > c.MinSize().Height+1 {
+		win.Resize(fyne.NewSize(size.Width, c.MinSize().Height))
+	}
+}
