@@ -12,13 +12,13 @@ import (
 	"codehydra/internal/testenv"
 )
 
-// TestGUINewWorkspaceWithAFirstPromptKeepsItForTheAgentAndTheTraySaysSo
+// TestGUINewWorkspaceWithAFirstPromptDeliversItToTheNewAgent
 // types a first prompt and an agent into the New workspace dialog under a
 // real panel: the prompt is recorded for the new workspace's agent (in
 // its worktree's git admin folder) and its submenu tells what became of
 // it. The agent is the fake opencode, which takes no prompts, so the
 // prompt waits or is reported not delivered, never lost in silence.
-func TestGUINewWorkspaceWithAFirstPromptKeepsItForTheAgentAndTheTraySaysSo(t *testing.T) {
+func TestGUINewWorkspaceWithAFirstPromptDeliversItToTheNewAgent(t *testing.T) {
 	bin, repo := guiSetup(t)
 	// The fake opencode: the dialog takes a prompt only where agents run.
 	fake := filepath.Join(t.TempDir(), "bin", "opencode")
@@ -70,7 +70,14 @@ func TestGUINewWorkspaceWithAFirstPromptKeepsItForTheAgentAndTheTraySaysSo(t *te
 		t.Errorf("the recorded prompt is %s, want the typed prompt and agent plan", s)
 	}
 
-	guiWaitUntil(t, 30*time.Second, "with-prompt's submenu to tell of its prompt", a.exited, func() (bool, string) {
+	// The fake opencode takes prompts (POST /session/:id/prompt_async), so
+	// the prompt is delivered: the record says so, and the submenu, which
+	// tells of a prompt still waiting or not delivered, then says nothing.
+	guiWaitUntil(t, 30*time.Second, "with-prompt's prompt delivered, and its submenu quiet about it", a.exited, func() (bool, string) {
+		b, _ := os.ReadFile(record)
+		if !strings.Contains(string(b), `"state":"delivered"`) {
+			return false, string(b)
+		}
 		menu, err := tray.layout()
 		if err != nil {
 			return false, err.Error()
@@ -81,10 +88,10 @@ func TestGUINewWorkspaceWithAFirstPromptKeepsItForTheAgentAndTheTraySaysSo(t *te
 		}
 		for _, it := range ws.children {
 			if it.label == app.LabelPromptPending || strings.HasPrefix(it.label, app.PromptFailedPrefix) {
-				return true, ""
+				return false, menu.String()
 			}
 		}
-		return false, menu.String()
+		return true, ""
 	})
 	tray.click(t, app.LabelQuit)
 	guiWaitExit(t, a.exited, "Quit")
