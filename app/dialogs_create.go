@@ -280,7 +280,10 @@ func (d *createDialog) refresh() {
 	setEnabled(d.prompt, !d.busy && d.u.deps.Agents != nil)
 	setEnabled(d.agent, !d.busy && d.u.deps.Agents != nil)
 	setEnabled(d.project, !d.busy)
-	setEnabled(d.base, !d.busy && !d.loading && !reused)
+	// Not off while the branches load: a disabled field leaves the Tab
+	// order, so a user typing name, Tab, Tab, prompt before the list came
+	// would type the prompt into the agent field.
+	setEnabled(d.base, !d.busy && !reused)
 	setEnabled(d.name, !d.busy)
 	fitHeight(d.win)
 }
