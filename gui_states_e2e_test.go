@@ -109,8 +109,23 @@ func TestGUITrayShowsStartingIdleAndARetryingAgent(t *testing.T) {
 	}
 	shotTrayMenu(t, d, filepath.Join(guiShotDir(t), "retrying-menu.png"), 2)
 
-	// Quit stops the agents, the retrying one too.
+	// Quit stops the agents, the retrying one too. Between two attempts
+	// opencode reports the session busy, and Quit then asks first: the
+	// test answers "Quit anyway" (Tab past Cancel, Space).
 	tray.click(t, app.LabelQuit)
+	testenv.Poll(30*time.Second, 200*time.Millisecond, func() bool {
+		select {
+		case err := <-a.exited:
+			a.exited <- err
+			return true
+		default:
+		}
+		if w, err := d.findWindow("CodeHydra: Quit?"); err == nil {
+			_, _ = d.run("xdotool", "windowfocus", "--sync", w.id)
+			_, _ = d.run("xdotool", "key", "Tab", "Tab", "space")
+		}
+		return false
+	})
 	guiWaitExit(t, a.exited, "Quit")
 	if recs := agentRecords(t); len(recs) != 0 {
 		t.Errorf("agents still recorded after Quit: %+v", recs)
