@@ -124,8 +124,11 @@ func (g *fakeGateway) Tools(ctx context.Context) []GatewayTool {
 			continue
 		}
 		for _, t := range res.Tools {
-			t.Name = m.name + "__" + t.Name
-			out = append(out, GatewayTool{Tool: t, Server: m.name, Confine: m.confine, PerWorkspace: m.perWorkspace})
+			// A copy, as the gateway package makes: the client session
+			// keeps res.Tools to look its tools up on each call.
+			c := *t
+			c.Name = m.name + "__" + t.Name
+			out = append(out, GatewayTool{Tool: &c, Server: m.name, Confine: m.confine, PerWorkspace: m.perWorkspace})
 		}
 	}
 	return out
