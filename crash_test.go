@@ -3,8 +3,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -140,29 +142,49 @@ func (r *appRun) stop(t *testing.T) {
 // (zombies excluded: they are dead and wait only to be collected).
 func processesOf(t *testing.T, exe string) []int {
 	t.Helper()
+	var pids []int
+	for _, pid := range allPids(t) {
+		target, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		if err != nil || strings.TrimSuffix(target, " (deleted)") != exe {
+			continue
+		}
+		if state, _, ok := procStat(pid); ok && state != "Z" && state != "X" {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// allPids are the processes in /proc now.
+func allPids(t *testing.T) []int {
+	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var pids []int
 	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, pid)
 		}
-		target, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
-		if err != nil || strings.TrimSuffix(target, " (deleted)") != exe {
-			continue
-		}
-		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
-			s := string(stat)
-			if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) && (s[i+2] == 'Z' || s[i+2] == 'X') {
-				continue
-			}
-		}
-		pids = append(pids, pid)
 	}
 	return pids
+}
+
+// procStat is pid's state ("R", "S", "Z"…) and parent; ok=false when it
+// is gone.
+func procStat(pid int) (state string, ppid int, ok bool) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", 0, false
+	}
+	// pid (comm) state ppid …; comm may hold spaces and parentheses.
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(f) < 2 {
+		return "", 0, false
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	return f[0], ppid, true
 }
 
 func TestAnAppKilledHardLeavesNoOrphanedAgentAndLosesNothing(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"syscall"
 
@@ -39,6 +41,11 @@ func (s *server) appDeps() app.Deps {
 		Getenv:              s.cli.getenv,
 		DefaultWorktreeRoot: paths.ProjectsDir(),
 	}
+	if exe, err := os.Executable(); err == nil {
+		deps.WindowCommand = []string{exe, windowCommand}
+	} else {
+		s.log.Warn("windows open in the app itself", slog.Any("err", err))
+	}
 	// Assigned only when set: a nil pointer in an interface field would
 	// not read as "none" to the app.
 	if s.sup != nil {
@@ -65,3 +72,36 @@ func reexec() error {
 	}
 	return syscall.Exec(exe, os.Args, os.Environ())
 }
+
+// windowCommand is the hidden command that runs a window process: the
+// tray app starts one per window it opens (app.RunWindow) and talks to
+// it over its stdin and stdout. It is not in the usage: people do not
+// run it.
+const windowCommand = "ui-window"
+
+func runWindow(ctx context.Context, c *cli, args []string) int {
+	if len(args) > 0 || isTerminal(os.Stdin) || isTerminal(os.Stdout) {
+		fmt.Fprintf(c.stderr, "codehydra %s is started by the CodeHydra app for each of its windows, which it talks to over this command's stdin and stdout; it is not for people to run.\n", windowCommand)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(c.stderr, nil))
+	// Stdout carries the bridge: whatever else would print there goes to
+	// stderr, which the app logs.
+	conn := stdio{os.Stdin, os.Stdout}
+	os.Stdout = os.Stderr
+	err := app.RunWindow(ctx, conn, log)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "codehydra %s: %v\n", windowCommand, err)
+		return 1
+	}
+	return 0
+}
+
+// stdio is this process's stdin and stdout as one connection.
+type stdio struct {
+	io.Reader
+	w *os.File
+}
+
+func (s stdio) Write(b []byte) (int, error) { return s.w.Write(b) }
+func (s stdio) Close() error                { return s.w.Close() }

@@ -62,6 +62,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runDefault(ctx, c, args)
 	}
 	name := args[0]
+	if name == windowCommand {
+		return runWindow(ctx, c, args[1:])
+	}
 	if name == "help" {
 		if len(args) > 1 {
 			return run(ctx, []string{args[1], "--help"}, stdout, stderr)

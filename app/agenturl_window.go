@@ -22,7 +22,7 @@ const agentURLTitle = "CodeHydra: " + LabelOpenAgent
 // for the user to open by hand. It is on the user's own screen, so the
 // whole link, password and all, is shown: it is what a browser needs.
 func (u *ui) showAgentURL(path, link string) {
-	u.window("agent-url:"+path, func() (fyne.Window, func()) {
+	u.window(windowSpec{Kind: windowAgentURL, Path: path, Link: link}, func() (fyne.Window, func()) {
 		w := u.app.NewWindow(agentURLTitle)
 		head := widget.NewLabelWithStyle("No browser could be opened", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 		why := widget.NewLabel("Neither $BROWSER nor xdg-open could start a browser. Open this address in your browser; it holds the agent's password, so paste it nowhere else:")
@@ -32,7 +32,7 @@ func (u *ui) showAgentURL(path, link string) {
 		addr.Selectable = true
 		var copyBtn *widget.Button
 		copyBtn = widget.NewButton(LabelCopyURL, func() {
-			u.app.Clipboard().SetContent(link)
+			u.copyText(link)
 			copyBtn.SetText("Copied")
 		})
 		copyBtn.Importance = widget.HighImportance

@@ -169,6 +169,10 @@ type Deps struct {
 	// DefaultWorktreeRoot is shown in the settings window as what an empty
 	// worktree root means (paths.ProjectsDir()).
 	DefaultWorktreeRoot string
+	// WindowCommand runs a window process (RunWindow): with a tray, each
+	// window opens in one, so that the tray process never loads the GL
+	// driver. Nil opens the windows in this process.
+	WindowCommand []string
 }
 
 // Run shows the UI and blocks until the user quits or ctx is done. It must
@@ -209,9 +213,12 @@ func Run(ctx context.Context, deps Deps) error {
 	}
 	withTray := trayHost(hostCtx)
 	hostCancel()
-	desk, isDesktop := a.(desktop.App)
+	_, isDesktop := a.(desktop.App)
 	if withTray && isDesktop {
-		u.tray.view = desk
+		u.tray.view = startSystray(a, trayTitle(a), u.do)
+		if len(deps.WindowCommand) > 0 {
+			u.procs = newWindowProcs(u, deps.WindowCommand)
+		}
 	} else {
 		u.log.Info("no system tray; showing the main window",
 			slog.Bool("trayHost", withTray), slog.Bool("desktop", isDesktop))
@@ -253,9 +260,22 @@ type ui struct {
 	// browser opens the agents' web UIs (agenturl.go).
 	browser *browser
 
+	// procs, when set, opens the windows in window processes
+	// (windowproc.go); nil opens them in this process.
+	procs *windowProcs
+	// clipboard, when set, is where copied text goes instead of this
+	// process's clipboard (a window process's copies go to the app, which
+	// outlives the window).
+	clipboard func(text string)
+	// errors counts the error windows shown, to tell them apart.
+	errors int
+	// closed, when set, is told the key of each window that closes.
+	closed func(key string)
+
 	wg sync.WaitGroup
-	// windows are the open single-instance windows by key ("create",
-	// "settings", "delete:<path>"…); only touched on the Fyne thread.
+	// windows are the open single-instance windows by key (windowSpec.key:
+	// "create", "settings", "delete:<path>"…); only touched on the Fyne
+	// thread.
 	windows map[string]fyne.Window
 	tray    *Tray
 }
@@ -313,10 +333,20 @@ func (u *ui) follow(ctx context.Context, load func(), handle func(batch []worksp
 // wait waits for the background work and the tray's event loop.
 func (u *ui) wait() { u.wg.Wait() }
 
-// window brings the open window with key forward, or makes one with
+// window brings the open window of spec forward, or makes one with
 // build, shows it, and remembers it until it closes; then closed (if not
-// nil) runs.
-func (u *ui) window(key string, build func() (w fyne.Window, closed func())) {
+// nil) runs. With window processes, spec's window opens in one of them
+// instead, unless none can run.
+func (u *ui) window(spec windowSpec, build func() (w fyne.Window, closed func())) {
+	if u.procs != nil {
+		u.procs.open(spec, func() { u.windowHere(spec.key(), build) })
+		return
+	}
+	u.windowHere(spec.key(), build)
+}
+
+// windowHere is window in this process.
+func (u *ui) windowHere(key string, build func() (w fyne.Window, closed func())) {
 	if w, ok := u.windows[key]; ok {
 		w.Show()
 		w.RequestFocus()
@@ -327,6 +357,9 @@ func (u *ui) window(key string, build func() (w fyne.Window, closed func())) {
 	w.SetOnClosed(func() {
 		if u.windows[key] == w {
 			delete(u.windows, key)
+		}
+		if u.closed != nil {
+			u.closed(key)
 		}
 		if closed != nil {
 			closed()
@@ -339,10 +372,28 @@ func (u *ui) window(key string, build func() (w fyne.Window, closed func())) {
 // no window to hang a dialog on.
 func (u *ui) showError(title string, err error) {
 	u.log.Warn(title, slog.Any("err", err))
-	w := u.app.NewWindow("CodeHydra: " + title)
-	w.SetContent(errorContent(w, title, userMessage(err)))
-	answerEscape(w, w.Close)
-	w.Show()
+	u.errors++
+	u.showMessage(windowSpec{Kind: windowError, Title: title, Message: userMessage(err), Seq: u.errors})
+}
+
+// showMessage shows an error window: what failed (s.Title) and why
+// (s.Message).
+func (u *ui) showMessage(s windowSpec) {
+	u.window(s, func() (fyne.Window, func()) {
+		w := u.app.NewWindow("CodeHydra: " + s.Title)
+		w.SetContent(errorContent(w, s.Title, s.Message))
+		answerEscape(w, w.Close)
+		return w, nil
+	})
+}
+
+// copyText puts text on the clipboard.
+func (u *ui) copyText(text string) {
+	if u.clipboard != nil {
+		u.clipboard(text)
+		return
+	}
+	u.app.Clipboard().SetContent(text)
 }
 
 // userMessage is the sentence a user sees for err: the message of a

@@ -25,7 +25,7 @@ type confirmWindow struct {
 // of the same title is brought forward instead (and nil returned).
 func (u *ui) confirm(title, message, action string, act func()) *confirmWindow {
 	var c *confirmWindow
-	u.window("confirm:"+title, func() (fyne.Window, func()) {
+	u.window(windowSpec{Kind: windowConfirm, Title: title, Message: message, Action: action, answered: act}, func() (fyne.Window, func()) {
 		c = &confirmWindow{win: u.app.NewWindow("CodeHydra: " + title)}
 		head := widget.NewLabelWithStyle(title, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 		c.message = widget.NewLabel(message)

@@ -86,7 +86,7 @@ func (u *ui) copyConfigActions(a *Actions) {
 			u.showError("Copy MCP config", err)
 			return
 		}
-		u.app.Clipboard().SetContent(text)
+		u.copyText(text)
 		// A confirmation of what the user just did, so it is shown even
 		// with agent notifications turned off.
 		n := CopiedConfigNotice(client, wsName)

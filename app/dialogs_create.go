@@ -60,7 +60,7 @@ type createDialog struct {
 // when it is not "", or brings the open one forward (and returns nil).
 func (u *ui) openCreate(projectPath string) *createDialog {
 	var d *createDialog
-	u.window("create", func() (fyne.Window, func()) {
+	u.window(windowSpec{Kind: windowCreate, Path: projectPath}, func() (fyne.Window, func()) {
 		d = u.newCreateDialog(projectPath)
 		return d.win, func() { d.setup.stop() }
 	})

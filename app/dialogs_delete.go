@@ -54,7 +54,7 @@ type deleteDialog struct {
 // (and returns nil).
 func (u *ui) openDelete(ws workspace.Workspace) *deleteDialog {
 	var d *deleteDialog
-	u.window("delete:"+ws.Path, func() (fyne.Window, func()) {
+	u.window(windowSpec{Kind: windowDelete, Workspace: ws}, func() (fyne.Window, func()) {
 		d = u.newDeleteDialog(ws)
 		// A delete that runs already (an agent's) or failed shows as such.
 		for _, p := range u.tray.State().Projects {

@@ -41,7 +41,7 @@ type projectDialog struct {
 // forward (and returns nil).
 func (u *ui) openAddProject() *projectDialog {
 	var d *projectDialog
-	u.window("add-project", func() (fyne.Window, func()) {
+	u.window(windowSpec{Kind: windowAddProject}, func() (fyne.Window, func()) {
 		d = u.newProjectDialog()
 		return d.win, nil
 	})

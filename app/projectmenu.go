@@ -129,7 +129,7 @@ type removeProjectDialog struct {
 // one forward (and returns nil).
 func (u *ui) openRemoveProject(p workspace.Project) *removeProjectDialog {
 	var d *removeProjectDialog
-	u.window("remove-project:"+p.Path, func() (fyne.Window, func()) {
+	u.window(windowSpec{Kind: windowRemoveProject, Project: p}, func() (fyne.Window, func()) {
 		d = u.newRemoveProjectDialog(p)
 		return d.win, nil
 	})

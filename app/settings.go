@@ -62,7 +62,7 @@ type settingsWindow struct {
 // (and returns nil).
 func (u *ui) openSettings() *settingsWindow {
 	var w *settingsWindow
-	u.window("settings", func() (fyne.Window, func()) {
+	u.window(windowSpec{Kind: windowSettings}, func() (fyne.Window, func()) {
 		w = u.newSettingsWindow()
 		return w.win, func() { w.meta.stop(); w.servers.stop() }
 	})

@@ -34,6 +34,9 @@ type Tray struct {
 	// setTooltip sets the tray's hover text; Fyne offers no tooltip API, so
 	// this goes to the systray library underneath it.
 	setTooltip func(string)
+	// silent keeps the notifications back: a window process follows the
+	// state only to ask it, and the app itself notifies.
+	silent bool
 
 	mu    sync.Mutex
 	state State
@@ -252,7 +255,7 @@ func (t *Tray) icon(state string) fyne.Resource {
 
 // notify shows notices, unless the user turned notifications off.
 func (t *Tray) notify(notes []Notice) {
-	if len(notes) == 0 || !t.u.deps.Settings.Get().Notifications {
+	if t.silent || len(notes) == 0 || !t.u.deps.Settings.Get().Notifications {
 		return
 	}
 	t.u.do(func() { t.u.sendNotices(notes) })
@@ -266,7 +269,7 @@ var errAgentGone = errors.New("the agent is not ready now; wait until it is, or 
 func (t *Tray) actions() Actions {
 	u := t.u
 	a := Actions{
-		CopyText:     func(text string) { u.app.Clipboard().SetContent(text) },
+		CopyText:     u.copyText,
 		Delete:       func(ws workspace.Workspace) { u.openDelete(ws) },
 		NewWorkspace: func() { u.openCreate("") },
 		AddProject:   func() { u.openAddProject() },
@@ -283,7 +286,7 @@ func (t *Tray) actions() Actions {
 				u.showError("Copy attach command", errAgentGone)
 				return
 			}
-			u.app.Clipboard().SetContent(AttachCommand(port, password))
+			u.copyText(AttachCommand(port, password))
 		}
 		a.RestartAgent = func(path string) {
 			u.background(func(ctx context.Context) {

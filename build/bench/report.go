@@ -138,14 +138,27 @@ func (b *bench) reportMemory(w *markdown) {
 	w.p("")
 	w.p("Read from /proc a few seconds after start-up, agents excluded. *Executable* is the resident pages of the codehydra binary itself (clean, shared with the page cache); *GL driver* is Mesa and what it loads (on Xvfb: llvmpipe, i.e. libLLVM); *C heap* is malloc's heap (`serve` has none; on the tray app it is the GL driver's).")
 	w.p("")
-	w.p("Where the tray app's memory goes: Fyne opens a hidden OpenGL window (\"SystrayMonitor\", to learn when the app should quit) as soon as a tray menu is set, so the GL driver is loaded even though CodeHydra shows no window; the Go heap itself stays at 2–4 MB (`GODEBUG=gctrace=1`). When there is no tray host and the small main window is shown instead, Fyne's parsed font faces add about 19 MB of Go heap, 12 MB of it the bundled emoji font, which `go build -tags no_emoji` leaves out.")
+	w.p("Where the tray app's memory goes: the tray process shows its menu through the systray library over D-Bus and opens no window, so it never loads the GL driver; each window (Settings, New workspace, a question…) opens in a short-lived window process of the same binary (`codehydra ui-window`), which loads it and gives it all back when its window closes. *Before* is the tray app of commit %s, built from this repository's history and measured the same way in this run: there Fyne's own tray opened a hidden OpenGL window (\"SystrayMonitor\") as soon as a tray menu was set, so the GL driver was loaded though no window was shown. When there is no tray host and the small main window is shown instead, windows stay in the one process, and Fyne's parsed font faces add about 19 MB of Go heap, 12 MB of it the bundled emoji font, which `go build -tags no_emoji` leaves out.", trayBefore)
 	w.p("")
 	w.p("| process | workspaces | RSS | PSS | anonymous (PSS) | executable | GL driver | C heap |")
 	w.p("|---|---:|---:|---:|---:|---:|---:|---:|")
-	for _, r := range b.idleMemory() {
+	for _, r := range b.memoryRows() {
 		w.p("| %s | %d | %s | %s | %s | %s | %s | %s |", r.Mode, r.Workspaces, mb(r.RSS), mb(r.PSS), mb(r.Anon), mb(r.Binary), mb(r.GL), mb(r.CHeap))
 	}
 	w.p("")
+}
+
+// memoryRows are the idle processes, then the tray app before the lighter
+// tray, and the tray app with Settings open and after it closed.
+func (b *bench) memoryRows() []rssResult {
+	rows := b.idleMemory()
+	if g := b.gui; g != nil {
+		if g.Before != nil {
+			rows = append(rows, *g.Before)
+		}
+		rows = append(rows, g.TrayWindowOpen, g.Window, g.TrayAfterWindow)
+	}
+	return rows
 }
 
 // reportNotes writes what went wrong during the run, if anything.
@@ -206,12 +219,17 @@ func (b *bench) targets() []target {
 		if r.Workspaces != 10 {
 			continue
 		}
-		const limit = 40 * 1024
+		// serve: issue 16's "idle serve ≤ 40 MB"; the tray app: its
+		// "lighter tray" (≤ 80 MB, from 103–115 MB).
+		limit := 40 * 1024
+		if r.Mode != "serve" {
+			limit = 80 * 1024
+		}
 		miss := fmt.Sprintf("by %s", mb(r.RSS-limit))
 		if r.GL > 0 {
 			miss += fmt.Sprintf("; without the GL driver and its heap (%s): %s", mb(r.GL+r.CHeap), mb(r.RSS-r.GL-r.CHeap))
 		}
-		out = append(out, target{fmt.Sprintf("RSS idle, %s, 10 workspaces", r.Mode), "≤ 40 MB", mb(r.RSS), verdict(r.RSS <= limit, miss)})
+		out = append(out, target{fmt.Sprintf("RSS idle, %s, 10 workspaces", r.Mode), fmt.Sprintf("≤ %d MB", limit/1024), mb(r.RSS), verdict(r.RSS <= limit, miss)})
 	}
 	return out
 }
