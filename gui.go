@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"syscall"
 
 	"codehydra/app"
@@ -41,7 +41,7 @@ func (s *server) appDeps() app.Deps {
 		Getenv:              s.cli.getenv,
 		DefaultWorktreeRoot: paths.ProjectsDir(),
 	}
-	if exe, err := os.Executable(); err == nil {
+	if exe, err := selfExecutable(); err == nil {
 		deps.WindowCommand = []string{exe, windowCommand}
 	} else {
 		s.log.Warn("windows open in the app itself", slog.Any("err", err))
@@ -87,9 +87,13 @@ func runWindow(ctx context.Context, c *cli, args []string) int {
 	log := slog.New(slog.NewTextHandler(c.stderr, nil))
 	// Stdout carries the bridge: whatever else would print there goes to
 	// stderr, which the app logs.
-	conn := stdio{os.Stdin, os.Stdout}
+	out, err := bridgeStdout()
+	if err != nil {
+		fmt.Fprintf(c.stderr, "codehydra %s: %v\n", windowCommand, err)
+		return 1
+	}
 	os.Stdout = os.Stderr
-	err := app.RunWindow(ctx, conn, log)
+	err = app.RunWindow(ctx, app.PipeConn(os.Stdin, out), log)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "codehydra %s: %v\n", windowCommand, err)
 		return 1
@@ -97,11 +101,13 @@ func runWindow(ctx context.Context, c *cli, args []string) int {
 	return 0
 }
 
-// stdio is this process's stdin and stdout as one connection.
-type stdio struct {
-	io.Reader
-	w *os.File
+// selfExecutable is the program a window process runs: on Linux the
+// running binary itself (/proc/self/exe), which stays this very binary
+// when an upgrade replaces the file under a running app; elsewhere the
+// file it was started from.
+func selfExecutable() (string, error) {
+	if runtime.GOOS == "linux" {
+		return "/proc/self/exe", nil
+	}
+	return os.Executable()
 }
-
-func (s stdio) Write(b []byte) (int, error) { return s.w.Write(b) }
-func (s stdio) Close() error                { return s.w.Close() }

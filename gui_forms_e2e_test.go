@@ -58,8 +58,10 @@ func TestGUIQuitWithABusyAgentAsksAndEscapeOrCancelKeepTheAppRunning(t *testing.
 			if err != nil {
 				return false, err.Error()
 			}
+			// The menu is rebuilt item by item over D-Bus: wait for the
+			// submenu's last item too, not just the relabelled entry.
 			it = trayWorkspace(menu, "feature-x")
-			return it != nil && strings.HasSuffix(it.label, "("+string(phase)+")"), menu.String()
+			return it != nil && strings.HasSuffix(it.label, "("+string(phase)+")") && it.find(app.LabelDelete) != nil, menu.String()
 		})
 		return it
 	}

@@ -216,6 +216,11 @@ func Run(ctx context.Context, deps Deps) error {
 	_, isDesktop := a.(desktop.App)
 	if withTray && isDesktop {
 		u.tray.view = startSystray(a, trayTitle(a), u.do)
+		// Fyne quits when its last window closes; this one, never shown,
+		// keeps a window that opens here (no window process could start)
+		// from quitting the app as it closes. Unshown, it creates no GL
+		// context.
+		a.NewWindow("CodeHydra")
 		if len(deps.WindowCommand) > 0 {
 			u.procs = newWindowProcs(u, deps.WindowCommand)
 		}

@@ -41,23 +41,33 @@ type BridgeResponse struct {
 // WireError is an error as it crosses the bridge.
 type WireError struct {
 	Text string
-	// Code and Message are a *workspace.Error's.
-	Code    workspace.Code
-	Message string
+	// Code, Message and Cause are a *workspace.Error's (Cause its Err's
+	// text, "" when it has none).
+	Code           workspace.Code
+	Message, Cause string
 	// Setup is a *prepare.SetupError.
 	Setup *prepare.SetupError
-	// NotFailed is prepare.ErrNotFailed.
-	NotFailed bool
+	// NotFailed is prepare.ErrNotFailed; SettingsChanged is
+	// errSettingsChanged.
+	NotFailed, SettingsChanged bool
 }
 
 func toWire(err error) *WireError {
 	if err == nil {
 		return nil
 	}
-	w := &WireError{Text: err.Error(), NotFailed: errors.Is(err, prepare.ErrNotFailed)}
-	var we *workspace.Error
-	if errors.As(err, &we) {
+	w := &WireError{
+		Text:            err.Error(),
+		NotFailed:       errors.Is(err, prepare.ErrNotFailed),
+		SettingsChanged: errors.Is(err, errSettingsChanged),
+	}
+	// Only an error that is the *workspace.Error itself crosses as one: a
+	// wrapped one keeps its whole text.
+	if we, ok := err.(*workspace.Error); ok {
 		w.Code, w.Message = we.Code, we.Message
+		if we.Err != nil {
+			w.Cause = we.Err.Error()
+		}
 	}
 	var se *prepare.SetupError
 	if errors.As(err, &se) {
@@ -73,19 +83,23 @@ func fromWire(w *WireError) error {
 		return nil
 	case w.NotFailed:
 		return prepare.ErrNotFailed
-	case w.Text == errSettingsChanged.Error():
+	case w.SettingsChanged:
 		return errSettingsChanged
 	case w.Setup != nil:
 		return w.Setup
 	case w.Code != "":
 		e := &workspace.Error{Code: w.Code, Message: w.Message}
-		if w.Text != w.Message {
-			e.Err = errors.New(w.Text)
+		if w.Cause != "" {
+			e.Err = errors.New(w.Cause)
 		}
 		return e
 	}
 	return errors.New(w.Text)
 }
+
+// bridgeProtocol is the version of the bridge's methods and types: a
+// window process refuses an app of another one.
+const bridgeProtocol = 1
 
 // errSettingsChanged is what a settings replacement answers when the
 // settings changed since the window read them; the window reads and
@@ -157,6 +171,7 @@ type (
 	// bridgeHello is what a window process learns first: the window to
 	// open and which of the optional Deps the app has.
 	bridgeHello struct {
+		Protocol                        int
 		Window                          windowSpec
 		Agents, MCP, Gateway, Prepare   bool
 		RotateToken, MCPConfig, Restart bool
@@ -181,15 +196,15 @@ type bridgeServer struct {
 	// the window is in this process.
 	conn context.Context
 
-	// said is set once the window process asked for its window.
-	said atomic.Bool
+	// greeted is set once the window process asked for its window.
+	greeted atomic.Bool
 
 	mu   sync.Mutex
 	subs map[int]*bridgeSub
 	next int
 }
 
-func (s *bridgeServer) helloed() bool { return s.said.Load() }
+func (s *bridgeServer) wasGreeted() bool { return s.greeted.Load() }
 
 // bridgeSub is a window process's subscription to the manager's events.
 type bridgeSub struct {
@@ -255,7 +270,7 @@ func (s *bridgeServer) methods() map[string]handler {
 	ws := d.Workspaces
 	m := map[string]handler{
 		"Hello": on(func(context.Context, struct{}) (any, error) {
-			s.said.Store(true)
+			s.greeted.Store(true)
 			return s.hello, nil
 		}),
 		"Projects": on(func(context.Context, struct{}) (any, error) { return ws.Projects(), nil }),
@@ -434,6 +449,11 @@ func (s *bridgeServer) replaceSettings(a replaceArg) error {
 	var next settings.Settings
 	if err := json.Unmarshal(a.New, &next); err != nil {
 		return fmt.Errorf("settings: %w", err)
+	}
+	// Checked first so that a refusal does not write the file (Update
+	// always saves), and again inside Update, where it is certain.
+	if !bytes.Equal(mustJSON(s.u.deps.Settings.Get()), a.Old) {
+		return errSettingsChanged
 	}
 	changed := false
 	err := s.u.deps.Settings.Update(func(cur *settings.Settings) {

@@ -63,14 +63,15 @@ func (c *bridgeClient) quiet(method string, err error) {
 	}
 }
 
-var none = struct{}{}
+// noArgs are the arguments of a method that takes none.
+var noArgs = struct{}{}
 
-func (c *bridgeClient) hello() (bridgeHello, error) { return get[bridgeHello](c, "Hello", none) }
+func (c *bridgeClient) hello() (bridgeHello, error) { return get[bridgeHello](c, "Hello", noArgs) }
 
 // Workspaces
 
 func (c *bridgeClient) Projects() []workspace.Project {
-	v, err := get[[]workspace.Project](c, "Projects", none)
+	v, err := get[[]workspace.Project](c, "Projects", noArgs)
 	c.quiet("Projects", err)
 	return v
 }
@@ -131,7 +132,7 @@ func (c *bridgeClient) DefaultBase(_ context.Context, projectPath string) (strin
 // cancel is called or the tray process has gone.
 func (c *bridgeClient) Subscribe() (<-chan workspace.Event, func()) {
 	out := make(chan workspace.Event, 64)
-	sub, err := get[subscription](c, "Subscribe", none)
+	sub, err := get[subscription](c, "Subscribe", noArgs)
 	if err != nil {
 		c.quiet("Subscribe", err)
 		close(out)
@@ -179,10 +180,10 @@ func (c *bridgeClient) OpencodeServer(path string) (int, string, bool) {
 
 func (c *bridgeClient) Restart(path string) error { return c.call("Restart", pathArg{path}, nil) }
 
-func (c *bridgeClient) RestartAll() { c.quiet("RestartAll", c.call("RestartAll", none, nil)) }
+func (c *bridgeClient) RestartAll() { c.quiet("RestartAll", c.call("RestartAll", noArgs, nil)) }
 
 func (c *bridgeClient) FindBinary() (string, bool) {
-	v, err := get[binaryResult](c, "FindBinary", none)
+	v, err := get[binaryResult](c, "FindBinary", noArgs)
 	c.quiet("FindBinary", err)
 	return v.Path, v.OK
 }
@@ -207,7 +208,7 @@ func (c *bridgeClient) Get() settings.Settings {
 
 // settings reads the settings, and their JSON for ReplaceSettings.
 func (c *bridgeClient) settings() (settings.Settings, []byte, error) {
-	raw, err := get[json.RawMessage](c, "Settings", none)
+	raw, err := get[json.RawMessage](c, "Settings", noArgs)
 	if err != nil {
 		return settings.Settings{}, nil, err
 	}
@@ -241,7 +242,7 @@ func (c *bridgeClient) Update(fn func(*settings.Settings)) error {
 // MCPServer
 
 func (c *bridgeClient) mcp() mcpResult {
-	v, err := get[mcpResult](c, "MCP", none)
+	v, err := get[mcpResult](c, "MCP", noArgs)
 	c.quiet("MCP", err)
 	return v
 }
@@ -253,7 +254,7 @@ func (c *bridgeClient) PortNotice() string { return c.mcp().PortNotice }
 // MCPGateway
 
 func (c *bridgeClient) Statuses() []MCPServerStatus {
-	v, err := get[[]MCPServerStatus](c, "Statuses", none)
+	v, err := get[[]MCPServerStatus](c, "Statuses", noArgs)
 	c.quiet("Statuses", err)
 	return v
 }
@@ -289,7 +290,7 @@ func (c *bridgeClient) deps(h bridgeHello) Deps {
 		d.Prepare = c
 	}
 	if h.RotateToken {
-		d.RotateToken = func() error { return c.call("RotateToken", none, nil) }
+		d.RotateToken = func() error { return c.call("RotateToken", noArgs, nil) }
 	}
 	if h.MCPConfig {
 		d.MCPConfig = func(client, path string) (string, error) {
@@ -297,7 +298,7 @@ func (c *bridgeClient) deps(h bridgeHello) Deps {
 		}
 	}
 	if h.Restart {
-		d.Restart = func() { c.quiet("RestartApp", c.call("RestartApp", none, nil)) }
+		d.Restart = func() { c.quiet("RestartApp", c.call("RestartApp", noArgs, nil)) }
 	}
 	return d
 }

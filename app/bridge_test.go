@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -150,6 +151,32 @@ func waitEvent(t *testing.T, events <-chan workspace.Event, match func(workspace
 	}
 }
 
+func TestErrorsCrossTheBridgeWithTheirTextCodeAndCause(t *testing.T) {
+	internal := &workspace.Error{Code: workspace.CodeInternal, Message: "could not save", Err: errors.New("disk full")}
+	for _, err := range []error{
+		internal,
+		&workspace.Error{Code: workspace.CodeConflict, Message: "busy"},
+		fmt.Errorf("wrapped: %w", internal),
+		&prepare.SetupError{Reason: "exited with code 3", Tail: []string{"npm ERR!"}, ExitCode: 3},
+		prepare.ErrNotFailed,
+		errSettingsChanged,
+		errors.New("plain"),
+	} {
+		got := fromWire(toWire(err))
+		if got.Error() != err.Error() {
+			t.Errorf("%v came back as %q", err, got.Error())
+		}
+		var want, back *workspace.Error
+		if errors.As(err, &want) && err == error(want) && (!errors.As(got, &back) || back.Code != want.Code || back.Message != want.Message) {
+			t.Errorf("%v lost its code or message: %#v", err, got)
+		}
+		if errors.Is(err, prepare.ErrNotFailed) != errors.Is(got, prepare.ErrNotFailed) ||
+			errors.Is(err, errSettingsChanged) != errors.Is(got, errSettingsChanged) {
+			t.Errorf("%v lost its identity: %#v", err, got)
+		}
+	}
+}
+
 func TestBridgeSettingsUpdateRunsAgainOnSettingsChangedMeanwhile(t *testing.T) {
 	store := settings.NewStore(filepath.Join(t.TempDir(), "settings.json"))
 	h := newHarness(t, Deps{Workspaces: newFake(), Settings: store})
@@ -185,16 +212,16 @@ func TestBridgeRaisesAnswersCopiesAndEndsWithTheWindowProcess(t *testing.T) {
 	b := &bridgeServer{raise: raise, answered: func() { answered = true }, closed: func() { closed <- struct{}{} }}
 	c := bridged(t, h, b)
 
-	if _, err := c.hello(); err != nil || !b.helloed() {
+	if _, err := c.hello(); err != nil || !b.wasGreeted() {
 		t.Fatalf("hello: %v", err)
 	}
 	raised := make(chan error, 1)
-	go func() { raised <- c.call("WaitRaise", none, nil) }()
+	go func() { raised <- c.call("WaitRaise", noArgs, nil) }()
 	raise <- struct{}{}
 	if err := <-raised; err != nil {
 		t.Fatalf("a raise: %v", err)
 	}
-	if err := c.call("Answered", none, nil); err != nil {
+	if err := c.call("Answered", noArgs, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.call("CopyText", "the attach command", nil); err != nil {
@@ -203,11 +230,11 @@ func TestBridgeRaisesAnswersCopiesAndEndsWithTheWindowProcess(t *testing.T) {
 	h.waitFor("the answer and the copy on the app's thread", func() bool {
 		return answered && h.app.Clipboard().Content() == "the attach command"
 	})
-	if err := c.call("Closed", none, nil); err != nil {
+	if err := c.call("Closed", noArgs, nil); err != nil {
 		t.Fatal(err)
 	}
 	<-closed
-	if err := c.call("NoSuchMethod", none, nil); err == nil {
+	if err := c.call("NoSuchMethod", noArgs, nil); err == nil {
 		t.Error("an unknown method was answered")
 	}
 

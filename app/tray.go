@@ -15,7 +15,7 @@ import (
 	"codehydra/workspace"
 )
 
-// trayView is where the tray menu and icon go: desktop.App in the app,
+// trayView is where the tray menu and icon go: a systrayView in the app,
 // a recorder in tests.
 type trayView interface {
 	SetSystemTrayMenu(menu *fyne.Menu)
@@ -44,14 +44,6 @@ type Tray struct {
 	shown    State
 	hasShown bool
 	icons    map[string]fyne.Resource
-
-	// menu is the one *fyne.Menu the tray is given, its items replaced on
-	// each rebuild; only touched on the Fyne thread. Fyne's driver shows
-	// the menu it was first given once more when the StatusNotifier item
-	// is ready on the bus (fyne v2.7.1, runSystray); a rebuild that came
-	// in between would be undone until the next change, unless that first
-	// menu is the same object and already holds the latest items.
-	menu *fyne.Menu
 }
 
 func newTray(u *ui) *Tray {
@@ -222,11 +214,7 @@ func (t *Tray) publish() {
 	summary := Summary(s)
 	t.u.do(func() {
 		if t.view != nil {
-			if t.menu == nil {
-				t.menu = fyne.NewMenu(menu.Label)
-			}
-			t.menu.Items = menu.Items
-			t.view.SetSystemTrayMenu(t.menu)
+			t.view.SetSystemTrayMenu(menu)
 			if icon != nil {
 				t.view.SetSystemTrayIcon(icon)
 			}

@@ -295,25 +295,6 @@ func TestMainWindowShowsTheMenuAsWidgets(t *testing.T) {
 	}
 }
 
-// Fyne's driver shows the first menu it was given once more when the tray
-// item is ready on the bus; a rebuild made before then must not be undone,
-// so the tray hands Fyne one menu object that always holds the latest items.
-func TestTrayGivesFyneOneMenuThatHoldsTheLatestItems(t *testing.T) {
-	h, ws, agents := handDrivenTray(t)
-	h.drain()
-	first := h.view.menu()
-
-	agents.set(ws.Path, agentBusy)
-	h.u.tray.onEvents([]workspace.Event{{Kind: workspace.EventAgentChanged, Workspace: ws}})
-	h.drain()
-	if h.view.menu() != first {
-		t.Fatal("a rebuild gave Fyne a new menu object; Fyne's late refresh would show the first one")
-	}
-	if find(first, "● feat (busy)") == nil {
-		t.Errorf("the first menu given does not show the rebuild:\n%s", strings.Join(labels(first), "\n"))
-	}
-}
-
 // The manager's order (by name, case-folded, then path) is the only one:
 // the tray and the metadata editor show projects and workspaces as the
 // manager lists them. "Gamma" after "beta" is what a byte-wise sort gets

@@ -81,7 +81,7 @@ func (s windowSpec) key() string {
 	return s.Kind
 }
 
-// open builds the window spec asks for in this process.
+// openSpec builds the window s asks for in this process.
 func (u *ui) openSpec(s windowSpec) {
 	switch s.Kind {
 	case windowCreate:
@@ -122,9 +122,12 @@ func newWindowProcs(u *ui, argv []string) *windowProcs {
 }
 
 // open shows the window of s in a window process, or brings forward the
-// one open for its key. here opens it in this process instead, when no
-// window process could run.
-func (p *windowProcs) open(s windowSpec, here func()) {
+// one open for its key. inApp opens it in this process instead, when no
+// window process could run. Once the app is quitting, nothing opens.
+func (p *windowProcs) open(s windowSpec, inApp func()) {
+	if p.u.ctx.Err() != nil {
+		return
+	}
 	key := s.key()
 	p.mu.Lock()
 	if raise, ok := p.procs[key]; ok {
@@ -147,9 +150,9 @@ func (p *windowProcs) open(s windowSpec, here func()) {
 	}
 	p.u.background(func(ctx context.Context) {
 		defer forget()
-		if err := p.run(ctx, s, raise, forget); err != nil {
+		if err := p.run(ctx, s, raise, forget); err != nil && ctx.Err() == nil {
 			p.u.log.Warn("no window process; opening the window in the app", slog.String("window", key), slog.Any("err", err))
-			p.u.do(here)
+			p.u.do(inApp)
 		}
 	})
 }
@@ -193,7 +196,7 @@ func (p *windowProcs) run(ctx context.Context, s windowSpec, raise chan struct{}
 		werr = <-exited
 	}
 	p.u.log.Info("window process ended", slog.String("window", s.key()), slog.Any("status", werr))
-	if !b.helloed() {
+	if !b.wasGreeted() {
 		if werr == nil {
 			werr = errors.New("it ended before it asked for its window")
 		}
@@ -206,6 +209,7 @@ func (p *windowProcs) run(ctx context.Context, s windowSpec, raise chan struct{}
 func (p *windowProcs) hello(s windowSpec) bridgeHello {
 	d := p.u.deps
 	return bridgeHello{
+		Protocol:            bridgeProtocol,
 		Window:              s,
 		Agents:              d.Agents != nil,
 		MCP:                 d.MCP != nil,
@@ -228,7 +232,11 @@ func (p *windowProcs) logLines(key string, r io.Reader) {
 	}
 }
 
-// pipeConn is a window process's stdout and stdin as one connection.
+// PipeConn joins a reading and a writing end into one connection: a window
+// process's stdout and stdin in the app, its own stdin and stdout in the
+// window process.
+func PipeConn(r io.ReadCloser, w io.WriteCloser) io.ReadWriteCloser { return pipeConn{r, w} }
+
 type pipeConn struct {
 	io.ReadCloser
 	w io.WriteCloser
@@ -253,6 +261,11 @@ func RunWindow(ctx context.Context, conn io.ReadWriteCloser, log *slog.Logger) e
 	if err != nil {
 		return fmt.Errorf("this command is started by the CodeHydra app for its windows: %w", err)
 	}
+	if h.Protocol != bridgeProtocol {
+		// A binary replaced under a running app (an upgrade) may not
+		// speak the app's bridge.
+		return fmt.Errorf("the running CodeHydra app speaks bridge protocol %d, this binary %d: restart CodeHydra", h.Protocol, bridgeProtocol)
+	}
 	a := fyneapp.NewWithID(DefaultAppID)
 	if icon := assets.Icon(256); len(icon) > 0 {
 		a.SetIcon(fyne.NewStaticResource("codehydra.png", icon))
@@ -268,12 +281,12 @@ func RunWindow(ctx context.Context, conn io.ReadWriteCloser, log *slog.Logger) e
 	u.tray.start()
 	spec := h.Window
 	if spec.Kind == windowConfirm {
-		spec.answered = func() { c.quiet("Answered", c.call("Answered", none, nil)) }
+		spec.answered = func() { c.quiet("Answered", c.call("Answered", noArgs, nil)) }
 	}
 	go func() {
 		var err error
 		for err == nil {
-			if err = c.call("WaitRaise", none, nil); err == nil {
+			if err = c.call("WaitRaise", noArgs, nil); err == nil {
 				fyne.Do(u.raiseAll)
 			}
 		}
@@ -285,10 +298,13 @@ func RunWindow(ctx context.Context, conn io.ReadWriteCloser, log *slog.Logger) e
 	// than raising this one.
 	u.closed = func(key string) {
 		if key == spec.key() {
-			c.quiet("Closed", c.call("Closed", none, nil))
+			c.quiet("Closed", c.call("Closed", noArgs, nil))
 		}
 	}
 	u.openSpec(spec)
+	if len(u.windows) == 0 {
+		return fmt.Errorf("no window of kind %q to open", spec.Kind)
+	}
 	a.Run()
 	cancel()
 	u.wait()

@@ -23,6 +23,8 @@ type guiResult struct {
 	// With Settings open: the window process and the tray process; then
 	// the tray process after the window closed.
 	Window, TrayWindowOpen, TrayAfterWindow rssResult
+	// WindowShown is click on Settings… → its window is mapped.
+	WindowShown time.Duration
 	// Before is the idle tray app of trayBefore, when it could be built.
 	Before *rssResult
 }
@@ -53,10 +55,12 @@ for ((i = 1; i <= LAUNCHES; i++)); do
 	if ((i == LAUNCHES)); then
 		read -r _
 		if [[ "$WINDOW" == 1 ]]; then
+			t0=$(now_ms)
 			tray_click 'Settings…' >/dev/null
 			wait_for 20 "the settings window" window_id "CodeHydra settings"
+			t1=$(now_ms)
 			child=$(pgrep -P "$APP_PID" -f ui-window | head -n1)
-			echo "window $child"
+			echo "window $child $((t1 - t0))"
 			read -r _
 			xdotool windowfocus --sync "$(window_id "CodeHydra settings")" key Escape
 			wait_for 20 "the window process to end" pid_gone "$child"
@@ -227,8 +231,10 @@ func readWindow(sc *bufio.Scanner, stdin io.Writer, res *guiResult, pid int, idl
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
 		switch {
-		case len(f) == 2 && f[0] == "window":
+		case len(f) == 3 && f[0] == "window":
 			child, _ := strconv.Atoi(f[1])
+			shown, _ := strconv.Atoi(f[2])
+			res.WindowShown = time.Duration(shown) * time.Millisecond
 			time.Sleep(idle / 2)
 			if res.Window, err = readRSS(child, "window process (Settings)", 10); err == nil {
 				res.TrayWindowOpen, err = readRSS(pid, "tray app, Settings open", 10)

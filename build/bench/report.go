@@ -125,6 +125,8 @@ func (b *bench) reportStartups(w *markdown) {
 		w.p("")
 		w.p("Tray app (`codehydra` on Xvfb with xfce4-panel as the StatusNotifier host, from `build/desktop.sh`, 10 workspaces, %d launches): exec → the tray menu is on D-Bus with its items, median %s (slowest %s); → the menu lists the 10 workspaces, median %s (slowest %s). `build/bench-gui.sh` measures it too, with 3 workspaces and with agents (its section below).",
 			len(b.gui.TrayReady), ms(median(b.gui.TrayReady)), ms(percentile(b.gui.TrayReady, 100)), ms(median(b.gui.Listed)), ms(percentile(b.gui.Listed, 100)))
+		w.p("")
+		w.p("Opening a window: from the click on *Settings…* (over D-Bus) to its window on screen, %s, once, on the last launch: the window process starts, asks the app for the settings and loads the GL driver (what the tray process no longer holds).", ms(b.gui.WindowShown))
 	} else {
 		w.p("")
 		w.p("Tray app: %s.", b.guiNote)
