@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"image"
@@ -563,23 +565,28 @@ func (d *guiDesktop) screenshot(path string, rect image.Rectangle) (shotStats, e
 	}
 	count := map[[4]uint32]int{}
 	most := 0
+	h := sha256.New()
 	for y := rect.Min.Y; y < rect.Max.Y; y++ {
 		for x := rect.Min.X; x < rect.Max.X; x++ {
 			r, g, b, a := img.At(x, y).RGBA()
 			c := [4]uint32{r, g, b, a}
 			count[c]++
 			most = max(most, count[c])
+			_ = binary.Write(h, binary.LittleEndian, c)
 		}
 	}
-	return shotStats{colours: len(count), covered: 1 - float64(most)/float64(rect.Dx()*rect.Dy())}, nil
+	st := shotStats{colours: len(count), covered: 1 - float64(most)/float64(rect.Dx()*rect.Dy())}
+	copy(st.pixels[:], h.Sum(nil))
+	return st, nil
 }
 
 // shotStats describe a window in a screenshot. A window that is mapped but
 // not drawn is one colour; one that shows a line of text ("Loading…") has
 // a few dozen colours but covers almost nothing of its background.
 type shotStats struct {
-	colours int     // distinct colours
-	covered float64 // share of pixels not of the most common (background) colour
+	colours int      // distinct colours
+	covered float64  // share of pixels not of the most common (background) colour
+	pixels  [32]byte // SHA-256 of the area's pixels: equal when nothing changed
 }
 
 func (s shotStats) String() string {

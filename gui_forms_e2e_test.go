@@ -136,15 +136,35 @@ func TestGUIQuitWithABusyAgentAsksAndEscapeOrCancelKeepTheAppRunning(t *testing.
 }
 
 // guiShot waits until win is drawn in a screenshot at path.
-func guiShot(t *testing.T, d *guiDesktop, path string, win guiWindow, exited chan error) {
+func guiShot(t *testing.T, d *guiDesktop, path string, win guiWindow, exited chan error) shotStats {
 	t.Helper()
+	var st shotStats
 	guiWaitUntil(t, 20*time.Second, "a drawn "+filepath.Base(path), exited, func() (bool, string) {
-		st, err := d.screenshot(path, win.rect)
-		if err != nil {
+		var err error
+		if st, err = d.screenshot(path, win.rect); err != nil {
 			return false, err.Error()
 		}
 		return st.drawn(), st.String()
 	})
+	return st
+}
+
+// guiShotChanged takes a screenshot of win into path once what it shows
+// differs from from (a shot taken before a click) and two shots in a row
+// agree: the click's effect, drawn. A click that changes nothing fails
+// the test.
+func guiShotChanged(t *testing.T, d *guiDesktop, path string, win guiWindow, exited chan error, from shotStats) shotStats {
+	t.Helper()
+	var st, last shotStats
+	guiWaitUntil(t, 20*time.Second, "a change in "+filepath.Base(path), exited, func() (bool, string) {
+		last = st
+		var err error
+		if st, err = d.screenshot(path, win.rect); err != nil {
+			return false, err.Error()
+		}
+		return st.drawn() && st.pixels != from.pixels && st.pixels == last.pixels, st.String()
+	})
+	return st
 }
 
 // guiWorktree is the path of repo's worktree named name, as git lists it.

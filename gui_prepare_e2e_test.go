@@ -111,10 +111,10 @@ func TestGUITrayStartsTheAgentOfAFailedSetupAnyway(t *testing.T) {
 func shotProjectsTab(t *testing.T, d *guiDesktop, a *guiApp, path string) {
 	t.Helper()
 	win := d.waitWindow(t, "CodeHydra settings", a.exited)
-	guiShot(t, d, path, win, a.exited)
+	before := guiShot(t, d, path, win, a.exited)
+	// The tab switch has nothing to tell over D-Bus: the window's pixels do.
 	d.xdotool(t, "mousemove", "--sync", fmt.Sprint(win.rect.Min.X+projectsTabX), fmt.Sprint(win.rect.Min.Y+projectsTabY), "click", "1")
-	time.Sleep(time.Second) // the tab switch has nothing to wait for over D-Bus
-	guiShot(t, d, path, win, a.exited)
+	guiShotChanged(t, d, path, win, a.exited, before)
 	t.Logf("screenshot of Settings → Projects: %s", path)
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"codehydra/app"
+	"codehydra/internal/paths"
 )
 
 // glDriver matches the mapped files of an OpenGL driver (Mesa's GLX
@@ -58,7 +60,10 @@ func TestGUIWindowsOpenInAProcessOfTheirOwn(t *testing.T) {
 
 	// A second click brings the open window forward.
 	tray.click(t, app.LabelSettings)
-	time.Sleep(500 * time.Millisecond) // a second process would have started by now
+	guiWaitUntil(t, 10*time.Second, "the app to take the second click", a.exited, func() (bool, string) {
+		log, _ := os.ReadFile(paths.LogFile())
+		return bytes.Contains(log, []byte(`msg="window brought forward" window=settings`)), ""
+	})
 	if again := windowProcesses(t, a.pid); len(again) != 1 || again[0] != procs[0] {
 		t.Errorf("after a second click: window processes %v, want only %v", again, procs)
 	}

@@ -132,6 +132,7 @@ func (p *windowProcs) open(s windowSpec, inApp func()) {
 	p.mu.Lock()
 	if raise, ok := p.procs[key]; ok {
 		p.mu.Unlock()
+		p.u.log.Info("window brought forward", slog.String("window", key))
 		select {
 		case raise <- struct{}{}:
 		default:

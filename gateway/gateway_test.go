@@ -217,7 +217,9 @@ func TestKillingAServerMidCallGivesAClearErrorAndARestart(t *testing.T) {
 		_, err := g.Call(ctx, "", "every__trigger-long-running-operation", args(t, map[string]any{"duration": 30, "steps": 3}))
 		errc <- err
 	}()
-	time.Sleep(500 * time.Millisecond) // let the call reach the server
+	// The call counts once its session is up, just before the request goes
+	// out; a kill on either side of the write ends the call the same way.
+	testenv.WaitFor(t, "the call to go to the server", 20*time.Second, func() bool { return g.Statuses()[0].Calls == 1 })
 	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
