@@ -124,15 +124,21 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest, next fu
 	return s.failed(&rec, s.callError(ctx, callCtx, rec.Tool, r)), nil
 }
 
+// requestHeader is the HTTP header of the request that carried req (nil
+// when there is none, e.g. in process).
+func requestHeader(req *sdk.CallToolRequest) http.Header {
+	if extra := req.GetExtra(); extra != nil {
+		return extra.Header
+	}
+	return nil
+}
+
 // admit checks that the caller may call the tool, resolves the workspace
 // of a call to a workspace tool and takes a token from the caller's
 // bucket of the tool. The workspace it returns is the zero Workspace
 // for a tool that needs none.
 func (s *Server) admit(rec *auditEntry, who caller, def toolDef, req *sdk.CallToolRequest) (workspace.Workspace, error) {
-	var header http.Header
-	if extra := req.GetExtra(); extra != nil {
-		header = extra.Header
-	}
+	header := requestHeader(req)
 	var ws workspace.Workspace
 	var err error
 	switch {

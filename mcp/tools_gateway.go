@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -240,11 +239,7 @@ func (s *Server) callGateway(ctx context.Context, rec *auditEntry, who caller, g
 	var ws workspace.Workspace
 	var err error
 	if !who.isUser() {
-		var header http.Header
-		if extra := req.GetExtra(); extra != nil {
-			header = extra.Header
-		}
-		ws, err = s.workspaceOf(who, header)
+		ws, err = s.workspaceOf(who, requestHeader(req))
 		rec.Workspace = ws.Path
 	}
 	if !s.limiter.allow(limitKey(who, "", rec.Tool)) {

@@ -9,7 +9,6 @@ package mcp
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -118,10 +117,7 @@ func (s *Server) listedProjects(who caller, req *sdk.CallToolRequest) ([]string,
 	if !who.isUser() {
 		return []string{who.ws.ProjectPath}, nil
 	}
-	var h http.Header
-	if req.Extra != nil {
-		h = req.Extra.Header
-	}
+	h := requestHeader(req)
 	if vals := h.Values(WorkspaceHeader); len(vals) > 0 && (len(vals) > 1 || vals[0] != "") {
 		ws, err := s.resolve(h)
 		if err != nil {
@@ -214,11 +210,7 @@ func (s *Server) restartAgent(ctx context.Context, req *sdk.CallToolRequest, _ n
 	if st.Agent.State == workspace.AgentStateNone {
 		return nil, restartOutput{}, fail(workspace.Errorf(workspace.CodeConflict, "the workspace %s has no agent to restart", ws.Path))
 	}
-	var header http.Header
-	if req.Extra != nil {
-		header = req.Extra.Header
-	}
-	s.afterResponse(header, func() {
+	s.afterResponse(requestHeader(req), func() {
 		if err := s.opts.Sessions.Restart(ws.Path); err != nil {
 			s.log.Warn("restart an agent on its own request", slog.String("workspace", ws.Path), slog.Any("error", err))
 			return

@@ -131,11 +131,7 @@ func (s *Server) createIn(who caller, req *sdk.CallToolRequest, asked string) (s
 		if asked != "" {
 			return asked, nil
 		}
-		var h map[string][]string
-		if req.Extra != nil {
-			h = req.Extra.Header
-		}
-		if ws, err := s.resolve(h); err == nil {
+		if ws, err := s.resolve(requestHeader(req)); err == nil {
 			return ws.ProjectPath, nil
 		}
 		return "", workspace.Errorf(workspace.CodeInvalidInput,

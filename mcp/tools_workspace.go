@@ -6,7 +6,6 @@ package mcp
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"strconv"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -74,11 +73,7 @@ func (s *Server) deleteWorkspace(ctx context.Context, req *sdk.CallToolRequest, 
 		return nil, deleteOutput{}, fail(err)
 	}
 
-	var header http.Header
-	if req.Extra != nil {
-		header = req.Extra.Header
-	}
-	s.afterResponse(header, func() {
+	s.afterResponse(requestHeader(req), func() {
 		s.runBackground(func(ctx context.Context) {
 			if err := run(ctx); err != nil {
 				s.log.Warn("background workspace delete failed", slog.String("workspace", ws.Path), slog.Any("error", err))
