@@ -308,6 +308,7 @@ func (s *bridgeServer) methods() map[string]handler {
 			}
 			return nil, nil
 		}),
+		"TrayState": on(func(context.Context, struct{}) (any, error) { return s.u.tray.State(), nil }),
 		"Closed": on(func(context.Context, struct{}) (any, error) {
 			if s.closed != nil {
 				s.closed()

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,6 +54,7 @@ func TestBridgeGivesAWindowProcessTheAppAsItIs(t *testing.T) {
 	agents := newFakeAgents()
 	agents.set(f.ws.Path, workspace.AgentStatus{Type: workspace.AgentIdle, Port: 4242})
 	h := newHarness(t, Deps{Workspaces: m, Settings: f.store, Prepare: f.prep, Agents: agents})
+	h.startTray()
 	c := bridged(t, h, &bridgeServer{})
 	ctx := context.Background()
 	repo := f.ws.ProjectPath
@@ -109,6 +111,22 @@ func TestBridgeGivesAWindowProcessTheAppAsItIs(t *testing.T) {
 	if list, _ := m.Workspaces(repo); slices.ContainsFunc(list, func(x workspace.Workspace) bool { return x.Path == ws.Path }) {
 		t.Error("the workspace deleted over the bridge is still there")
 	}
+
+	// The windows read the app's tray state: feat's failed setup is in it.
+	h.waitFor("feat's failed setup in the tray state over the bridge", func() bool {
+		var tray State
+		if err := c.call("TrayState", noArgs, &tray); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range tray.Projects {
+			for _, w := range p.Workspaces {
+				if w.Workspace.Path == f.ws.Path {
+					return strings.Contains(w.SetupFailed, "exit code 3")
+				}
+			}
+		}
+		return false
+	})
 
 	// The failed setup's reason and the preparer's refusal cross intact.
 	st, ok := c.State(f.ws.Path)

@@ -34,9 +34,10 @@ type Tray struct {
 	// setTooltip sets the tray's hover text; Fyne offers no tooltip API, so
 	// this goes to the systray library underneath it.
 	setTooltip func(string)
-	// silent keeps the notifications back: a window process follows the
-	// state only to ask it, and the app itself notifies.
-	silent bool
+	// remote, when set, is where State comes from: a window process asks
+	// the app's tray, which follows every event, rather than following
+	// them itself.
+	remote func() State
 
 	mu    sync.Mutex
 	state State
@@ -193,6 +194,9 @@ func (t *Tray) promptDelivery(path string) workspace.PromptDelivery {
 
 // State returns the current state.
 func (t *Tray) State() State {
+	if t.remote != nil {
+		return t.remote()
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.state
@@ -243,7 +247,7 @@ func (t *Tray) icon(state string) fyne.Resource {
 
 // notify shows notices, unless the user turned notifications off.
 func (t *Tray) notify(notes []Notice) {
-	if t.silent || len(notes) == 0 || !t.u.deps.Settings.Get().Notifications {
+	if len(notes) == 0 || !t.u.deps.Settings.Get().Notifications {
 		return
 	}
 	t.u.do(func() { t.u.sendNotices(notes) })

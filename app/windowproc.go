@@ -276,10 +276,13 @@ func RunWindow(ctx context.Context, conn io.ReadWriteCloser, log *slog.Logger) e
 	u := newUI(uiCtx, a, c.deps(h))
 	u.notify = desktopNotifier(a, os.Getenv)
 	u.clipboard = func(text string) { c.quiet("CopyText", c.call("CopyText", text, nil)) }
-	// The windows ask the tray's state (which agents are busy); this
-	// process follows it, and leaves the notifications to the app.
-	u.tray.silent = true
-	u.tray.start()
+	// The windows ask the tray's state (which agents are busy, which
+	// workspace is being deleted): the app's tray has it.
+	u.tray.remote = func() State {
+		st, err := get[State](c, "TrayState", noArgs)
+		c.quiet("TrayState", err)
+		return st
+	}
 	spec := h.Window
 	if spec.Kind == windowConfirm {
 		spec.answered = func() { c.quiet("Answered", c.call("Answered", noArgs, nil)) }
