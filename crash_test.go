@@ -226,7 +226,14 @@ func TestAnAppKilledHardLeavesNoOrphanedAgentAndLosesNothing(t *testing.T) {
 			} {
 				testenv.Git(t, repo, args...)
 			}
-			set := map[string]any{"opencodeBin": fake, "projects": []string{repo}, "worktreeRoot": filepath.Join(base, "roots")}
+			// The fake opencode writes its grandchild's pid here: a folder
+			// its sandbox lets it write (settings sandbox.writable).
+			reports := filepath.Join(base, "reports")
+			if err := os.MkdirAll(reports, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			set := map[string]any{"opencodeBin": fake, "projects": []string{repo}, "worktreeRoot": filepath.Join(base, "roots"),
+				"sandbox": map[string]any{"mode": "auto", "writable": []string{reports}}}
 			b, _ := json.Marshal(set)
 			if err := os.MkdirAll(filepath.Dir(paths.SettingsFile()), 0o700); err != nil {
 				t.Fatal(err)
@@ -236,7 +243,7 @@ func TestAnAppKilledHardLeavesNoOrphanedAgentAndLosesNothing(t *testing.T) {
 			}
 			env := append(os.Environ(), "FAKEOC_HEARTBEAT=1s")
 			for _, kv := range tt.env {
-				env = append(env, strings.ReplaceAll(kv, "{pidfile}", filepath.Join(base, "grandchild.pid")))
+				env = append(env, strings.ReplaceAll(kv, "{pidfile}", filepath.Join(reports, "grandchild.pid")))
 			}
 
 			app := launch(t, bin, env)

@@ -14,12 +14,16 @@ import (
 	"time"
 
 	_ "codehydra/internal/cleanlocale" // before Fyne initialises
+	"codehydra/internal/sandbox"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "0.1.0-dev"
 
 func main() {
+	// A confined process starts as this binary re-exec'd: it confines
+	// itself and execs the real program, before anything else runs.
+	sandbox.RunHelperIfAsked()
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 
 	"codehydra/internal/paths"
@@ -29,17 +30,24 @@ func (s *server) startAgents(ctx context.Context) error {
 		OnChange: func(path string) {
 			s.manager.Publish(workspace.Event{Kind: workspace.EventAgentChanged, Workspace: workspace.Workspace{Path: path}})
 		},
+		Confine:   s.confine,
 		AgentsDir: paths.AgentsDir(),
 		ToolsDir:  paths.ToolsDir(),
 		Logger:    s.log,
 		MaxAgents: set.MaxAgents,
 		Tracer:    s.tel.tracerProvider(),
 	})
+	s.log.Info("sandbox", "mode", set.Sandbox.Mode, "system", sandboxSupport())
 	if bin, ok := sup.FindBinary(); ok {
 		s.log.Info("opencode found", "path", bin)
 	} else {
 		fmt.Fprintf(s.cli.stderr, "codehydra: %s\n", opencode.InstallHint)
 		s.log.Warn("opencode not found; workspaces run without agents")
+	}
+	// The temporary folders of an earlier run's workspaces; none of its
+	// processes runs any more (the lock says so).
+	if err := os.RemoveAll(paths.WorkspaceTempRoot()); err != nil {
+		s.log.Warn("cannot clear the workspaces' temporary folders", "err", err)
 	}
 	s.sup = sup
 	s.prep = s.newPreparer(sup)
@@ -106,6 +114,9 @@ func (s *server) followWorkspaces(ctx context.Context, sup *opencode.Supervisor,
 				}
 				if s.gateway != nil {
 					s.gateway.ForgetWorkspace(e.Workspace.Path)
+				}
+				if err := os.RemoveAll(workspaceTemp(e.Workspace.Path)); err != nil {
+					s.log.Warn("cannot remove the temporary folder of a removed workspace", "path", e.Workspace.Path, "err", err)
 				}
 			}
 		}

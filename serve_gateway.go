@@ -19,8 +19,10 @@ import (
 // the MCP server has stopped and no call can reach a stopped server.
 func (s *server) startGateway(context.Context) error {
 	gw := gateway.New(gateway.Options{
-		Servers: s.settings.Get().MCPServers,
-		Log:     s.log.With("part", "gateway"),
+		Servers:      s.settings.Get().MCPServers,
+		Log:          s.log.With("part", "gateway"),
+		Confine:      s.confine,
+		ConfineProbe: s.confineProbe,
 	})
 	s.gateway = gw
 	s.onShutdown("stop the MCP servers", func(context.Context) error { return gw.Close() })

@@ -39,6 +39,7 @@ func (s *server) startMCP(ctx context.Context) error {
 		Burst:          set.RateLimit.Burst,
 		CallTimeout:    set.ToolTimeout(),
 		TaskTimeout:    set.TaskTimeout(),
+		Confine:        s.confine,
 		SessionIdle:    set.MCPSessionIdle(),
 		MaxSessions:    set.MCPMaxSessions,
 		MaxConnections: set.MCPMaxConnections,

@@ -23,7 +23,8 @@ func (s *server) newPreparer(sup *opencode.Supervisor) *prepare.Preparer {
 		Setup: func(projectPath string) (settings.ProjectSetup, bool) {
 			return s.settings.Get().SetupFor(projectPath)
 		},
-		Start: sup.Start,
+		Start:   sup.Start,
+		Confine: s.confine,
 		OnChange: func(path string) {
 			s.manager.Publish(workspace.Event{Kind: workspace.EventAgentChanged, Workspace: workspace.Workspace{Path: path}})
 		},

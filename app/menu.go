@@ -123,6 +123,20 @@ func (w WorkspaceState) Phase() Phase {
 	}
 }
 
+// Unconfined is why the workspace's running agent is not confined by the
+// kernel to its workspace ("not confined: …"); "" when it is, or when
+// no agent runs.
+func (w WorkspaceState) Unconfined() string {
+	sb := w.Agent.Sandbox
+	switch w.Phase() {
+	case PhaseIdle, PhaseBusy, PhaseRetrying, PhaseNeedsInput, PhaseStarting:
+		if !sb.Enforced {
+			return sb.Reason
+		}
+	}
+	return ""
+}
+
 // Port is the workspace agent's port, 0 when no agent server is ready.
 func (w WorkspaceState) Port() int {
 	if w.Deleting {
@@ -148,11 +162,19 @@ const (
 )
 
 // WorkspaceLabel is the menu label of a workspace: its mark, its name and
-// its phase in words, e.g. "● feature/login (busy)".
+// its phase in words, e.g. "● feature/login (busy)", and "unconfined"
+// when its agent runs outside the kernel sandbox: "○ fix (idle,
+// unconfined)".
 func WorkspaceLabel(w WorkspaceState) string {
 	p := w.Phase()
+	if w.Unconfined() != "" {
+		return fmt.Sprintf("%s %s (%s, %s)", p.Mark(), w.Workspace.Name, p, LabelUnconfined)
+	}
 	return fmt.Sprintf("%s %s (%s)", p.Mark(), w.Workspace.Name, p)
 }
+
+// LabelUnconfined marks a workspace whose agent is not confined.
+const LabelUnconfined = "unconfined"
 
 // ProjectLabel is the header of a project's workspaces (its submenu holds
 // the project's actions).
@@ -281,6 +303,9 @@ func workspaceItem(s State, w WorkspaceState, a Actions) *fyne.MenuItem {
 	if why := AgentTrouble(w.Agent); why != "" && len(setup) == 0 {
 		items = append(items, disabled("⚠ "+why), fyne.NewMenuItemSeparator())
 	}
+	if why := w.Unconfined(); why != "" {
+		items = append(items, disabled("⚠ "+oneMenuLine(why)), fyne.NewMenuItemSeparator())
+	}
 	items = append(items, promptItems(w)...)
 	it := fyne.NewMenuItem(WorkspaceLabel(w), nil)
 	items = append(items,
@@ -404,7 +429,24 @@ func Summary(s State) string {
 	if len(counted) == 0 && c[PhaseIdle] == total {
 		counted = append(counted, "all idle")
 	}
+	if n := countUnconfined(s); n > 0 {
+		counted = append(counted, fmt.Sprintf("%d %s", n, LabelUnconfined))
+	}
 	return "CodeHydra: " + strings.Join(append(parts, counted...), ", ")
+}
+
+// countUnconfined counts the workspaces whose running agent is not
+// confined.
+func countUnconfined(s State) int {
+	n := 0
+	for _, p := range s.Projects {
+		for _, w := range p.Workspaces {
+			if w.Unconfined() != "" {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 func plural(n int, word string) string {

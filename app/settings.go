@@ -15,8 +15,20 @@ import (
 	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/widget"
 
+	"codehydra/internal/sandbox"
 	"codehydra/internal/settings"
 )
+
+// SandboxSupport says what this system can do to confine agents, and
+// when a change of the sandbox mode applies, for the Settings window.
+func SandboxSupport(st sandbox.Status) string {
+	what := "This system confines agents with Landlock ABI " + strconv.Itoa(st.ABI) + "."
+	if !st.Enforced {
+		what = "This system cannot confine agents (" + strings.TrimPrefix(st.Reason, "not confined: ") + ")."
+	}
+	return what + " auto confines where it can; required does not start what it cannot confine; off confines nothing. " +
+		"A change applies to agents, tasks and setups started after it (Restart agent applies it to a running one)."
+}
 
 // The choices of a port setting.
 const (
@@ -44,6 +56,8 @@ type settingsWindow struct {
 	notifications *widget.Check
 	ratePerSecond *field
 	rateBurst     *field
+	sandboxMode   *widget.RadioGroup
+	sandboxInfo   *widget.Label
 	rotate        *widget.Button
 	rotateStatus  *widget.Label
 	save          *widget.Button
@@ -90,6 +104,11 @@ func (u *ui) newSettingsWindow() *settingsWindow {
 	w.notifications = widget.NewCheck("Notify when an agent finishes or needs input", nil)
 	w.ratePerSecond = newField(func(s string) error { _, err := parseRate(s); return err })
 	w.rateBurst = newField(func(s string) error { _, err := parseBurst(s); return err })
+	w.sandboxMode = widget.NewRadioGroup([]string{string(sandbox.ModeAuto), string(sandbox.ModeRequired), string(sandbox.ModeOff)}, nil)
+	w.sandboxMode.Horizontal = true
+	w.sandboxMode.Required = true
+	w.sandboxInfo = widget.NewLabel(SandboxSupport(sandbox.Probe()))
+	w.sandboxInfo.Wrapping = fyne.TextWrapWord
 	w.rotate = widget.NewButton("Rotate token…", w.confirmRotate)
 	if u.deps.RotateToken == nil {
 		w.rotate.Disable()
@@ -152,6 +171,7 @@ func (w *settingsWindow) generalTab() fyne.CanvasObject {
 		container.NewBorder(nil, nil, nil, widget.NewLabel("calls per second"), w.ratePerSecond),
 		container.NewBorder(nil, nil, nil, widget.NewLabel("burst"), w.rateBurst)),
 		w.ratePerSecond.reason, w.rateBurst.reason)...)
+	cells = append(cells, row("Sandbox", w.sandboxMode, w.sandboxInfo)...)
 	cells = append(cells, row("Access token", w.rotate, w.rotateStatus)...)
 	// Save and what it reports stay below the scrolling form, so that they
 	// are in view however tall the form grows.
@@ -206,6 +226,11 @@ func (w *settingsWindow) fill(s settings.Settings) {
 	w.notifications.SetChecked(s.Notifications)
 	w.ratePerSecond.SetText(strconv.FormatFloat(s.RateLimit.PerSecond, 'f', -1, 64))
 	w.rateBurst.SetText(strconv.Itoa(s.RateLimit.Burst))
+	mode, err := sandbox.ParseMode(s.Sandbox.Mode)
+	if err != nil {
+		mode = sandbox.ModeAuto
+	}
+	w.sandboxMode.SetSelected(string(mode))
 
 	switch server := w.u.deps.MCP; {
 	case server == nil:
@@ -255,6 +280,7 @@ func (w *settingsWindow) read(s *settings.Settings) error {
 	errs = append(errs, err)
 	s.RateLimit.Burst, err = parseBurst(w.rateBurst.Text)
 	errs = append(errs, err)
+	s.Sandbox.Mode = w.sandboxMode.Selected
 	return errors.Join(errs...)
 }
 

@@ -17,6 +17,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"codehydra/internal/proc"
 	"codehydra/internal/settings"
 )
 
@@ -28,7 +29,7 @@ const MarkerEnv = "CODEHYDRA_MCP_SERVER_ID"
 // connect starts the server for workspace ws ("" for a shared one),
 // initializes a client session with it and lists its tools. cleanup ends
 // what is left of its processes once the session is closed.
-func (s *server) connect(ctx context.Context, ws string) (sess *sdk.ClientSession, cleanup func(), tools []*sdk.Tool, err error) {
+func (s *server) connect(ctx context.Context, ws string, probe bool) (sess *sdk.ClientSession, cleanup func(), tools []*sdk.Tool, err error) {
 	var asked chan struct{}
 	client := sdk.NewClient(&sdk.Implementation{Name: "codehydra", Version: "1"}, &sdk.ClientOptions{
 		ToolListChangedHandler: func(_ context.Context, req *sdk.ToolListChangedRequest) {
@@ -49,13 +50,12 @@ func (s *server) connect(ctx context.Context, ws string) (sess *sdk.ClientSessio
 	if s.cfg.Remote() {
 		transport, err = s.httpTransport()
 	} else {
-		var cmd *exec.Cmd
-		cmd, err = s.command(ws)
+		var o proc.Options
+		o, err = s.command(ctx, ws, probe)
 		if err == nil {
 			stderr = &tail{}
-			cmd.Stderr = stderr
-			st := &spawnTransport{CommandTransport: sdk.CommandTransport{Command: cmd, TerminateDuration: s.g.opts.StopTimeout},
-				g: s.g, server: s.name, ws: ws}
+			o.Stderr = stderr
+			st := &stdioTransport{g: s.g, opts: o, server: s.name, ws: ws, marker: markerOf(o.Env)}
 			transport, cleanup = st, st.cleanup
 		}
 	}
@@ -123,24 +123,26 @@ func awaitRoots(ctx context.Context, asked <-chan struct{}) {
 	}
 }
 
-// command is the stdio server's process for workspace ws, with its
-// {env:NAME} values filled in, in its own process group.
-func (s *server) command(ws string) (*exec.Cmd, error) {
+// command is how to start the stdio server for workspace ws ("" for a
+// shared one), with its {env:NAME} values filled in. The instance of a
+// workspace runs in that workspace's sandbox (Options.Confine), a probe
+// in one of its empty folder (Options.ConfineProbe).
+func (s *server) command(ctx context.Context, ws string, probe bool) (proc.Options, error) {
 	prog := s.cfg.Command
 	if !filepath.IsAbs(prog) {
 		p, err := exec.LookPath(prog)
 		if err != nil {
-			return nil, fmt.Errorf("command not found: %s (install it, or give its absolute path)", prog)
+			return proc.Options{}, fmt.Errorf("command not found: %s (install it, or give its absolute path)", prog)
 		}
 		prog = p
 	} else if _, err := os.Stat(prog); err != nil {
-		return nil, fmt.Errorf("command not found: %s", prog)
+		return proc.Options{}, fmt.Errorf("command not found: %s", prog)
 	}
 	args := make([]string, len(s.cfg.Args))
 	for k, a := range s.cfg.Args {
 		v, err := settings.ExpandEnv(a, s.g.opts.LookupEnv)
 		if err != nil {
-			return nil, fmt.Errorf("args: %w", err)
+			return proc.Options{}, fmt.Errorf("args: %w", err)
 		}
 		args[k] = v
 	}
@@ -148,15 +150,24 @@ func (s *server) command(ws string) (*exec.Cmd, error) {
 	for k, v := range s.cfg.Env {
 		v, err := settings.ExpandEnv(v, s.g.opts.LookupEnv)
 		if err != nil {
-			return nil, fmt.Errorf("env %s: %w", k, err)
+			return proc.Options{}, fmt.Errorf("env %s: %w", k, err)
 		}
 		env = append(env, k+"="+v)
 	}
-	cmd := exec.Command(prog, args...)
-	cmd.Env = append(env, MarkerEnv+"="+rand.Text())
-	cmd.Dir = ws
-	cmd.SysProcAttr = sysProcAttr()
-	return cmd, nil
+	o := proc.Options{Path: prog, Args: args, Dir: ws, Env: append(env, MarkerEnv+"="+rand.Text())}
+	if ws != "" && s.cfg.PerWorkspace() {
+		confine := s.g.opts.Confine
+		if probe {
+			confine = s.g.opts.ConfineProbe
+		}
+		plan, err := confine(ctx, ws)
+		if err != nil {
+			return proc.Options{}, err
+		}
+		o.Sandbox = plan.Policy
+		o.Env = append(o.Env, plan.Env...)
+	}
+	return o, nil
 }
 
 // httpTransport is the Streamable HTTP transport to the server's url,

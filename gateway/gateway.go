@@ -31,6 +31,7 @@ import (
 
 	"codehydra/internal/paths"
 	"codehydra/internal/reap"
+	"codehydra/internal/sandbox"
 	"codehydra/internal/settings"
 	"codehydra/mcp"
 )
@@ -54,6 +55,14 @@ type Options struct {
 	StopTimeout time.Duration
 	// Log gets the gateway's events; never arguments or env values.
 	Log *slog.Logger
+	// Confine plans how the instance of a workspace-scoped server is
+	// confined: in its workspace's sandbox. Its error keeps the instance
+	// from starting. Nil confines nothing.
+	Confine func(ctx context.Context, path string) (sandbox.Plan, error)
+	// ConfineProbe plans how the probe that learns a workspace-scoped
+	// server's tools is confined: to dir, the empty folder it runs in.
+	// Nil confines nothing.
+	ConfineProbe func(ctx context.Context, dir string) (sandbox.Plan, error)
 	// RecordsDir holds a record of each running stdio server process, and
 	// New reaps those a crashed earlier run left behind;
 	// paths.MCPServersDir() by default.
@@ -77,6 +86,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Confine == nil {
+		o.Confine = func(context.Context, string) (sandbox.Plan, error) { return sandbox.Plan{}, nil }
+	}
+	if o.ConfineProbe == nil {
+		o.ConfineProbe = func(context.Context, string) (sandbox.Plan, error) { return sandbox.Plan{}, nil }
 	}
 	if o.RecordsDir == "" {
 		o.RecordsDir = paths.MCPServersDir()

@@ -18,6 +18,9 @@ type instance struct {
 	// supervised instances restart after they end on their own (a probe
 	// does not).
 	supervised bool
+	// probe is set on the instance started in an empty folder (ws) to
+	// learn a workspace-scoped server's tools.
+	probe bool
 
 	mu       sync.Mutex
 	sess     *sdk.ClientSession
@@ -77,7 +80,7 @@ func (i *instance) session(ctx context.Context) (*sdk.ClientSession, error) {
 func (i *instance) start(ctx context.Context, cancel context.CancelFunc, done chan struct{}) {
 	defer close(done)
 	defer cancel()
-	sess, cleanup, tools, err := i.s.connect(ctx, i.ws)
+	sess, cleanup, tools, err := i.s.connect(ctx, i.ws, i.probe)
 	i.mu.Lock()
 	i.starting, i.cancelStart = nil, nil
 	if i.stopped {

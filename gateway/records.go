@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"log/slog"
-	"os/exec"
 	"strings"
 	"time"
 
@@ -35,11 +34,11 @@ func (r serverRecord) Proof() reap.Proof {
 		Log: []any{slog.String("server", r.Server), slog.String("workspace", r.Workspace), slog.Time("startedAt", r.StartedAt)}}
 }
 
-// markerOf is the value of MarkerEnv that cmd runs with (the last one, as
-// exec keeps the last of duplicates).
-func markerOf(cmd *exec.Cmd) string {
+// markerOf is the value of MarkerEnv in env (the last one, as exec keeps
+// the last of duplicates).
+func markerOf(env []string) string {
 	id := ""
-	for _, kv := range cmd.Env {
+	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, MarkerEnv+"="); ok {
 			id = v
 		}
@@ -47,16 +46,16 @@ func markerOf(cmd *exec.Cmd) string {
 	return id
 }
 
-// record writes the record of cmd, just started for server (in workspace
-// ws, "" if shared). It runs before anything waits for cmd, so that its
-// pid is still the server's. A record that cannot be written is logged:
-// the server runs, but a crash may leave what it started behind.
-func (g *Gateway) record(cmd *exec.Cmd, server, ws string) {
-	pid := cmd.Process.Pid
+// record writes the record of the process pid, just started for server
+// (in workspace ws, "" if shared) with marker. It runs before anything
+// waits for the process, so that its pid is still the server's. A record
+// that cannot be written is logged: the server runs, but a crash may
+// leave what it started behind.
+func (g *Gateway) record(pid int, marker, server, ws string) {
 	start, _ := reap.StartTime(pid)
 	owner, boot, ownerStart := reap.Owner()
 	r := serverRecord{PID: pid, PGID: pid, Server: server, Workspace: ws, StartedAt: time.Now().UTC(),
-		BootID: boot, StartTime: start, ServerID: markerOf(cmd), OwnerPID: owner, OwnerStartTime: ownerStart}
+		BootID: boot, StartTime: start, ServerID: marker, OwnerPID: owner, OwnerStartTime: ownerStart}
 	if err := reap.WriteRecord(g.opts.RecordsDir, pid, r); err != nil {
 		g.opts.Log.Warn("cannot record an MCP server; a crash may leave what it started running",
 			slog.String("server", server), slog.Any("err", err))

@@ -141,7 +141,7 @@ func (s *server) runProbe(done chan struct{}) {
 		return
 	}
 	defer os.RemoveAll(dir)
-	i := &instance{s: s, ws: dir}
+	i := &instance{s: s, ws: dir, probe: true}
 	s.mu.Lock()
 	if s.stopped {
 		s.mu.Unlock()

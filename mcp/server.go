@@ -25,6 +25,7 @@ import (
 	"golang.org/x/net/netutil"
 	"golang.org/x/time/rate"
 
+	"codehydra/internal/sandbox"
 	"codehydra/workspace"
 )
 
@@ -63,6 +64,10 @@ type Options struct {
 	CallTimeout time.Duration
 	// TaskTimeout bounds a workspace_run_task run instead. Default 10 min.
 	TaskTimeout time.Duration
+	// Confine plans how a task of the workspace at path is confined (in
+	// its workspace's sandbox); its error keeps the task from running.
+	// Nil confines nothing.
+	Confine func(ctx context.Context, path string) (sandbox.Plan, error)
 	// MaxBody bounds request bodies. Default 1 MiB.
 	MaxBody int64
 	// SessionIdle closes an MCP session that has received no request for
@@ -229,6 +234,9 @@ func (o Options) withDefaults() (Options, error) {
 	orDefault(&o.MaxConnections, DefaultMaxConnections)
 	if o.Version == "" {
 		o.Version = "dev"
+	}
+	if o.Confine == nil {
+		o.Confine = func(context.Context, string) (sandbox.Plan, error) { return sandbox.Plan{}, nil }
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

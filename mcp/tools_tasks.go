@@ -6,6 +6,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"codehydra/internal/proc"
 	"codehydra/tasks"
 	"codehydra/workspace"
 )
@@ -127,7 +129,15 @@ func (s *Server) runTask(ctx context.Context, req *sdk.CallToolRequest, in runTa
 	defer cancel()
 	defer context.AfterFunc(s.bgCtx, cancel)()
 
-	res, err := tasks.Run(ctx, tasks.RunOptions{Argv: argv, Dir: ws.Path, Timeout: s.opts.TaskTimeout, Progress: progressOf(ctx, req)})
+	plan, err := s.opts.Confine(ctx, ws.Path)
+	if err != nil {
+		return nil, runTaskOutput{}, fail(workspace.Errorf(workspace.CodeInternal, "the task was not run: %v", err))
+	}
+	res, err := tasks.Run(ctx, tasks.RunOptions{Argv: argv, Dir: ws.Path, Timeout: s.opts.TaskTimeout, Progress: progressOf(ctx, req),
+		Sandbox: plan.Policy, Env: plan.Env})
+	if errors.Is(err, proc.ErrNotConfined) {
+		return nil, runTaskOutput{}, fail(workspace.Errorf(workspace.CodeInternal, "the task was not run: %v", err))
+	}
 	if err != nil {
 		return nil, runTaskOutput{}, fail(workspace.Errorf(workspace.CodeInternal, "%v; is %s installed and on CodeHydra's PATH?", err, argv[0]))
 	}

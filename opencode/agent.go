@@ -2,6 +2,7 @@ package opencode
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"codehydra/internal/proc"
 	"codehydra/internal/reap"
 	"codehydra/workspace"
 )
@@ -40,6 +42,8 @@ type agent struct {
 	password string
 	summary  SessionSummary
 	out      *lineRing // output of the current or last process
+	// sandbox is what confines the current or last process.
+	sandbox workspace.AgentSandbox
 }
 
 // outcome is how one run of an agent process ended.
@@ -75,9 +79,15 @@ func (s *Supervisor) set(key string, a *agent, f func()) {
 	}
 }
 
+// statusLocked is what AgentStatus reports of a: its sessions only while
+// its server is ready.
 func (s *Supervisor) statusLocked(a *agent) workspace.AgentStatus {
-	return workspace.AgentStatus{Type: a.summary.Type, Counts: a.summary.Counts, NeedsInput: a.summary.NeedsInput,
-		State: a.state, Detail: a.detail, Port: a.port, Retry: a.summary.Retry}
+	st := workspace.AgentStatus{Type: workspace.AgentNone, State: a.state, Detail: a.detail, Sandbox: a.sandbox}
+	if a.state == workspace.AgentStateReady {
+		st.Type, st.Counts, st.NeedsInput, st.Retry = a.summary.Type, a.summary.Counts, a.summary.NeedsInput, a.summary.Retry
+		st.Port = a.port
+	}
+	return st
 }
 
 // setState sets a's state and detail.
@@ -299,7 +309,7 @@ func (s *Supervisor) startOnce(ctx context.Context, key string, a *agent, bin st
 	password, err := newServerPassword(s.opts.Random)
 	var p *process
 	if err == nil {
-		p, err = s.spawn(ctx, a, bin, askPort, password)
+		p, err = s.spawn(ctx, key, a, bin, askPort, password)
 	}
 	if err != nil {
 		s.releasePort(askPort)
@@ -307,6 +317,10 @@ func (s *Supervisor) startOnce(ctx context.Context, key string, a *agent, bin st
 			return nil, outStopped, ""
 		}
 		detail := fmt.Sprintf("could not start %s: %v; check opencodeBin in settings", bin, err)
+		var ce confineError
+		if errors.As(err, &ce) || errors.Is(err, proc.ErrNotConfined) {
+			detail = "not started: " + err.Error()
+		}
 		s.setState(key, a, workspace.AgentStateFailed, detail)
 		return nil, outFailed, detail
 	}
@@ -371,21 +385,41 @@ func (s *Supervisor) serveUntilEnd(ctx context.Context, key string, a *agent, r 
 	return res, ranFor, why
 }
 
+// confineError is an agent that was not started because its processes
+// could not be confined as the settings ask.
+type confineError struct{ error }
+
+func (e confineError) Unwrap() error { return e.error }
+
 // spawn starts the process of a with the current MCP port and token and
-// the server password, and records it for orphan reaping.
-func (s *Supervisor) spawn(ctx context.Context, a *agent, bin string, port int, password string) (*process, error) {
+// the server password, confined as Confine plans, and records it for
+// orphan reaping.
+func (s *Supervisor) spawn(ctx context.Context, key string, a *agent, bin string, port int, password string) (*process, error) {
+	plan, err := s.opts.Confine(ctx, a.ws.Path)
+	if err != nil {
+		return nil, confineError{err}
+	}
 	env := agentEnv(s.opts.Env, s.opts.ConfigPath, a.ws.Path, s.opts.MCPPort(), s.opts.MCPToken(a.ws.Path))
-	env = withServerAuth(env, password)
-	p, err := startProcess(ctx, s.spawner, processSpec{bin: bin, dir: a.ws.Path, env: env, port: port, lines: s.opts.OutputLines})
+	env = withServerAuth(append(env, plan.Env...), password)
+	p, err := startProcess(ctx, s.spawner, processSpec{bin: bin, dir: a.ws.Path, env: env, port: port,
+		lines: s.opts.OutputLines, sandbox: plan.Policy})
 	if err != nil {
 		return nil, err
 	}
+	st := plan.Status
+	if plan.Policy != nil {
+		st = p.proc.Sandbox
+	}
+	// The sandbox shows with the state change that follows (ready, or
+	// why not): one menu rebuild fewer per start.
 	s.mu.Lock()
 	a.out = p.out
+	a.sandbox = workspace.AgentSandbox(st)
 	s.mu.Unlock()
 	p.startedAt = s.opts.Now()
 	s.updateRecord(p, port, a.ws.Path)
-	s.log.Info("agent started", slog.String("workspace", a.ws.Path), slog.Int("pid", p.pid), slog.Int("port", port))
+	s.log.Info("agent started", slog.String("workspace", a.ws.Path), slog.Int("pid", p.pid), slog.Int("port", port),
+		slog.Bool("sandbox", st.Enforced), slog.Int("landlockABI", st.ABI), slog.String("sandboxReason", st.Reason))
 	return p, nil
 }
 

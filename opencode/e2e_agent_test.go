@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"codehydra/internal/fakemodel"
 	"codehydra/internal/paths"
 	"codehydra/internal/testenv"
 	"codehydra/opencode"
-	"codehydra/opencode/internal/fakemodel"
 	"codehydra/workspace"
 )
 

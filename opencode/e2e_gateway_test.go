@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"codehydra/gateway"
+	"codehydra/internal/fakemodel"
 	"codehydra/internal/settings"
 	"codehydra/internal/testenv"
 	"codehydra/mcp"
-	"codehydra/opencode/internal/fakemodel"
 )
 
 // TestRealOpencodeAgentCallsAGatewayToolThroughItsCodehydraEntry: the

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"codehydra/internal/fakemodel"
 	"codehydra/internal/testenv"
-	"codehydra/opencode/internal/fakemodel"
 )
 
 // toolResult is the text of the newest tool result the model was sent

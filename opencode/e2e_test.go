@@ -18,11 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"codehydra/internal/fakemodel"
 	"codehydra/internal/paths"
 	"codehydra/internal/testenv"
 	"codehydra/mcp"
 	"codehydra/opencode"
-	"codehydra/opencode/internal/fakemodel"
 	"codehydra/workspace"
 )
 

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"codehydra/internal/sandbox"
 	"codehydra/internal/testenv"
 	"codehydra/workspace"
 )
@@ -28,6 +29,7 @@ import (
 var fakeBin string
 
 func TestMain(m *testing.M) {
+	sandbox.RunHelperIfAsked()
 	if os.Getenv(crashingAppEnv) != "" {
 		runCrashingApp()
 		return

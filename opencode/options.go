@@ -1,6 +1,7 @@
 package opencode
 
 import (
+	"context"
 	"crypto/rand"
 	"io"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"codehydra/internal/paths"
+	"codehydra/internal/sandbox"
 )
 
 // DefaultMaxAgents is how many agents run at most unless the settings
@@ -42,6 +44,11 @@ type SupervisorOptions struct {
 	// goroutines and must not block.
 	OnChange func(path string)
 	Logger   *slog.Logger
+
+	// Confine plans how the processes of the agent of the workspace at
+	// path are confined (asked at every start); an error keeps the agent
+	// from starting, and says why. Nil confines nothing.
+	Confine func(ctx context.Context, path string) (sandbox.Plan, error)
 
 	// Env is the environment agents inherit (nil = os.Environ()).
 	Env []string
@@ -136,6 +143,11 @@ func (o *SupervisorOptions) setDefaults() {
 	}
 	if o.Env == nil {
 		o.Env = os.Environ()
+	}
+	if o.Confine == nil {
+		o.Confine = func(context.Context, string) (sandbox.Plan, error) {
+			return sandbox.Plan{Status: sandbox.Status{Reason: "not confined"}}, nil
+		}
 	}
 	if o.LookPath == nil {
 		o.LookPath = exec.LookPath

@@ -14,8 +14,9 @@ import (
 	"sync"
 	"time"
 
-	"codehydra/internal/childjob"
+	"codehydra/internal/proc"
 	"codehydra/internal/reap"
+	"codehydra/internal/sandbox"
 )
 
 // errSpawnerClosed is the error of a start asked for after the supervisor
@@ -48,7 +49,7 @@ func (r *lineRing) snapshot() []string {
 
 // process is one running `opencode serve`.
 type process struct {
-	cmd  *exec.Cmd
+	proc *proc.Process
 	pid  int
 	out  *lineRing
 	port int // the --port asked for; 0 = dynamic
@@ -63,10 +64,9 @@ type process struct {
 
 	// listening receives the port from the listening line, once.
 	listening chan int
-	// exited is closed once the process has been waited for; err is then
-	// its exit error.
-	exited chan struct{}
-	err    error
+	// exited is closed once the process has been waited for and what it
+	// left behind in its tree killed.
+	exited <-chan struct{}
 }
 
 // processSpec says what to run.
@@ -76,58 +76,53 @@ type processSpec struct {
 	env   []string
 	port  int
 	lines int
+	// sandbox confines the agent when set.
+	sandbox *sandbox.Policy
 }
 
 // agentIDEnv names the variable that marks every process of one agent
 // with its random id.
 const agentIDEnv = "CODEHYDRA_AGENT_ID"
 
-// startProcess starts `opencode serve` in its own process group, marked
-// with a new agent id, and collects its output.
+// startProcess starts `opencode serve` in a process tree of its own,
+// confined when spec says so, marked with a new agent id, and collects
+// its output.
 func startProcess(ctx context.Context, sp *reap.Spawner, spec processSpec) (*process, error) {
-	cmd := exec.Command(spec.bin, "serve", "--hostname", "127.0.0.1", "--port", fmt.Sprint(spec.port))
-	cmd.Dir = spec.dir
 	agentID := rand.Text()
-	cmd.Env = append(slices.Clip(spec.env), agentIDEnv+"="+agentID)
-	cmd.SysProcAttr = sysProcAttr()
-	// A grandchild that inherited stdout would keep Wait waiting for the
-	// pipe after opencode itself is gone; WaitDelay bounds that wait, and
-	// the group kill after Wait ends the grandchild.
-	cmd.WaitDelay = time.Second
 	p := &process{
-		cmd:       cmd,
 		agentID:   agentID,
 		out:       newLineRing(spec.lines),
 		port:      spec.port,
 		listening: make(chan int, 1),
-		exited:    make(chan struct{}),
 	}
 	// opencode prints its listening line on stdout; a line on stderr
 	// never names the port.
 	stdout, stderr := &lineWriter{line: p.onStdout}, &lineWriter{line: p.out.add}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if err := sp.Start(ctx, cmd); err != nil {
-		return nil, fmt.Errorf("start %s: %w", spec.bin, err)
+	pr, err := proc.Start(ctx, proc.Options{
+		Path: spec.bin,
+		Args: []string{"serve", "--hostname", "127.0.0.1", "--port", fmt.Sprint(spec.port)},
+		Dir:  spec.dir,
+		Env:  append(slices.Clip(spec.env), agentIDEnv+"="+agentID),
+		// A grandchild that inherited stdout would keep the wait going
+		// after opencode itself is gone; this bounds it, and the tree is
+		// killed afterwards.
+		WaitDelay: time.Second,
+		Stdout:    stdout, Stderr: stderr,
+		Sandbox: spec.sandbox,
+		Spawner: sp,
+	})
+	if err != nil {
+		return nil, err
 	}
-	if err := childjob.Contain(cmd.Process); err != nil {
-		// An agent that would outlive the app is not started at all.
-		killGroup(cmd.Process.Pid, sigKill)
-		_ = cmd.Wait()
-		return nil, fmt.Errorf("start %s: %w", spec.bin, err)
-	}
-	p.pid = cmd.Process.Pid
-	// Read before Wait may collect the process, after which its pid could
-	// be anyone's.
+	p.proc, p.pid, p.exited = pr, pr.Pid(), pr.Done()
+	// Read before the process may be waited for, after which its pid
+	// could be anyone's.
 	p.startTime, _ = reap.StartTime(p.pid)
 	go func() {
-		p.err = cmd.Wait()
-		// Wait has finished copying output, so the writers are idle.
+		<-pr.Done()
+		// The wait has finished copying output, so the writers are idle.
 		stdout.flush()
 		stderr.flush()
-		// Whatever the leader left behind in its group (tools, language
-		// servers) goes with it.
-		killGroup(p.pid, sigKill)
-		close(p.exited)
 	}()
 	return p, nil
 }
@@ -183,50 +178,23 @@ func appendCapped(dst, src []byte) []byte {
 	return append(dst, src...)
 }
 
-// running reports whether the process has not exited yet.
-func (p *process) running() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-// stop ends the process group: SIGTERM, then SIGKILL after grace, then
+// stop ends the process tree: SIGTERM, then SIGKILL after grace, then
 // waits until the leader is gone. ctx bounds the whole wait.
 func (p *process) stop(ctx context.Context, grace time.Duration) error {
-	if !p.running() {
-		return nil
-	}
-	killGroup(p.pid, sigTerm)
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-p.exited:
-		return nil
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	killGroup(p.pid, sigKill)
-	select {
-	case <-p.exited:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("stop opencode (pid %d): %w", p.pid, ctx.Err())
-	}
+	return p.proc.Stop(ctx, grace)
 }
 
 // exitDescription says how the process ended, for the user.
 func (p *process) exitDescription() string {
-	if p.err == nil {
+	err := p.proc.Err()
+	if err == nil {
 		return "exited"
 	}
 	var ee *exec.ExitError
-	if errors.As(p.err, &ee) {
+	if errors.As(err, &ee) {
 		return ee.ProcessState.String()
 	}
-	return p.err.Error()
+	return err.Error()
 }
 
 // agentEnv is the agent's environment: the user's own, without any

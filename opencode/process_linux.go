@@ -4,18 +4,9 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"syscall"
 
 	"codehydra/internal/reap"
 )
-
-// sysProcAttr puts an agent in its own process group (so that stopping it
-// reaches its children too) and has the kernel send it SIGTERM when the
-// thread that started it dies — see reap.Spawner for why that thread is
-// long-lived.
-func sysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-}
 
 // listensOn reports whether one of the processes of group pgid that carry
 // marker holds a listening socket on 127.0.0.1:port: the port an agent's

@@ -258,12 +258,7 @@ func (s *Supervisor) AgentStatus(path string) workspace.AgentStatus {
 		}
 		return workspace.NoAgent
 	}
-	st := workspace.AgentStatus{Type: workspace.AgentNone, State: a.state, Detail: a.detail}
-	if a.state == workspace.AgentStateReady {
-		st.Type, st.Counts, st.NeedsInput, st.Retry = a.summary.Type, a.summary.Counts, a.summary.NeedsInput, a.summary.Retry
-		st.Port = a.port
-	}
-	return st
+	return s.statusLocked(a)
 }
 
 // OpencodePort returns the port of the workspace's agent server while it

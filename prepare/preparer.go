@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"codehydra/internal/sandbox"
 	"codehydra/internal/settings"
 	"codehydra/workspace"
 )
@@ -47,6 +48,9 @@ type Options struct {
 	Setup func(projectPath string) (settings.ProjectSetup, bool)
 	// Start starts the agent of a workspace that is ready.
 	Start func(ws workspace.Workspace)
+	// Confine plans how a workspace's setup is confined (nil: not at all);
+	// its error keeps the setup from running.
+	Confine func(ctx context.Context, path string) (sandbox.Plan, error)
 	// OnChange is told each time a workspace's State changes.
 	OnChange func(path string)
 	// Logger defaults to discarding.
@@ -211,9 +215,15 @@ func (p *Preparer) prepare(ctx context.Context, e *entry, setup settings.Project
 	if err != nil || len(argv) == 0 {
 		return err
 	}
+	var plan sandbox.Plan
+	if p.o.Confine != nil {
+		if plan, err = p.o.Confine(ctx, e.ws.Path); err != nil {
+			return &SetupError{Reason: "was not run: " + err.Error(), ExitCode: -1}
+		}
+	}
 	p.update(e, func(s *State) { s.Phase = PhaseSetup; s.Progress = "Running " + setup.Setup + "…" })
-	log.Info("running the project's setup", "command", argv)
-	return Run(ctx, Command{Argv: argv, Dir: e.ws.Path, Timeout: setup.SetupTimeout(), Line: func(line string) {
+	log.Info("running the project's setup", "command", argv, "sandbox", plan.Policy != nil)
+	return Run(ctx, Command{Argv: argv, Dir: e.ws.Path, Timeout: setup.SetupTimeout(), Sandbox: plan.Policy, Env: plan.Env, Line: func(line string) {
 		log.Info("setup output", "line", line)
 		p.update(e, func(s *State) { s.Progress = line })
 	}})

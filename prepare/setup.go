@@ -6,9 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
+
+	"codehydra/internal/proc"
+	"codehydra/internal/sandbox"
 )
 
 // Limits of what a setup's output costs: the log gets at most maxLogLines
@@ -24,6 +28,10 @@ type Command struct {
 	Argv    []string
 	Dir     string
 	Timeout time.Duration
+	// Sandbox, when set, confines the setup and all it starts; Env is
+	// added to its environment (the sandbox's TMPDIR).
+	Sandbox *sandbox.Policy
+	Env     []string
 	// Line receives each line of output (stdout and stderr together), cut
 	// to maxLineBytes, up to maxLogLines of them; then one line saying the
 	// rest is left out.
@@ -48,9 +56,10 @@ func (e *SetupError) Error() string {
 	return "setup " + e.Reason + "; last output:\n" + strings.Join(e.Tail, "\n")
 }
 
-// Run runs c and waits for it. It starts the command in a process group
-// of its own and, when the timeout passes or ctx ends, kills that whole
-// group, so a child the setup started ends with it. A failure is a
+// Run runs c and waits for it. It starts the command in a process tree
+// of its own (confined when c.Sandbox is set) and, when the timeout
+// passes or ctx ends, kills that whole tree; what the setup left running
+// is killed too once it ended, success or not. A failure is a
 // *SetupError.
 func Run(ctx context.Context, c Command) error {
 	if len(c.Argv) == 0 {
@@ -58,32 +67,41 @@ func Run(ctx context.Context, c Command) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, c.Argv[0], c.Argv[1:]...)
-	cmd.Dir = c.Dir
-	ownGroup(cmd)
-	cmd.Cancel = func() error { return killGroup(cmd) }
-	// A grandchild outside the group may hold the output open; the setup
-	// is over when its own process is.
-	cmd.WaitDelay = 2 * time.Second
 	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
 	tail := make(chan []string, 1)
 	go func() { tail <- readLines(pr, c.Line) }()
-	err := cmd.Start()
+	p, err := proc.Start(ctx, proc.Options{
+		Path: c.Argv[0], Args: c.Argv[1:], Dir: c.Dir,
+		Env:    append(os.Environ(), c.Env...),
+		Stdout: pw, Stderr: pw,
+		// A grandchild outside the tree may hold the output open; the
+		// setup is over when its own process is.
+		WaitDelay: 2 * time.Second,
+		Sandbox:   c.Sandbox,
+	})
 	if err == nil {
-		err = cmd.Wait()
-		// What the setup left running in its group (a server it started
-		// in the background) must not outlive it, success or not.
-		_ = killGroup(cmd)
-		if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState.Success() {
+		select {
+		case <-p.Done():
+		case <-ctx.Done():
+			p.Kill()
+		}
+		err = p.Err()
+		if errors.Is(err, exec.ErrWaitDelay) && p.State().Success() {
 			// It succeeded; only a leftover held its output open.
 			err = nil
 		}
+	} else {
+		err = startError{err}
 	}
 	pw.Close()
 	last := <-tail
 	return setupResult(ctx, c, err, last)
 }
+
+// startError is a setup that did not start.
+type startError struct{ error }
+
+func (e startError) Unwrap() error { return e.error }
 
 // setupResult turns what Wait returned into nil or a *SetupError.
 func setupResult(ctx context.Context, c Command, err error, tail []string) error {
@@ -102,6 +120,8 @@ func setupResult(ctx context.Context, c Command, err error, tail []string) error
 		se.Reason = fmt.Sprintf("%q failed with exit code %d", strings.Join(c.Argv, " "), se.ExitCode)
 	case errors.As(err, &exit):
 		se.Reason = fmt.Sprintf("%q was ended by %s", strings.Join(c.Argv, " "), exit.ProcessState)
+	case errors.Is(err, proc.ErrNotConfined):
+		se.Reason = fmt.Sprintf("%q was not started: %v", c.Argv[0], err)
 	default:
 		se.Reason = fmt.Sprintf("could not start %q: %v", c.Argv[0], err)
 	}

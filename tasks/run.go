@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"codehydra/internal/proc"
+	"codehydra/internal/sandbox"
 )
 
 // Defaults of RunOptions.
@@ -40,6 +42,10 @@ type RunOptions struct {
 	// Grace is how long the group has between SIGTERM and SIGKILL.
 	// Default DefaultGrace.
 	Grace time.Duration
+	// Sandbox, when set, confines the task and all it starts; Env is
+	// added to its environment (the sandbox's TMPDIR).
+	Sandbox *sandbox.Policy
+	Env     []string
 	// Progress, when set, is called every ProgressEvery while the task
 	// runs (default DefaultProgressEvery).
 	Progress      func(Progress)
@@ -73,12 +79,13 @@ type Result struct {
 	Duration       time.Duration
 }
 
-// Run runs o.Argv and waits for it. It starts it in a process group of
-// its own; when the timeout passes or ctx ends it sends the group SIGTERM
-// and, after the grace, SIGKILL; and once the command's own process has
-// ended, it kills whatever is left of the group, so no child the task
-// started outlives the run. The error is only for a command that could
-// not start; a failing command is a Result with its exit code.
+// Run runs o.Argv and waits for it. It starts it in a process tree of
+// its own (confined when o.Sandbox is set); when the timeout passes or
+// ctx ends it asks the tree to end and, after the grace, kills it; and
+// once the command's own process has ended, it kills whatever is left of
+// the tree, so no child the task started outlives the run. The error is
+// only for a command that could not start; a failing command is a Result
+// with its exit code.
 func Run(ctx context.Context, o RunOptions) (Result, error) {
 	o = o.withDefaults()
 	if len(o.Argv) == 0 {
@@ -89,23 +96,22 @@ func Run(ctx context.Context, o RunOptions) (Result, error) {
 		return Result{}, fmt.Errorf("run task: output pipe: %w", err)
 	}
 	defer pr.Close()
-	cmd := exec.Command(o.Argv[0], o.Argv[1:]...)
-	cmd.Dir = o.Dir
-	cmd.Env = taskEnv(os.Environ())
-	cmd.Stdout, cmd.Stderr = pw, pw
-	ownGroup(cmd)
 	start := time.Now()
-	err = cmd.Start()
+	p, err := proc.Start(ctx, proc.Options{
+		Path: o.Argv[0], Args: o.Argv[1:], Dir: o.Dir,
+		Env:    append(taskEnv(os.Environ()), o.Env...),
+		Stdout: pw, Stderr: pw,
+		Sandbox: o.Sandbox,
+	})
 	pw.Close()
 	if err != nil {
-		return Result{}, fmt.Errorf("start %s: %w", o.Argv[0], err)
+		return Result{}, err
 	}
 	out := newTail(o.MaxOutput)
 	read := make(chan struct{})
 	go func() { defer close(read); _, _ = out.ReadFrom(pr) }()
 
-	res := supervise(ctx, cmd, o, start, out)
-	signalGroup(cmd, true)
+	res := supervise(ctx, p, o, start, out)
 	select {
 	case <-read:
 	case <-time.After(pipeGrace):
@@ -117,13 +123,11 @@ func Run(ctx context.Context, o RunOptions) (Result, error) {
 	return res, nil
 }
 
-// supervise waits for cmd, reporting progress and stopping its group on
+// supervise waits for p, reporting progress and stopping its tree on
 // timeout or cancel.
-func supervise(ctx context.Context, cmd *exec.Cmd, o RunOptions, start time.Time, out *tail) Result {
+func supervise(ctx context.Context, p *proc.Process, o RunOptions, start time.Time, out *tail) Result {
 	tctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
 	tick := time.NewTicker(o.ProgressEvery)
 	defer tick.Stop()
 	var res Result
@@ -131,11 +135,11 @@ func supervise(ctx context.Context, cmd *exec.Cmd, o RunOptions, start time.Time
 	stopping := tctx.Done()
 	for {
 		select {
-		case err := <-waited:
+		case <-p.Done():
 			res.ExitCode, res.Ended = -1, "did not start"
-			if cmd.ProcessState != nil {
-				res.ExitCode, res.Ended = cmd.ProcessState.ExitCode(), cmd.ProcessState.String()
-			} else if err != nil {
+			if st := p.State(); st != nil {
+				res.ExitCode, res.Ended = st.ExitCode(), st.String()
+			} else if err := p.Err(); err != nil {
 				res.Ended = err.Error()
 			}
 			return res
@@ -143,10 +147,10 @@ func supervise(ctx context.Context, cmd *exec.Cmd, o RunOptions, start time.Time
 			stopping = nil
 			res.Cancelled = ctx.Err() != nil
 			res.TimedOut = !res.Cancelled
-			signalGroup(cmd, false)
+			p.Terminate()
 			kill = time.After(o.Grace)
 		case <-kill:
-			signalGroup(cmd, true)
+			p.Kill()
 		case <-tick.C:
 			if o.Progress != nil {
 				line, n := out.progress()

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -283,14 +284,15 @@ func TestCreateRejectsInvalidInput(t *testing.T) {
 	}
 }
 
-// failCheckout makes every checkout of the repository fail after git has
-// done its work, as a post-checkout hook that exits 1.
-func failCheckout(t *testing.T, repo string) {
-	t.Helper()
-	hook := filepath.Join(repo, ".git", "hooks", "post-checkout")
-	testenv.WriteFile(t, hook, "#!/bin/sh\necho refusing checkout >&2\nexit 1\n")
-	if err := os.Chmod(hook, 0o755); err != nil {
-		t.Fatal(err)
+// failCheckout makes every `git worktree add` of m fail after git has
+// done its work (CodeHydra's git runs no hooks, so a failing hook cannot
+// do this).
+func failCheckout(m *Manager) {
+	m.git.command = func(ctx context.Context, name string, arg ...string) *exec.Cmd {
+		if len(arg) >= 2 && arg[0] == "worktree" && arg[1] == "add" {
+			return exec.CommandContext(ctx, "sh", append([]string{"-c", `"$0" "$@"; echo refusing checkout >&2; exit 1`, name}, arg...)...)
+		}
+		return exec.CommandContext(ctx, name, arg...)
 	}
 }
 
@@ -322,7 +324,7 @@ func TestCreateUndoesOnlyWhatItMade(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			failCheckout(t, p.Path)
+			failCheckout(m)
 
 			_, err := m.Create(context.Background(), CreateOptions{ProjectPath: p.Path, Name: "undo"})
 			if err == nil || !strings.Contains(err.Error(), "refusing checkout") {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -26,6 +27,24 @@ type gitRunner struct {
 	// gone, when set, reports whether dir is a workspace a delete took
 	// away; a failure there is then CodeWorkspaceNotFound (see gone.go).
 	gone func(dir string) bool
+	// pin, when set, returns the git folders that a command in dir must
+	// use (GIT_DIR, GIT_COMMON_DIR, GIT_WORK_TREE) when dir is a
+	// workspace, instead of what its .git file (its agent's to write)
+	// says; an error keeps the command from running.
+	pin func(dir string) ([]string, error)
+}
+
+// safeConfig keeps a git that CodeHydra runs from running code of the
+// repository's: no fsmonitor daemon or hook (a hook or core.hooksPath an
+// agent committed or wrote, e.g. a relative core.hooksPath such as
+// husky's, would otherwise run outside any sandbox the next time
+// CodeHydra runs git). Given in the environment (GIT_CONFIG_COUNT, as
+// -c would give them), they win over every config file and reach the git
+// processes git itself starts.
+var safeConfig = []string{
+	"GIT_CONFIG_COUNT=2",
+	"GIT_CONFIG_KEY_0=core.fsmonitor", "GIT_CONFIG_VALUE_0=false",
+	"GIT_CONFIG_KEY_1=core.hooksPath", "GIT_CONFIG_VALUE_1=" + os.DevNull,
 }
 
 func newGitRunner() *gitRunner {
@@ -78,10 +97,11 @@ func dropEnv(name string) bool {
 	case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
 		"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE",
 		"GIT_PREFIX", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM",
-		"LC_ALL", "LANGUAGE", "GIT_TERMINAL_PROMPT", "GIT_OPTIONAL_LOCKS":
+		"LC_ALL", "LANGUAGE", "GIT_TERMINAL_PROMPT", "GIT_OPTIONAL_LOCKS",
+		"GIT_CONFIG_COUNT", "GIT_CONFIG_PARAMETERS":
 		return true
 	}
-	return false
+	return strings.HasPrefix(name, "GIT_CONFIG_KEY_") || strings.HasPrefix(name, "GIT_CONFIG_VALUE_")
 }
 
 func (g *gitRunner) env(extra []string) []string {
@@ -94,6 +114,7 @@ func (g *gitRunner) env(extra []string) []string {
 	}
 	// C locale: git's messages are parsed (lock files, "no such section").
 	env = append(env, "LC_ALL=C", "GIT_TERMINAL_PROMPT=0")
+	env = append(env, safeConfig...)
 	return append(env, extra...)
 }
 
@@ -115,6 +136,13 @@ func (g *gitRunner) runEnv(ctx context.Context, dir string, extra []string, args
 // (nil for none), and returns its stdout. A failure of git itself is a
 // *gitError.
 func (g *gitRunner) runWith(ctx context.Context, dir string, extra []string, stdin io.Reader, args ...string) (string, error) {
+	if g.pin != nil {
+		pinned, err := g.pin(dir)
+		if err != nil {
+			return "", &gitError{Args: args, Dir: dir, ExitCode: -1, Err: err}
+		}
+		extra = append(slices.Clip(extra), pinned...)
+	}
 	cmd := g.command(ctx, g.path, args...)
 	cmd.Dir = dir
 	cmd.Env = g.env(extra)

@@ -39,6 +39,30 @@ func (m *Manager) GitDirs(ws Workspace) (gitDir, commonDir string, err error) {
 	return gitDir, p.commonDir, nil
 }
 
+// pinnedGit returns the environment that makes git in dir, when dir is a
+// workspace, use its worktree's folder in the project's git folder and
+// that git folder, whatever the workspace's .git file and the worktree's
+// commondir file (both its agent's to write) say. A .git that leads
+// anywhere but <common>/worktrees/<name> is refused: git would read a
+// config (core.fsmonitor, filters) of the agent's making there. A folder
+// that is no workspace (a project's main checkout) needs nothing.
+func (m *Manager) pinnedGit(dir string) ([]string, error) {
+	ws, p, ok := m.registered(filepath.Clean(dir))
+	if !ok || p == nil || p.commonDir == "" {
+		return nil, nil
+	}
+	gitDir, err := readGitDir(ws.Path)
+	if err != nil {
+		// A folder that went: git fails on its own, and says so.
+		return nil, nil
+	}
+	worktrees := filepath.Join(p.commonDir, "worktrees")
+	if real, err := filepath.EvalSymlinks(gitDir); err != nil || filepath.Dir(real) != resolveMaybeMissing(worktrees) {
+		return nil, fmt.Errorf("the .git of %s does not lead to a worktree folder in %s; CodeHydra runs no git there", ws.Path, worktrees)
+	}
+	return []string{"GIT_DIR=" + gitDir, "GIT_COMMON_DIR=" + p.commonDir, "GIT_WORK_TREE=" + ws.Path}, nil
+}
+
 // readGitDir returns the admin folder of the worktree at path, from its
 // .git file ("gitdir: <path>"), or .git itself when it is a folder.
 func readGitDir(path string) (string, error) {

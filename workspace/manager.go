@@ -95,6 +95,7 @@ func NewManager(opts Options) *Manager {
 		subs:       map[*subscriber]struct{}{},
 	}
 	m.git.gone = m.workspaceGone
+	m.git.pin = m.pinnedGit
 	return m
 }
 

@@ -91,6 +91,18 @@ type AgentStatus struct {
 	// failed (opencode's "retry" status; e.g. the model cannot be
 	// reached). Such sessions still count as busy.
 	Retry AgentRetry `json:"retry,omitzero"`
+	// Sandbox says whether the kernel confines the agent, and all it
+	// starts, to its workspace.
+	Sandbox AgentSandbox `json:"sandbox"`
+}
+
+// AgentSandbox says whether an agent's processes are confined by the
+// kernel (on Linux, a Landlock domain of their own) and with which
+// Landlock ABI, or why they are not.
+type AgentSandbox struct {
+	Enforced bool   `json:"enforced"`
+	ABI      int    `json:"abi,omitempty"`
+	Reason   string `json:"reason,omitempty"`
 }
 
 // AgentRetry says that sessions of an agent retry a failed model request,

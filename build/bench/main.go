@@ -50,7 +50,7 @@ func run() int {
 	flag.StringVar(&o.out, "out", "docs/BENCHMARKS.md", "markdown file to write the table into (\"\" = print only)")
 	flag.StringVar(&o.cacheDir, "cache", filepath.Join(os.TempDir(), "codehydra-bench-cache"), "where generated repositories are kept between runs")
 	flag.BoolVar(&o.quick, "quick", false, "small sizes and short runs, to check that the bench works")
-	flag.StringVar(&o.only, "only", "", "run only these parts (comma-separated: status, create, server, cpu, gui, gateway) and print; with -out given, write only the sections of their own (gateway)")
+	flag.StringVar(&o.only, "only", "", "run only these parts (comma-separated: status, create, server, cpu, gui, gateway, sandbox) and print; with -out given, write only the sections of their own (gateway, sandbox)")
 	flag.Parse()
 	if o.only != "" && !flagGiven("out") {
 		o.out = ""
@@ -85,6 +85,10 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		return 1
 	}
+	if err := b.writeSandboxSection(); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		return 1
+	}
 	return 0
 }
 
@@ -116,6 +120,8 @@ type bench struct {
 	guiNote     string
 	gateway     *gatewayResult // its own section: gateway.go
 	gatewayNote string
+	sandbox     *sandboxResult // its own section: sandbox.go
+	sandboxNote string
 	notes       []string
 }
 
@@ -170,6 +176,7 @@ func (b *bench) runAll() error {
 		{"CPU per call", "cpu", b.benchCPUServer},
 		{"the tray app", "gui", b.benchGUI},
 		{"the MCP gateway", "gateway", b.benchGateway},
+		{"the kernel sandbox", "sandbox", b.benchSandbox},
 	}
 	for _, s := range steps {
 		if err := b.ctx.Err(); err != nil {

@@ -66,3 +66,26 @@ func InstanceFile() string { return filepath.Join(RuntimeDir(), "instance.json")
 
 // LockFile is $XDG_RUNTIME_DIR/codehydra/lock, held by the running instance.
 func LockFile() string { return filepath.Join(RuntimeDir(), "lock") }
+
+// ConfigDir is $XDG_CONFIG_HOME/codehydra, which holds the settings.
+func ConfigDir() string { return filepath.Join(xdg.ConfigHome, app) }
+
+// DataDir is $XDG_DATA_HOME/codehydra: the OpenCode config, the default
+// worktree root, the tools and the workspaces' temporary folders.
+func DataDir() string { return filepath.Join(xdg.DataHome, app) }
+
+// StateDir is $XDG_STATE_HOME/codehydra: the token, the logs, the records.
+func StateDir() string { return filepath.Join(xdg.StateHome, app) }
+
+// WorkspaceTempRoot is $XDG_DATA_HOME/codehydra/tmp, which holds one
+// temporary folder (TMPDIR) per confined workspace; see WorkspaceTemp.
+func WorkspaceTempRoot() string { return filepath.Join(DataDir(), "tmp") }
+
+// OpencodeDirs are opencode's own folders (data, state, config, cache),
+// which its agents write.
+func OpencodeDirs() []string {
+	return []string{
+		filepath.Join(xdg.DataHome, "opencode"), filepath.Join(xdg.StateHome, "opencode"),
+		filepath.Join(xdg.ConfigHome, "opencode"), filepath.Join(xdg.CacheHome, "opencode"),
+	}
+}

@@ -97,6 +97,8 @@ type Settings struct {
 	// WorkspaceDeny are deny patterns the workspace file tools refuse on
 	// top of their built-in list; see CheckDenyPattern.
 	WorkspaceDeny []string `json:"workspaceDeny"`
+	// Sandbox confines what runs for a workspace; see Sandbox.
+	Sandbox Sandbox `json:"sandbox"`
 
 	// extra holds the keys of the file that the fields above do not name,
 	// verbatim, so that Save writes them back.
@@ -111,6 +113,7 @@ func Default() Settings {
 		ProjectSetup:          map[string]ProjectSetup{},
 		MCPServers:            map[string]MCPServer{},
 		WorkspaceDeny:         []string{},
+		Sandbox:               DefaultSandbox(),
 		RateLimit:             RateLimit{PerSecond: 20, Burst: 40},
 		ToolTimeoutSeconds:    30,
 		MCPSessionIdleSeconds: 30 * 60,
@@ -156,6 +159,7 @@ func (s Settings) Clone() Settings {
 	if c.MCPServers == nil {
 		c.MCPServers = map[string]MCPServer{}
 	}
+	c.Sandbox = s.Sandbox.Clone()
 	if s.extra != nil {
 		c.extra = make(map[string]json.RawMessage, len(s.extra))
 		for k, v := range s.extra {
@@ -191,6 +195,7 @@ func (s Settings) Validate() error {
 	errs = append(errs, s.validateProjectSetup()...)
 	errs = append(errs, s.validateMCPServers()...)
 	errs = append(errs, s.validateWorkspaceDeny()...)
+	errs = append(errs, s.validateSandbox()...)
 	if t := s.MCPSessionIdleSeconds; t < 1 || t > 7*24*60*60 {
 		errs = append(errs, fmt.Errorf("mcpSessionIdleSeconds is %d: use 1 to 604800 (a week)", t))
 	}

@@ -33,6 +33,10 @@ func TestDefaultMatchesDocumentedValues(t *testing.T) {
 		ProjectSetup:         map[string]ProjectSetup{},
 		MCPServers:           map[string]MCPServer{},
 		WorkspaceDeny:        []string{},
+		Sandbox: Sandbox{Mode: "auto", Writable: []string{}, Readable: []string{}, Hidden: []string{
+			"~/.ssh", "~/.gnupg", "~/.aws", "~/.azure", "~/.config/gcloud", "~/.config/gh", "~/.docker",
+			"~/.kube", "~/.netrc", "~/.git-credentials", "~/.password-store", "~/.local/share/keyrings",
+			"~/.pki", "~/.mozilla", "~/.config/google-chrome", "~/.config/chromium"}},
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Fatalf("Default() = %+v, want %+v", d, want)
@@ -139,7 +143,8 @@ func TestLoadReadsValidFiles(t *testing.T) {
 			"logMaxMB":1,"workspaceCreateLimit":{"count":3,"minutes":60},"maxAgents":4,
 			"projectSetup":{"/a":{"copy":[".env*"],"setup":"make","setupTimeoutSeconds":9}},
 			"mcpServers":{"fs":{"command":"npx","args":["-y","x"],"env":{"T":"{env:T}"},"scope":"workspace","confine":true,"startAtLaunch":true},
-				"gh":{"url":"https://example.com/mcp","headers":{"Authorization":"Bearer {env:GH}"}}},"workspaceDeny":["vault/"]}`, func() Settings {
+				"gh":{"url":"https://example.com/mcp","headers":{"Authorization":"Bearer {env:GH}"}}},"workspaceDeny":["vault/"],
+			"sandbox":{"mode":"required","writable":["~/.m2"],"readable":["/opt/sdk"],"hidden":[]}}`, func() Settings {
 			return Settings{MCPPort: 1, OpencodeBasePort: 2, OpencodeBin: "/bin/oc", WorktreeRoot: "/w", Notifications: true,
 				Projects: []string{"/a", "/b"}, RateLimit: RateLimit{PerSecond: 1.5, Burst: 3}, ToolTimeoutSeconds: 600,
 				MCPSessionIdleSeconds: 2, MCPMaxSessions: 7, MCPMaxConnections: 99, TaskTimeoutSeconds: 5,
@@ -148,7 +153,18 @@ func TestLoadReadsValidFiles(t *testing.T) {
 				MCPServers: map[string]MCPServer{
 					"fs": {Command: "npx", Args: []string{"-y", "x"}, Env: map[string]string{"T": "{env:T}"}, Scope: ScopeWorkspace, Confine: true, StartAtLaunch: true},
 					"gh": {URL: "https://example.com/mcp", Headers: map[string]string{"Authorization": "Bearer {env:GH}"}}},
-				WorkspaceDeny: []string{"vault/"}}
+				WorkspaceDeny: []string{"vault/"},
+				Sandbox:       Sandbox{Mode: "required", Writable: []string{"~/.m2"}, Readable: []string{"/opt/sdk"}, Hidden: []string{}}}
+		}},
+		{"the sandbox mode alone", `{"sandbox": "off"}`, func() Settings {
+			s := Default()
+			s.Sandbox.Mode = "off"
+			return s
+		}},
+		{"sandbox lists not named keep their defaults", `{"sandbox": {"mode": "auto", "writable": ["/srv/cache"]}}`, func() Settings {
+			s := Default()
+			s.Sandbox.Writable = []string{"/srv/cache"}
+			return s
 		}},
 		{"null projects become empty", `{"projects": null}`, Default},
 	}
@@ -343,7 +359,7 @@ func TestSaveWritesEveryKnownKey(t *testing.T) {
 	}
 	for _, k := range []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds",
 		"mcpSessionIdleSeconds", "mcpMaxSessions", "mcpMaxConnections", "taskTimeoutSeconds", "logMaxMB", "workspaceCreateLimit", "maxAgents",
-		"editorCommand", "terminalCommand", "projectSetup", "mcpServers", "workspaceDeny"} {
+		"editorCommand", "terminalCommand", "projectSetup", "mcpServers", "workspaceDeny", "sandbox"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("key %s missing from\n%s", k, data)
 		}
@@ -433,7 +449,7 @@ func TestStoreConcurrentUpdatesAllLand(t *testing.T) {
 func TestKnownKeysMatchStructTags(t *testing.T) {
 	want := []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds",
 		"mcpSessionIdleSeconds", "mcpMaxSessions", "mcpMaxConnections", "taskTimeoutSeconds", "logMaxMB", "workspaceCreateLimit", "maxAgents",
-		"editorCommand", "terminalCommand", "projectSetup", "mcpServers", "workspaceDeny"}
+		"editorCommand", "terminalCommand", "projectSetup", "mcpServers", "workspaceDeny", "sandbox"}
 	if got := knownKeys(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("knownKeys() = %v, want %v", got, want)
 	}

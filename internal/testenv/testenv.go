@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"codehydra/internal/paths"
+	"codehydra/internal/sandbox"
 )
 
 // inheritedGit are the variables that would point git at another
@@ -32,7 +33,11 @@ var inheritedGit = []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_C
 // moving HOME and XDG_DATA_HOME it sets OpencodeEnv and ConformanceEnv,
 // when unset, to the machine's opencode and conformance suite (see
 // RealOpencode, ConformanceSuite), which it could not find after.
+//
+// A test binary started as the sandbox helper (a confined process the
+// tests start through package proc) runs as one and does not return.
 func Main(m *testing.M, prefix string) int {
+	sandbox.RunHelperIfAsked()
 	home, err := os.MkdirTemp("", prefix)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

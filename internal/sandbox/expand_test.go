@@ -1,0 +1,154 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// tree makes the files and folders (a trailing / makes a folder) under a
+// new temporary folder and returns it.
+func tree(t *testing.T, entries ...string) string {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		p := filepath.Join(root, e)
+		if strings.HasSuffix(e, "/") {
+			err = os.MkdirAll(p, 0o755)
+		} else if err = os.MkdirAll(filepath.Dir(p), 0o755); err == nil {
+			err = os.WriteFile(p, []byte(e), 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func ruleStrings(root string, rules []Rule) []string {
+	var out []string
+	for _, r := range rules {
+		rel, _ := filepath.Rel(root, r.Path)
+		if r.Dir {
+			rel += "/"
+		}
+		out = append(out, r.Access.String()+" "+rel)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestExpandCutsHolesLevelByLevelAndKeepsExceptionsInsideThem(t *testing.T) {
+	root := tree(t, "home/.bashrc", "home/src/app/main.go", "home/.local/share/codehydra/token",
+		"home/.local/share/codehydra/projects/p/workspaces/a/x", "home/.local/share/codehydra/projects/p/workspaces/b/secret",
+		"home/.local/share/opencode/auth.json", "home/.local/state/", "etc/passwd")
+	if err := os.Symlink(filepath.Join(root, "home/.local/share/codehydra"), filepath.Join(root, "home/link")); err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(root, "home")
+	private := filepath.Join(home, ".local/share/codehydra")
+	wsA := filepath.Join(private, "projects/p/workspaces/a")
+	p := Policy{
+		Grants: []Grant{{Path: root, Access: Read}, {Path: wsA, Access: Write}, {Path: filepath.Join(home, "missing"), Access: Write}},
+		Deny:   []string{private, filepath.Join(home, ".ssh")},
+	}
+	rules, err := Expand(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"read etc/", "read home/.bashrc", "read home/.local/share/opencode/", "read home/.local/state/", "read home/src/",
+		"write home/.local/share/codehydra/projects/p/workspaces/a/",
+	}
+	if got := ruleStrings(root, rules); !slices.Equal(got, want) {
+		t.Errorf("rules =\n%q\nwant\n%q", got, want)
+	}
+	for _, tc := range []struct {
+		path   string
+		access Access
+		want   bool
+	}{
+		{filepath.Join(home, ".bashrc"), Read, true},
+		{filepath.Join(home, ".bashrc"), Write, false},
+		{home, Read, false}, // on the way to a hole: only its entries
+		{filepath.Join(private, "token"), Read, false},
+		{filepath.Join(private, "projects/p/workspaces/b/secret"), Read, false},
+		{filepath.Join(wsA, "x"), Write, true},
+		{filepath.Join(home, ".ssh/id_ed25519"), Read, false},
+	} {
+		if got := p.Allows(tc.path, tc.access); got != tc.want {
+			t.Errorf("Allows(%s, %s) = %v, want %v", tc.path, tc.access, got, tc.want)
+		}
+	}
+}
+
+func TestExpandRefusesRelativePaths(t *testing.T) {
+	for _, p := range []Policy{
+		{Grants: []Grant{{Path: "rel", Access: Read}}},
+		{Grants: []Grant{{Path: "/a/../b", Access: Read}}},
+		{Grants: []Grant{{Path: "/", Access: Read}}, Deny: []string{"x"}},
+		{Grants: []Grant{{Path: "/", Access: 0}}},
+	} {
+		if _, err := Expand(p); err == nil {
+			t.Errorf("Expand(%+v) took it", p)
+		}
+	}
+}
+
+func TestLayoutForGrantsTheWorkspaceAndCutsOutTheRest(t *testing.T) {
+	root := tree(t, "home/.config/codehydra/settings.json", "home/.local/share/codehydra/tools/opencode",
+		"home/.local/share/codehydra/opencode/codehydra-mcp.json", "home/.local/share/codehydra/tmp/a/",
+		"home/.local/share/codehydra/projects/p/workspaces/a/f", "home/.local/share/codehydra/projects/p/workspaces/b/f",
+		"home/repo/.git/config", "home/repo/.git/hooks/", "home/repo/.git/objects/", "home/repo/.git/refs/", "home/repo/.git/logs/",
+		"home/repo/.git/worktrees/a/HEAD", "home/repo/.git/worktrees/b/HEAD", "home/.cache/go-build/", "home/.ssh/id_rsa")
+	home := filepath.Join(root, "home")
+	data := filepath.Join(home, ".local/share/codehydra")
+	l := Layout{
+		Private:    []string{filepath.Join(home, ".config/codehydra"), data},
+		SharedRead: []string{filepath.Join(data, "tools"), filepath.Join(data, "opencode/codehydra-mcp.json")},
+		Writable:   Existing(filepath.Join(home, ".cache"), filepath.Join(home, ".npm")),
+		Hidden:     []string{filepath.Join(home, ".ssh")},
+	}
+	common := filepath.Join(home, "repo/.git")
+	w := Workspace{
+		Path: filepath.Join(data, "projects/p/workspaces/a"), GitDir: filepath.Join(common, "worktrees/a"), CommonDir: common,
+		Temp: filepath.Join(data, "tmp/a"), Others: []string{filepath.Join(data, "projects/p/workspaces/b")},
+	}
+	p := l.For(w)
+	for _, tc := range []struct {
+		rel    string
+		access Access
+		want   bool
+	}{
+		{".local/share/codehydra/projects/p/workspaces/a/f", Write, true},
+		{".local/share/codehydra/projects/p/workspaces/b/f", Read, false},
+		{".local/share/codehydra/tmp/a/x", Write, true},
+		{".local/share/codehydra/tools/opencode", Read, true},
+		{".local/share/codehydra/tools/opencode", Write, false},
+		{".local/share/codehydra/opencode/codehydra-mcp.json", Read, true},
+		{".config/codehydra/settings.json", Read, false},
+		{"repo/.git/config", Read, true},
+		{"repo/.git/config", Write, false},
+		{"repo/.git/hooks/pre-commit", Write, false},
+		{"repo/.git/objects/ab/cd", Write, true},
+		{"repo/.git/refs/heads/a", Write, true},
+		{"repo/.git/worktrees/a/index", Write, true},
+		{"repo/.git/worktrees/b/HEAD", Write, false},
+		{".cache/go-build/x", Write, true},
+		{".ssh/id_rsa", Read, false},
+		{"repo/main.go", Read, true},
+		{"repo/main.go", Write, false},
+	} {
+		if got := p.Allows(filepath.Join(home, tc.rel), tc.access); got != tc.want {
+			t.Errorf("Allows(%s, %s) = %v, want %v", tc.rel, tc.access, got, tc.want)
+		}
+	}
+	if p.Allows("/dev/null", Device) != true || p.Allows("/etc/passwd", Read) != true || p.Allows("/etc/passwd", Write) {
+		t.Errorf("system grants wrong: %+v", p.Grants)
+	}
+}

@@ -1,0 +1,145 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// The Landlock rights of each Access, for folders; fileRights masks them
+// for a rule on a file.
+const (
+	readRights = ll.AccessFSExecute | ll.AccessFSReadFile | ll.AccessFSReadDir
+	// writeRights are all but making device nodes.
+	writeRights = readRights | ll.AccessFSWriteFile | ll.AccessFSRemoveDir | ll.AccessFSRemoveFile |
+		ll.AccessFSMakeDir | ll.AccessFSMakeReg | ll.AccessFSMakeSock | ll.AccessFSMakeFifo | ll.AccessFSMakeSym |
+		ll.AccessFSRefer | ll.AccessFSTruncate | ll.AccessFSResolveUnix
+	deviceRights = ll.AccessFSReadFile | ll.AccessFSReadDir | ll.AccessFSWriteFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev
+	fileRights   = ll.AccessFSExecute | ll.AccessFSReadFile | ll.AccessFSWriteFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev
+)
+
+func rights(a Access, dir bool) landlock.AccessFSSet {
+	var r uint64
+	switch a {
+	case Read:
+		r = readRights
+	case Write:
+		r = writeRights
+	case Device:
+		r = deviceRights
+	}
+	if !dir {
+		r &= fileRights
+	}
+	return landlock.AccessFSSet(r)
+}
+
+// config handles every file system right and both scopes (signals and
+// abstract unix sockets) that go-landlock knows, in best effort: what the
+// kernel lacks is left out. The network is not handled: agents use it.
+func config() landlock.Config {
+	newest := landlock.V11
+	return landlock.Config{HandledAccessFS: newest.HandledAccessFS, Scoped: newest.Scoped}.BestEffort()
+}
+
+// Probe says whether this system can confine processes, and with which
+// Landlock ABI.
+func Probe() Status {
+	v, err := ll.LandlockGetABIVersion()
+	switch {
+	case err != nil:
+		return Status{Reason: "not confined: this kernel has no Landlock (" + err.Error() + ")"}
+	case v < 1:
+		return Status{Reason: "not confined: Landlock is disabled in this kernel"}
+	case v < 2:
+		// go-landlock gives up entirely on a rule with "refer" without
+		// ABI 2; the rules need it so that renames in the workspace work.
+		return Status{ABI: v, Reason: fmt.Sprintf("not confined: this kernel's Landlock ABI %d is too old (2 or newer is needed)", v)}
+	}
+	return Status{Enforced: true, ABI: min(v, 11)}
+}
+
+// enforce confines the calling thread (and what it execs) to p: the
+// rules of Expand, the scopes, no new privileges and, where the thread
+// has capabilities (root), none of them. The caller must hold the thread
+// (runtime.LockOSThread) until it execs, and exec from it.
+func enforce(p Policy) (Status, error) {
+	st := Probe()
+	if !st.Enforced {
+		return st, errors.New(st.Reason)
+	}
+	rules, err := Expand(p)
+	if err != nil {
+		return Status{}, err
+	}
+	llRules := make([]landlock.Rule, 0, len(rules))
+	for _, r := range rules {
+		llRules = append(llRules, landlock.PathAccess(rights(r.Access, r.Dir), r.Path).IgnoreIfMissing())
+	}
+	fd, flags, err := config().NewRulesetFD(llRules...)
+	if err != nil {
+		return Status{}, fmt.Errorf("build the Landlock rules: %w", err)
+	}
+	if fd < 0 {
+		return Status{}, errors.New("the kernel's Landlock cannot enforce these rules")
+	}
+	defer unix.Close(fd)
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return Status{}, fmt.Errorf("set no_new_privs: %w", err)
+	}
+	if err := dropCapabilities(); err != nil {
+		return Status{}, err
+	}
+	if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
+		return Status{}, fmt.Errorf("enforce the Landlock rules: %w", err)
+	}
+	return st, nil
+}
+
+// dropCapabilities empties the thread's capability bounding set, so that
+// what it execs has no capabilities even when it runs as root. Landlock
+// does not stop a process with CAP_SYS_ADMIN or CAP_PERFMON from reading
+// /proc/<pid>/environ of a process outside its domain (seen on Linux
+// 6.18), and root's other capabilities would let it around file modes.
+// Without CAP_SETPCAP (any unprivileged user) there is nothing to drop.
+func dropCapabilities() error {
+	var hdr = unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("read capabilities: %w", err)
+	}
+	if data[0].Effective&(1<<unix.CAP_SETPCAP) == 0 {
+		return nil
+	}
+	last := unix.CAP_LAST_CAP
+	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			last = n
+		}
+	}
+	for c := 0; c <= last; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("drop capability %d: %w", c, err)
+		}
+	}
+	_ = unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+	// The inheritable set too, so that no capability survives the exec
+	// of a program with file capabilities.
+	data[0].Inheritable, data[1].Inheritable = 0, 0
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("clear inheritable capabilities: %w", err)
+	}
+	return nil
+}
+
+// lockThread holds the goroutine on its thread for enforce and the exec
+// that follows; it is never released, so a thread that failed half-way
+// is not reused.
+func lockThread() { runtime.LockOSThread() }

@@ -1,0 +1,183 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// Layout is what every workspace's policy shares: where the system, the
+// home folder and CodeHydra's own folders are, and the user's settings.
+// Paths are absolute; For resolves symbolic links.
+type Layout struct {
+	// Private are CodeHydra's own folders (config, data, state, runtime,
+	// cache): cut out of every grant.
+	Private []string
+	// SharedRead are read grants inside Private that every confined
+	// process gets: the tools folder (the opencode that setup installed)
+	// and the OpenCode config file CodeHydra writes.
+	SharedRead []string
+	// Writable are folders every confined process may write: the build
+	// and tool caches and opencode's own folders, and settings
+	// sandbox.writable. Those that do not exist are left out.
+	Writable []string
+	// Readable are settings sandbox.readable, read grants beside the
+	// system's.
+	Readable []string
+	// Hidden are more folders cut out of every grant: settings
+	// sandbox.hidden (the user's credentials by default) and a
+	// worktree root of the user's own.
+	Hidden []string
+}
+
+// Workspace is what one workspace's policy is about.
+type Workspace struct {
+	// Path is the workspace's folder: written.
+	Path string
+	// GitDir is its worktree's admin folder (<common>/worktrees/<name>):
+	// written (HEAD, index, its own logs and config.worktree).
+	GitDir string
+	// CommonDir is the repository's shared git folder: read, and only
+	// its objects, refs and logs written, so that commits work while its
+	// config and hooks (which git runs outside any sandbox) stay as they
+	// are.
+	CommonDir string
+	// Temp is the workspace's own temporary folder (its TMPDIR): written.
+	Temp string
+	// Others are the other workspaces CodeHydra knows: cut out.
+	Others []string
+}
+
+// devices are the device files a shell and its tools write to, and the
+// terminals.
+var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts"}
+
+// For is the policy of the processes of workspace w: read the system
+// and the home folder but what l and w cut out; write w's folder, its
+// temporary folder, the git folders a commit writes and l's writable
+// folders; use the terminals and /dev/null.
+func (l Layout) For(w Workspace) Policy {
+	var p Policy
+	grant := func(a Access, paths ...string) {
+		for _, path := range paths {
+			if path = Resolve(path); path != "" {
+				p.Grants = append(p.Grants, Grant{Path: path, Access: a})
+			}
+		}
+	}
+	grant(Read, string(filepath.Separator))
+	grant(Read, l.Readable...)
+	grant(Read, l.SharedRead...)
+	grant(Write, l.Writable...)
+	grant(Write, "/dev/shm")
+	grant(Device, devices...)
+	grant(Write, w.Path, w.Temp, w.GitDir)
+	if w.CommonDir != "" {
+		for _, sub := range []string{"objects", "refs", "logs"} {
+			grant(Write, filepath.Join(w.CommonDir, sub))
+		}
+	}
+	own := Resolve(w.Path)
+	for _, d := range slices.Concat(l.Private, l.Hidden, w.Others) {
+		if d = Resolve(d); d != "" && d != own && !slices.Contains(p.Deny, d) {
+			p.Deny = append(p.Deny, d)
+		}
+	}
+	return p
+}
+
+// Resolve returns path absolute and clean with its symbolic links
+// resolved, as far as it exists (the rest is appended as given); "" for
+// a relative or empty path.
+func Resolve(path string) string {
+	if path == "" || !filepath.IsAbs(path) {
+		return ""
+	}
+	path = filepath.Clean(path)
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		return r
+	}
+	parent := filepath.Dir(path)
+	if parent == path {
+		return path
+	}
+	if rp := Resolve(parent); rp != "" {
+		return filepath.Join(rp, filepath.Base(path))
+	}
+	return path
+}
+
+// Existing returns the paths that exist, for defaults such as the
+// caches that are granted only when present.
+func Existing(paths ...string) []string {
+	var out []string
+	for _, p := range paths {
+		if _, err := os.Stat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Plan is how the processes of one workspace start.
+type Plan struct {
+	// Policy confines them; nil when they are not confined, and Status
+	// then says why.
+	Policy *Policy
+	// Status is what confining them enforces (from Probe), or why they
+	// are not confined.
+	Status Status
+	// Env is added to their environment: TMPDIR, their own temporary
+	// folder.
+	Env []string
+}
+
+// Confiner plans the confinement of each workspace's processes from the
+// settings' mode, the shared layout and what it learns of the workspace.
+type Confiner struct {
+	Mode   Mode
+	Layout Layout
+	// Workspace describes the workspace at path: its git folders, its
+	// temporary folder and the other workspaces. Temp is made (0700)
+	// when it does not exist.
+	Workspace func(ctx context.Context, path string) (Workspace, error)
+	// Probe says what this system can enforce (nil: the package's Probe).
+	Probe func() Status
+}
+
+// Plan is the plan for the processes of the workspace at path. Its error
+// keeps them from starting: the mode is "required" and this system
+// cannot confine them, or the workspace's policy cannot be made.
+func (c *Confiner) Plan(ctx context.Context, path string) (Plan, error) {
+	if c == nil || c.Mode == ModeOff {
+		return Plan{Status: Status{Reason: "not confined: the sandbox is off in the settings"}}, nil
+	}
+	probe := Probe
+	if c.Probe != nil {
+		probe = c.Probe
+	}
+	st := probe()
+	if !st.Enforced {
+		if c.Mode == ModeRequired {
+			return Plan{}, fmt.Errorf("%s, and the settings require the sandbox (sandbox mode %q)", st.Reason, ModeRequired)
+		}
+		return Plan{Status: st}, nil
+	}
+	w, err := c.Workspace(ctx, path)
+	if err != nil {
+		return Plan{}, fmt.Errorf("cannot confine the processes of %s: %w", path, err)
+	}
+	if w.Temp != "" {
+		if err := os.MkdirAll(w.Temp, 0o700); err != nil {
+			return Plan{}, fmt.Errorf("cannot confine the processes of %s: make its temporary folder: %w", path, err)
+		}
+	}
+	pol := c.Layout.For(w)
+	plan := Plan{Policy: &pol, Status: st}
+	if w.Temp != "" {
+		plan.Env = []string{"TMPDIR=" + w.Temp}
+	}
+	return plan, nil
+}

@@ -1,0 +1,44 @@
+package settings
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestSandboxSettingsAreChecked(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*Sandbox)
+		want string // "" = valid
+	}{
+		{"defaults", func(*Sandbox) {}, ""},
+		{"required", func(s *Sandbox) { s.Mode = "required" }, ""},
+		{"off", func(s *Sandbox) { s.Mode = "off" }, ""},
+		{"unknown mode", func(s *Sandbox) { s.Mode = "strict" }, `sandbox.mode is "strict"`},
+		{"home paths", func(s *Sandbox) { s.Writable = []string{"~/.m2", "/srv/x"}; s.Readable = []string{"~"} }, ""},
+		{"relative", func(s *Sandbox) { s.Writable = []string{"cache"} }, `sandbox.writable[0] "cache" is not an absolute path`},
+		{"another user's home", func(s *Sandbox) { s.Readable = []string{"~bob/x"} }, `sandbox.readable[0] "~bob/x" is not an absolute path`},
+		{"dot dot", func(s *Sandbox) { s.Hidden = []string{"~/a/../b"} }, `sandbox.hidden[0] "~/a/../b" holds . or ..`},
+		{"line break", func(s *Sandbox) { s.Hidden = []string{"/a\n/b"} }, "line break"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Default()
+			tc.edit(&s.Sandbox)
+			err := s.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("Validate = %v, want ok", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("Validate = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestExpandHomeTakesOnlyTheUsersOwnTilde(t *testing.T) {
+	for in, want := range map[string]string{"~": "/h", "~/x/y": "/h/x/y", "/abs": "/abs", "~bob/x": "~bob/x", "x~/": "x~/"} {
+		if got := ExpandHome(in, "/h"); got != want {
+			t.Errorf("ExpandHome(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
