@@ -336,7 +336,7 @@ func checkTrayItem(t *testing.T, tray *trayMenu) {
 }
 
 // trayWorkspaceLabel matches a workspace entry: "<mark> <name> (<phase>)".
-var trayWorkspaceLabel = regexp.MustCompile(`^(\S+) (.+) \(([^()]+)\)$`)
+var trayWorkspaceLabel = regexp.MustCompile(`^(\S+) (.+) \(([^(),]+)(?:, ` + app.LabelUnconfined + `)?\)$`)
 
 // trayWorkspace is the menu entry of the named workspace, nil when there
 // is none or its mark does not fit its phase.

@@ -62,11 +62,17 @@ func (s *server) sandboxLayout(set settings.Settings) sandbox.Layout {
 		return out
 	}
 	private := []string{paths.ConfigDir(), paths.DataDir(), paths.StateDir(), paths.RuntimeDir()}
-	// opencode needs its own folders; they are made before the first agent
-	// so that they can be granted.
+	// opencode needs its own folders, and npm's cache for the packages it
+	// installs in the background (its plugin API); they are made before
+	// the first agent, so that they can be granted.
 	for _, d := range paths.OpencodeDirs() {
 		_ = os.MkdirAll(d, 0o700)
 	}
+	npmCache := filepath.Join(home, ".npm")
+	if c := s.cli.getenv("npm_config_cache"); filepath.IsAbs(c) {
+		npmCache = c
+	}
+	_ = os.MkdirAll(npmCache, 0o755)
 	writable := sandbox.Existing(buildFolders(home, s.cli.getenv)...)
 	writable = append(writable, paths.OpencodeDirs()...)
 	writable = append(writable, abs(set.Sandbox.Writable)...)

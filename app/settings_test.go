@@ -12,6 +12,7 @@ import (
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
+	"codehydra/internal/sandbox"
 	"codehydra/internal/settings"
 	"codehydra/workspace"
 )
@@ -242,4 +243,36 @@ func findButton(o fyne.CanvasObject, text string) *widget.Button {
 		}
 	}
 	return nil
+}
+
+func TestSettingsSaveTheSandboxModeAndSayWhatThisSystemCanConfine(t *testing.T) {
+	store, path := newStore(t)
+	h := newHarness(t, Deps{Workspaces: newFake(), Settings: store})
+	w := h.u.openSettings()
+	if w.sandboxMode.Selected != string(sandbox.ModeAuto) {
+		t.Errorf("mode shown %q, want auto by default", w.sandboxMode.Selected)
+	}
+	if want := SandboxSupport(sandbox.Probe()); w.sandboxInfo.Text != want {
+		t.Errorf("info = %q, want %q", w.sandboxInfo.Text, want)
+	}
+	w.sandboxMode.SetSelected(string(sandbox.ModeRequired))
+	test.Tap(w.save)
+	onDisk, err := settings.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if onDisk.Sandbox.Mode != "required" || !slices.Equal(onDisk.Sandbox.Hidden, settings.DefaultHidden) {
+		t.Errorf("saved sandbox %+v, want required with the default hidden list kept", onDisk.Sandbox)
+	}
+	for _, tc := range []struct {
+		st   sandbox.Status
+		want string
+	}{
+		{sandbox.Status{Enforced: true, ABI: 7}, "This system confines agents with Landlock ABI 7."},
+		{sandbox.Status{Reason: "not confined: not supported on this system"}, "This system cannot confine agents (not supported on this system)."},
+	} {
+		if got := SandboxSupport(tc.st); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("SandboxSupport(%+v) = %q, want it to start %q", tc.st, got, tc.want)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"codehydra/internal/sandbox"
 	"codehydra/internal/testenv"
 	"codehydra/tasks"
 	"codehydra/tasks/taskstest"
@@ -240,5 +242,22 @@ func TestRunTaskPassesArgsWithShellMetacharactersLiterally(t *testing.T) {
 	code, _ := errCode(t, call(t, h.session(ws), ToolRunTask, map[string]any{"name": "make:show", "args": []string{"V=a\x00b"}}))
 	if code != workspace.CodeInvalidInput {
 		t.Fatalf("a NUL in an argument: %s", code)
+	}
+}
+
+func TestRunTaskThatMustBeConfinedAndCannotBeRunsNothing(t *testing.T) {
+	h := newHarness(t, func(o *Options) {
+		o.Confine = func(context.Context, string) (sandbox.Plan, error) {
+			return sandbox.Plan{}, errors.New(`not confined: this kernel has no Landlock, and the settings require the sandbox (sandbox mode "required")`)
+		}
+	})
+	ws := taskWorkspace(h, "required")
+	testenv.WriteFile(t, filepath.Join(ws, "Makefile"), "mark:\n\ttouch ran\n")
+	code, msg := errCode(t, call(t, h.session(ws), ToolRunTask, map[string]any{"name": "make:mark"}))
+	if code != workspace.CodeInternal || !strings.Contains(msg, "the task was not run: not confined") {
+		t.Fatalf("%s: %s", code, msg)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {
+		t.Fatal("the task ran although it could not be confined")
 	}
 }

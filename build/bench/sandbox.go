@@ -30,11 +30,14 @@ const (
 
 // sandboxResult is the sandbox part's figures.
 type sandboxResult struct {
-	Date       time.Time
-	ABI        int
-	Rules      int // the rules the policy of the re-exec figure expands to
-	Plain      []time.Duration
-	Confined   []time.Duration
+	Date     time.Time
+	ABI      int
+	Rules    int // the rules the policy of the re-exec figure expands to
+	Plain    []time.Duration
+	Confined []time.Duration
+	// Binary is `codehydra version`: what starting the binary itself
+	// costs, which the re-exec pays before it builds any rule.
+	Binary     []time.Duration
 	AgentOff   []agentStart
 	AgentOn    []agentStart
 	LoadBefore string
@@ -127,6 +130,11 @@ func (b *bench) benchReexec(r *sandboxResult) error {
 			return err
 		}
 		r.Confined = append(r.Confined, d)
+		start := time.Now()
+		if err := exec.CommandContext(b.ctx, b.bin, "version").Run(); err != nil {
+			return err
+		}
+		r.Binary = append(r.Binary, time.Since(start))
 	}
 	return nil
 }

@@ -53,6 +53,9 @@ func (b *bench) reportSandbox() string {
 	w.p("| plain (own process group) | %s | %s |", ms(median(r.Plain)), ms(percentile(r.Plain, 95)))
 	w.p("| confined (re-exec, rules, exec) | %s | %s |", ms(median(r.Confined)), ms(percentile(r.Confined, 95)))
 	w.p("| the sandbox's cost per start | %s | |", ms(median(r.Confined)-median(r.Plain)))
+	w.p("| of which: the codehydra binary starting (`codehydra version`) | %s | %s |", ms(median(r.Binary)), ms(percentile(r.Binary, 95)))
+	w.p("")
+	w.p("Nearly all of the cost is the codehydra binary starting, not the rules: it is linked with Fyne's X11 and OpenGL libraries, which the dynamic loader maps, and its packages' initialisation runs, before `sandbox-exec` reads its policy. Against an agent's start of several seconds it does not show; a task run by `workspace_run_task` pays it once.")
 	w.p("")
 	if len(r.AgentOff) == 0 {
 		w.p("Agent starts were not measured: %s.", b.sandboxNote)

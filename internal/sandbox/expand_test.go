@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -150,5 +151,57 @@ func TestLayoutForGrantsTheWorkspaceAndCutsOutTheRest(t *testing.T) {
 	}
 	if p.Allows("/dev/null", Device) != true || p.Allows("/etc/passwd", Read) != true || p.Allows("/etc/passwd", Write) {
 		t.Errorf("system grants wrong: %+v", p.Grants)
+	}
+}
+
+func TestConfinerPlansByModeAndWhatTheSystemCanDo(t *testing.T) {
+	ws := t.TempDir()
+	temp := filepath.Join(t.TempDir(), "tmp")
+	describe := func(_ context.Context, path string) (Workspace, error) {
+		return Workspace{Path: path, Temp: temp}, nil
+	}
+	can := func() Status { return Status{Enforced: true, ABI: 7} }
+	cannot := func() Status { return Status{Reason: "not confined: not supported on this system"} }
+	for _, tc := range []struct {
+		name       string
+		mode       Mode
+		probe      func() Status
+		wantPolicy bool
+		wantErr    string
+		wantReason string
+	}{
+		{"auto where the kernel can", ModeAuto, can, true, "", ""},
+		{"required where the kernel can", ModeRequired, can, true, "", ""},
+		{"auto where it cannot", ModeAuto, cannot, false, "", "not confined: not supported on this system"},
+		{"required where it cannot", ModeRequired, cannot, false, `not confined: not supported on this system, and the settings require the sandbox (sandbox mode "required")`, ""},
+		{"off", ModeOff, can, false, "", "not confined: the sandbox is off in the settings"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Confiner{Mode: tc.mode, Workspace: describe, Probe: tc.probe}
+			plan, err := c.Plan(context.Background(), ws)
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (plan.Policy != nil) != tc.wantPolicy || plan.Status.Reason != tc.wantReason {
+				t.Fatalf("plan = %+v", plan)
+			}
+			if tc.wantPolicy {
+				if !plan.Status.Enforced || !slices.Equal(plan.Env, []string{"TMPDIR=" + temp}) {
+					t.Errorf("plan = %+v, want enforced with TMPDIR %s", plan, temp)
+				}
+				if fi, err := os.Stat(temp); err != nil || fi.Mode().Perm() != 0o700 {
+					t.Errorf("temporary folder: %v, %v; want made 0700", fi, err)
+				}
+				if !plan.Policy.Allows(filepath.Join(ws, "f"), Write) || !plan.Policy.Allows(filepath.Join(temp, "f"), Write) {
+					t.Errorf("policy grants neither the workspace nor its temporary folder: %+v", plan.Policy)
+				}
+			}
+		})
 	}
 }
