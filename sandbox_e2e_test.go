@@ -67,7 +67,7 @@ func launchSandboxed(t *testing.T, extraSettings map[string]any) *sandboxedApp {
 	testenv.WriteFile(t, s.secret, "b's secret: swordfish\n")
 	testenv.WriteFile(t, filepath.Join(s.home, ".bashrc"), "# the user's own\n")
 	// The caches that builds write, as a developer's home has them.
-	for _, d := range []string{".npm", "go"} {
+	for _, d := range []string{".npm", "go/pkg", "go/bin", ".cargo/bin"} {
 		if err := os.MkdirAll(filepath.Join(s.home, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -301,9 +301,14 @@ echo planted > %[3]q && echo LEAK-workspace || echo REFUSED-workspace
 echo overwritten > %[4]q && echo LEAK-home || echo REFUSED-home
 echo '{}' > %[5]q && echo LEAK-settings || echo REFUSED-settings
 cat %[6]q && echo LEAK-secret || echo REFUSED-secret
-`, paths.TokenFile(), bPID, filepath.Join(s.b, "planted.txt"), filepath.Join(s.home, ".bashrc"), paths.SettingsFile(), s.secret))
+ln -s %[4]q %[7]q && echo LEAK-reflog-link || echo REFUSED-reflog-link
+echo '#!/bin/sh' > %[8]q && echo LEAK-path-program || echo REFUSED-path-program
+mkdir -p %[9]q && echo 'export default async () => ({})' > %[9]q/x.js && echo LEAK-plugin || echo REFUSED-plugin
+`, paths.TokenFile(), bPID, filepath.Join(s.b, "planted.txt"), filepath.Join(s.home, ".bashrc"), paths.SettingsFile(), s.secret,
+		filepath.Join(s.repo, ".git", "logs", "refs", "heads", "evil"), filepath.Join(s.home, "go", "bin", "git"),
+		filepath.Join(paths.OpencodeConfigDir(), "plugin")))
 	wantLines(t, out, "REFUSED-token", "REFUSED-environ", "REFUSED-workspace", "REFUSED-home", "REFUSED-settings",
-		"REFUSED-secret", "Permission denied")
+		"REFUSED-secret", "REFUSED-reflog-link", "REFUSED-path-program", "REFUSED-plugin", "Permission denied")
 	if strings.Contains(out, "LEAK-") || strings.Contains(out, "swordfish") || strings.Contains(out, string(tokenBefore)) {
 		t.Errorf("something got out:\n%s", out)
 	}

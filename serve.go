@@ -184,6 +184,9 @@ func (s *server) run(ctx context.Context) int {
 		s.log.Warn("settings file not used as it was", "err", settingsErr)
 	}
 	s.log.Info("starting", "version", version, "pid", s.pid, "settings", s.settings.Path())
+	if dropped := s.guardPATH(); len(dropped) > 0 {
+		s.log.Warn("PATH folders that agents may write are not searched for programs", "dropped", dropped)
+	}
 	s.newManager()
 
 	// Steps 5 and 6 (git over every project, reaping and starting agents)

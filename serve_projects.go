@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os/exec"
 
 	"codehydra/workspace"
 	"codehydra/workspace/statuscache"
@@ -15,11 +16,18 @@ import (
 // MCP server can be given it before projects are loaded.
 func (s *server) newManager() {
 	set := s.settings.Get()
+	// git is found once, on the PATH guardPATH left (no folder an agent
+	// may write), and run by its path from then on.
+	git, err := exec.LookPath("git")
+	if err != nil {
+		git = ""
+	}
 	s.manager = workspace.NewManager(workspace.Options{
 		Projects:     set.Projects,
 		Store:        s.settings,
 		WorktreeRoot: set.WorktreeRoot,
 		Logger:       s.log,
+		Git:          git,
 	})
 }
 

@@ -38,7 +38,7 @@ func (s *server) confineProbe(ctx context.Context, dir string) (sandbox.Plan, er
 		return sandbox.Plan{}, err
 	}
 	c := &sandbox.Confiner{Mode: mode, Layout: s.sandboxLayout(set), Workspace: func(_ context.Context, dir string) (sandbox.Workspace, error) {
-		w := sandbox.Workspace{Path: dir}
+		w := sandbox.Workspace{Path: dir, Temp: dir}
 		for _, o := range s.manager.AllWorkspaces() {
 			w.Others = append(w.Others, o.Path)
 		}
@@ -49,18 +49,10 @@ func (s *server) confineProbe(ctx context.Context, dir string) (sandbox.Plan, er
 
 // sandboxLayout is what every workspace's policy shares: CodeHydra's own
 // folders cut out, the tools and the OpenCode config readable, the caches
-// and opencode's folders writable, and the settings' lists.
+// and opencode's data, state and cache folders writable, and the
+// settings' lists.
 func (s *server) sandboxLayout(set settings.Settings) sandbox.Layout {
 	home, _ := os.UserHomeDir()
-	abs := func(list []string) []string {
-		var out []string
-		for _, p := range list {
-			if p = settings.ExpandHome(p, home); filepath.IsAbs(p) {
-				out = append(out, p)
-			}
-		}
-		return out
-	}
 	private := []string{paths.ConfigDir(), paths.DataDir(), paths.StateDir(), paths.RuntimeDir()}
 	// opencode needs its own folders, and npm's cache for the packages it
 	// installs in the background (its plugin API); they are made before
@@ -73,42 +65,136 @@ func (s *server) sandboxLayout(set settings.Settings) sandbox.Layout {
 		npmCache = c
 	}
 	_ = os.MkdirAll(npmCache, 0o755)
-	writable := sandbox.Existing(buildFolders(home, s.cli.getenv)...)
-	writable = append(writable, paths.OpencodeDirs()...)
-	writable = append(writable, abs(set.Sandbox.Writable)...)
-	hidden := abs(set.Sandbox.Hidden)
-	if root := set.WorktreeRoot; root != "" && !s.holdsAProject(root) {
-		// Workspaces made there later are cut out before they exist.
-		hidden = append(hidden, root)
+	roots := []string{paths.ProjectsDir()}
+	if root := set.WorktreeRoot; root != "" {
+		roots = append(roots, root)
+		if !s.holdsAProject(root) {
+			// A worktree root of the user's is CodeHydra's as its default
+			// one is: workspaces made there later are cut out before they
+			// exist, and a workspace may be in it.
+			private = append(private, root)
+		}
 	}
 	return sandbox.Layout{
-		Private:    private,
-		SharedRead: []string{paths.ToolsDir(), paths.OpencodeConfigFile()},
-		Writable:   notInside(writable, private),
-		Readable:   notInside(abs(set.Sandbox.Readable), private),
-		Hidden:     hidden,
+		Home:          home,
+		WorktreeRoots: roots,
+		Private:       private,
+		SharedRead:    []string{paths.ToolsDir(), paths.OpencodeConfigFile()},
+		Writable:      writableRoots(s.writableFolders(set, home), home, private),
+		Readable:      notInside(expandHome(set.Sandbox.Readable, home), private),
+		Hidden:        expandHome(set.Sandbox.Hidden, home),
 	}
 }
 
-// buildFolders are the caches and tool folders that builds write: the
-// defaults in the home folder (~/.cache, ~/.npm, ~/go, ~/.cargo,
-// ~/.rustup) and where the environment moves them (XDG_CACHE_HOME,
-// npm_config_cache, GOPATH, GOCACHE, GOMODCACHE, CARGO_HOME,
-// RUSTUP_HOME).
+// writableFolders are the folders every confined process may write, as
+// configured: the build caches that exist (buildFolders), opencode's
+// data, state and cache folders (its config folder stays read-only: a
+// plugin one agent put there would run in every other agent, and in the
+// user's own opencode), and settings sandbox.writable.
+func (s *server) writableFolders(set settings.Settings, home string) []string {
+	writable := sandbox.Existing(buildFolders(home, s.cli.getenv)...)
+	for _, d := range paths.OpencodeDirs() {
+		if d != paths.OpencodeConfigDir() {
+			writable = append(writable, d)
+		}
+	}
+	return append(writable, expandHome(set.Sandbox.Writable, home)...)
+}
+
+// writableRoots keeps of list the folders that are safe to grant: not
+// inside another of them (the parent covers it, and a folder inside a
+// writable one can be replaced by a link to anywhere, which the next
+// policy would follow), not leading, through links, into another of them
+// or to a folder that holds the home folder, and not inside CodeHydra's
+// own folders.
+func writableRoots(list []string, home string, private []string) []string {
+	type cand struct{ clean, real, path string }
+	var cands []cand
+	resolvedHome := sandbox.Resolve(home)
+	for _, p := range list {
+		real := sandbox.Resolve(p)
+		if real == "" || (resolvedHome != "" && sandbox.Within(resolvedHome, real)) {
+			continue // it leads to the home folder or above
+		}
+		cands = append(cands, cand{filepath.Clean(p), real, p})
+	}
+	var out []string
+	for i, c := range cands {
+		nested := false
+		for j, q := range cands {
+			if i == j {
+				continue
+			}
+			same := q.clean == c.clean || q.real == c.real
+			if (same && j < i) || (!same && (sandbox.Within(c.clean, q.clean) || sandbox.Within(c.real, q.real))) {
+				nested = true
+				break
+			}
+		}
+		if !nested {
+			out = append(out, c.path)
+		}
+	}
+	return notInside(out, private)
+}
+
+// expandHome is list with "~/" expanded; entries that are not absolute
+// then are left out (settings.Validate refuses them).
+func expandHome(list []string, home string) []string {
+	var out []string
+	for _, p := range list {
+		if p = settings.ExpandHome(p, home); filepath.IsAbs(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// buildFolders are the caches that builds write: npm's and the tools'
+// caches, Go's module and build caches, cargo's downloads, in the home
+// folder (~/.cache, ~/.npm, ~/go/pkg, ~/.cargo/registry, ~/.cargo/git)
+// or where the environment moves them (XDG_CACHE_HOME, npm_config_cache,
+// GOCACHE, GOMODCACHE, GOPATH, CARGO_HOME). The folders of programs
+// (~/go/bin, ~/.cargo/bin, the toolchains of ~/.rustup) are not among
+// them: they are on the user's PATH, and a program an agent put there
+// would run as the user, outside any sandbox.
 func buildFolders(home string, getenv func(string) string) []string {
-	dirs := []string{filepath.Join(home, ".cache"), filepath.Join(home, ".npm"), filepath.Join(home, "go"),
-		filepath.Join(home, ".cargo"), filepath.Join(home, ".rustup")}
-	for _, v := range []string{"XDG_CACHE_HOME", "npm_config_cache", "NPM_CONFIG_CACHE", "GOCACHE", "GOMODCACHE", "CARGO_HOME", "RUSTUP_HOME"} {
+	dirs := []string{filepath.Join(home, ".cache"), filepath.Join(home, ".npm"), filepath.Join(home, "go", "pkg"),
+		filepath.Join(home, ".cargo", "registry"), filepath.Join(home, ".cargo", "git")}
+	for _, v := range []string{"XDG_CACHE_HOME", "npm_config_cache", "NPM_CONFIG_CACHE", "GOCACHE", "GOMODCACHE"} {
 		if d := getenv(v); filepath.IsAbs(d) {
 			dirs = append(dirs, d)
 		}
 	}
 	for _, d := range filepath.SplitList(getenv("GOPATH")) {
 		if filepath.IsAbs(d) {
-			dirs = append(dirs, d)
+			dirs = append(dirs, filepath.Join(d, "pkg"))
 		}
 	}
+	if d := getenv("CARGO_HOME"); filepath.IsAbs(d) {
+		dirs = append(dirs, filepath.Join(d, "registry"), filepath.Join(d, "git"))
+	}
 	return dirs
+}
+
+// guardPATH takes out of this process's PATH the folders that agents may
+// write (the caches, opencode's folders, the worktree roots, settings
+// sandbox.writable): CodeHydra runs git, opencode, the user's MCP servers
+// and editors from PATH outside any sandbox, and a program an agent put
+// in one of those folders must not be what it finds. It returns the
+// folders taken out.
+func (s *server) guardPATH() []string {
+	set := s.settings.Get()
+	home, _ := os.UserHomeDir()
+	unsafe := append(s.writableFolders(set, home), paths.DataDir(), paths.ProjectsDir())
+	if set.WorktreeRoot != "" {
+		unsafe = append(unsafe, set.WorktreeRoot)
+	}
+	kept, dropped := sandbox.SafePATH(s.cli.getenv("PATH"), unsafe)
+	if len(dropped) > 0 {
+		os.Setenv("PATH", kept)
+	}
+	return dropped
 }
 
 // notInside drops the paths inside one of dirs: settings cannot hand
@@ -140,23 +226,20 @@ func (s *server) holdsAProject(dir string) bool {
 }
 
 // sandboxWorkspace is what the policy of the workspace at path is about.
-// Its git admin folder is granted only when it is where git keeps a
-// worktree's (<common>/worktrees/<name>): the workspace's .git file is
-// its agent's to write, and must not steer a grant elsewhere.
+// Its git admin folder is granted only when it is the one git keeps for
+// it (<common>/worktrees/<name>, leading back to it): the workspace's
+// .git file is its agent's to write, and must not steer a grant
+// elsewhere. Without it, its agent cannot commit; the log says why.
 func (s *server) sandboxWorkspace(_ context.Context, path string) (sandbox.Workspace, error) {
 	ws, err := s.manager.Resolve(path)
 	if err != nil {
 		return sandbox.Workspace{}, err
 	}
 	w := sandbox.Workspace{Path: ws.Path, Temp: workspaceTemp(ws.Path)}
+	// GitDirs grants only a worktree folder that git keeps for this very
+	// workspace (see workspace.Manager.GitDirs).
 	if gitDir, common, err := s.manager.GitDirs(ws); err == nil {
-		w.CommonDir = common
-		if filepath.Dir(sandbox.Resolve(gitDir)) == sandbox.Resolve(filepath.Join(common, "worktrees")) {
-			w.GitDir = gitDir
-		} else {
-			s.log.Warn("the workspace's .git does not lead to its worktree's folder in the repository; its agent cannot commit",
-				"workspace", ws.Path)
-		}
+		w.CommonDir, w.GitDir = common, gitDir
 	} else {
 		s.log.Warn("cannot find the git folders of a workspace; its agent cannot commit", "workspace", ws.Path, "err", err)
 	}

@@ -23,6 +23,10 @@ import (
 // when a change of the sandbox mode applies, for the Settings window.
 func SandboxSupport(st sandbox.Status) string {
 	what := "This system confines agents with Landlock ABI " + strconv.Itoa(st.ABI) + "."
+	if st.Gaps != "" {
+		what = "This system confines agents with Landlock ABI " + strconv.Itoa(st.ABI) + ", though " +
+			strings.TrimPrefix(st.Gaps, "not restricted on this kernel: ") + " are not restricted on it."
+	}
 	if !st.Enforced {
 		what = "This system cannot confine agents (" + strings.TrimPrefix(st.Reason, "not confined: ") + ")."
 	}

@@ -183,20 +183,14 @@ func TestReapOrphansLeavesTheAgentsOfARunningCodeHydra(t *testing.T) {
 
 func TestReapOrphansKillsOnlyTheMarkedProcessesOfAnOrphansGroup(t *testing.T) {
 	f := newFixture(t, "FAKEOC_IGNORE_TERM=1")
-	gcFile := filepath.Join(f.dir, "grandchild.pid")
-	f.env = append(f.env, "FAKEOC_GRANDCHILD_PIDFILE="+gcFile)
+	gcFile, strangerFile := filepath.Join(f.dir, "grandchild.pid"), filepath.Join(f.dir, "stranger.pid")
+	// A process in the orphan's group without its marker: the agent is
+	// its session's leader, so no process from outside can join its group;
+	// the agent itself starts one with its environment cleaned.
+	f.env = append(f.env, "FAKEOC_GRANDCHILD_PIDFILE="+gcFile, "FAKEOC_UNMARKED_PIDFILE="+strangerFile)
 	r := orphanOfACrashedApp(t, f)
-	grandchild := readPID(t, gcFile)
-	// A process of ours that joined the orphan's group without its marker.
-	stranger := exec.Command("sleep", "60")
-	stranger.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: r.PGID}
-	if err := stranger.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = stranger.Process.Kill()
-		_ = stranger.Wait()
-	})
+	grandchild, stranger := readPID(t, gcFile), readPID(t, strangerFile)
+	t.Cleanup(func() { _ = syscall.Kill(stranger, syscall.SIGKILL) })
 
 	o := f.options()
 	o.StopTimeout = 300 * time.Millisecond
@@ -205,7 +199,7 @@ func TestReapOrphansKillsOnlyTheMarkedProcessesOfAnOrphansGroup(t *testing.T) {
 	}
 	testenv.WaitFor(t, "orphaned agent gone", 5*time.Second, func() bool { return processGone(r.PID) })
 	testenv.WaitFor(t, "orphan's grandchild gone", 5*time.Second, func() bool { return processGone(grandchild) })
-	if processGone(stranger.Process.Pid) {
+	if processGone(stranger) {
 		t.Fatal("ReapOrphans killed a process in the orphan's group that does not carry its marker")
 	}
 }

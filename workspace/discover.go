@@ -115,6 +115,16 @@ func (m *Manager) discover(ctx context.Context, p *project) (found, missing map[
 			missing[pathKey(ws.Path)] = ws
 			continue
 		}
+		// git takes a worktree's folder from a file in the worktree's own
+		// folder in the repository, which its agent may write: a folder
+		// counts as a workspace only when its .git and that folder lead
+		// to each other, or an agent could have CodeHydra make a
+		// workspace (and a sandbox that writes it) of any folder.
+		if _, err := worktreeGitDir(ws.Path, p.commonDir); err != nil {
+			m.log.Warn("a worktree that git lists is not taken as a workspace: its folder and git's record do not lead to each other (git worktree repair may fix it)",
+				"path", ws.Path, "err", err)
+			continue
+		}
 		found[pathKey(ws.Path)] = ws
 	}
 	return found, missing, nil

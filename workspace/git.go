@@ -38,17 +38,27 @@ type gitRunner struct {
 // repository's: no fsmonitor daemon or hook (a hook or core.hooksPath an
 // agent committed or wrote, e.g. a relative core.hooksPath such as
 // husky's, would otherwise run outside any sandbox the next time
-// CodeHydra runs git). Given in the environment (GIT_CONFIG_COUNT, as
-// -c would give them), they win over every config file and reach the git
-// processes git itself starts.
+// CodeHydra runs git); no repository found as a bare one in a folder (an
+// agent that took its workspace's .git away could otherwise make the
+// workspace itself a git folder of its making); no look into the work
+// trees of submodules, whose .git files are in the workspace and could
+// lead git to a config with filters of the agent's (their commits still
+// count). Given in the environment (GIT_CONFIG_COUNT, as -c would give
+// them), they win over every config file and reach the git processes git
+// itself starts.
 var safeConfig = []string{
-	"GIT_CONFIG_COUNT=2",
+	"GIT_CONFIG_COUNT=4",
 	"GIT_CONFIG_KEY_0=core.fsmonitor", "GIT_CONFIG_VALUE_0=false",
 	"GIT_CONFIG_KEY_1=core.hooksPath", "GIT_CONFIG_VALUE_1=" + os.DevNull,
+	"GIT_CONFIG_KEY_2=safe.bareRepository", "GIT_CONFIG_VALUE_2=explicit",
+	"GIT_CONFIG_KEY_3=diff.ignoreSubmodules", "GIT_CONFIG_VALUE_3=dirty",
 }
 
-func newGitRunner() *gitRunner {
-	return &gitRunner{path: "git", command: exec.CommandContext, environ: os.Environ}
+func newGitRunner(path string) *gitRunner {
+	if path == "" {
+		path = "git"
+	}
+	return &gitRunner{path: path, command: exec.CommandContext, environ: os.Environ}
 }
 
 // gitError is a git command that failed. Its message carries git's stderr,

@@ -18,7 +18,7 @@ func TestAHeldIndexLockIsAConflictThatNamesTheFile(t *testing.T) {
 	lock := filepath.Join(repo, ".git", "index.lock")
 	testenv.WriteFile(t, lock, "")
 	testenv.WriteFile(t, filepath.Join(repo, "new.txt"), "x")
-	g := newGitRunner()
+	g := newGitRunner("")
 	_, err := g.run(context.Background(), repo, "add", "new.txt")
 	if err == nil {
 		t.Fatal("git add succeeded with index.lock held")
@@ -34,7 +34,7 @@ func TestAHeldIndexLockIsAConflictThatNamesTheFile(t *testing.T) {
 func TestGitErrorsCarryStderr(t *testing.T) {
 	t.Parallel()
 	repo := testenv.GitRepo(t, "project")
-	_, err := newGitRunner().run(context.Background(), repo, "rev-parse", "--verify", "no-such-ref")
+	_, err := newGitRunner("").run(context.Background(), repo, "rev-parse", "--verify", "no-such-ref")
 	var ge *gitError
 	if !errors.As(err, &ge) || ge.ExitCode != 128 || !strings.Contains(err.Error(), "Needed a single revision") {
 		t.Fatalf("err = %v", err)
@@ -50,7 +50,7 @@ func TestGitIgnoresInheritedRepositoryVariables(t *testing.T) {
 	t.Parallel()
 	repo := testenv.GitRepo(t, "project")
 	other := testenv.GitRepo(t, "project")
-	g := newGitRunner()
+	g := newGitRunner("")
 	g.environ = func() []string {
 		return []string{"GIT_DIR=" + filepath.Join(other, ".git"), "GIT_WORK_TREE=" + other, "LC_ALL=de_DE.UTF-8", "HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH"), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}
 	}
@@ -69,7 +69,7 @@ func TestGitHonoursTheContextDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
 	defer cancel()
 	<-ctx.Done()
-	_, err := newGitRunner().run(ctx, repo, "status")
+	_, err := newGitRunner("").run(ctx, repo, "status")
 	if CodeOf(err) != CodeTimeout {
 		t.Fatalf("err = %v (%s), want timeout", err, CodeOf(err))
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -23,8 +25,9 @@ func literalEnv() []string { return []string{"GIT_LITERAL_PATHSPECS=1", "GIT_OPT
 const lsFilesChunk = 200
 
 // GitDirs returns the git folders of ws: its own admin folder (HEAD,
-// index; .git/worktrees/<name> for a linked worktree, .git for the main
-// one) and the project's common folder (refs, packed-refs, config).
+// index; <common>/worktrees/<name>, proven to be git's folder for ws, see
+// worktreeGitDir) and the project's common folder (refs, packed-refs,
+// config).
 func (m *Manager) GitDirs(ws Workspace) (gitDir, commonDir string, err error) {
 	m.mu.Lock()
 	p := m.projects[pathKey(ws.ProjectPath)]
@@ -32,11 +35,34 @@ func (m *Manager) GitDirs(ws Workspace) (gitDir, commonDir string, err error) {
 	if p == nil {
 		return "", "", Errorf(CodeProjectNotFound, "project %s is not open", ws.ProjectPath)
 	}
-	gitDir, err = readGitDir(ws.Path)
-	if err != nil {
+	if gitDir, err = worktreeGitDir(ws.Path, p.commonDir); err != nil {
 		return "", "", fmt.Errorf("find the git folder of %s: %w", ws.Path, err)
 	}
 	return gitDir, p.commonDir, nil
+}
+
+// worktreeGitDir returns the admin folder of the linked worktree at path
+// in the repository whose git folder is commonDir, as its .git file names
+// it, once that proves to be git's own: a folder right in
+// <commonDir>/worktrees whose gitdir file leads back to path's .git. The
+// .git file is the workspace's, its agent's to write: pointed at another
+// worktree's folder, or at a git folder of the agent's making, it must
+// not steer CodeHydra's git (nor a sandbox grant) there.
+func worktreeGitDir(path, commonDir string) (string, error) {
+	gitDir, err := readGitDir(path)
+	if err != nil {
+		return "", err
+	}
+	worktrees := resolveMaybeMissing(filepath.Join(commonDir, "worktrees"))
+	real, err := filepath.EvalSymlinks(gitDir)
+	if err != nil || filepath.Dir(real) != worktrees {
+		return "", fmt.Errorf("the .git of %s does not lead to a worktree folder in %s", path, worktrees)
+	}
+	back, err := os.ReadFile(filepath.Join(real, "gitdir"))
+	if err != nil || resolveMaybeMissing(absIn(real, strings.TrimSpace(string(back)))) != resolveMaybeMissing(filepath.Join(path, ".git")) {
+		return "", fmt.Errorf("the .git of %s leads to %s, which git keeps for another worktree", path, real)
+	}
+	return real, nil
 }
 
 // pinnedGit returns the environment that makes git in dir, when dir is a
@@ -51,16 +77,63 @@ func (m *Manager) pinnedGit(dir string) ([]string, error) {
 	if !ok || p == nil || p.commonDir == "" {
 		return nil, nil
 	}
-	gitDir, err := readGitDir(ws.Path)
-	if err != nil {
+	if _, err := os.Lstat(ws.Path); err != nil {
 		// A folder that went: git fails on its own, and says so.
 		return nil, nil
 	}
-	worktrees := filepath.Join(p.commonDir, "worktrees")
-	if real, err := filepath.EvalSymlinks(gitDir); err != nil || filepath.Dir(real) != resolveMaybeMissing(worktrees) {
-		return nil, fmt.Errorf("the .git of %s does not lead to a worktree folder in %s; CodeHydra runs no git there", ws.Path, worktrees)
+	gitDir, err := worktreeGitDir(ws.Path, p.commonDir)
+	if err == nil {
+		err = checkWorktreeConfig(gitDir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w; CodeHydra runs no git there", err)
 	}
 	return []string{"GIT_DIR=" + gitDir, "GIT_COMMON_DIR=" + p.commonDir, "GIT_WORK_TREE=" + ws.Path}, nil
+}
+
+// programKeys are the last parts of git config keys whose values git
+// runs, or that pull in other files (include.path). core.fsmonitor and
+// core.hooksPath are not among them: safeConfig overrides them.
+var programKeys = []string{"clean", "smudge", "process", "textconv", "command", "driver", "helper", "path", "program",
+	"editor", "pager", "sshcommand", "askpass", "alternaterefscommand", "gitproxy",
+	"packobjectshook", "uploadpack", "receivepack", "external", "worktree"}
+
+// checkWorktreeConfig refuses a worktree whose own config file
+// (config.worktree in its folder in the repository, its agent's to write,
+// which git reads when the repository has extensions.worktreeConfig)
+// names a program for git to run: a filter, a diff driver, an include. It
+// is read as text, never by git.
+func checkWorktreeConfig(gitDir string) error {
+	b, err := os.ReadFile(filepath.Join(gitDir, "config.worktree"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", filepath.Join(gitDir, "config.worktree"), err)
+	}
+	section := ""
+	for line := range strings.Lines(string(b)) {
+		line = strings.ToLower(strings.TrimSpace(line))
+		if line == "" || line[0] == '#' || line[0] == ';' {
+			continue
+		}
+		if line[0] == '[' {
+			section = strings.Fields(strings.Trim(line, "[]"))[0]
+			if i := strings.IndexByte(line, ']'); i >= 0 && strings.TrimSpace(line[i+1:]) != "" {
+				line = strings.TrimSpace(line[i+1:]) // "[core] fsmonitor = x" on one line
+			} else {
+				continue
+			}
+		}
+		key, _, _ := strings.Cut(line, "=")
+		key = strings.TrimSpace(key)
+		if section == "alias" || section == "pager" || section == "include" || strings.HasPrefix(section, "includeif") ||
+			slices.Contains(programKeys, key) {
+			return fmt.Errorf("the worktree's own config (%s) sets %s.%s, which git would run or read from elsewhere",
+				filepath.Join(gitDir, "config.worktree"), section, key)
+		}
+	}
+	return nil
 }
 
 // readGitDir returns the admin folder of the worktree at path, from its

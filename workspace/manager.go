@@ -34,6 +34,9 @@ type Options struct {
 	// PollInterval is how often Run looks for worktrees added or removed
 	// outside the app; 0 means DefaultPollInterval.
 	PollInterval time.Duration
+	// Git is the git program, best an absolute path found on a PATH that
+	// no agent can write to; "" looks "git" up on PATH at every run.
+	Git string
 }
 
 // DefaultPollInterval is Run's default interval: worktrees made or removed
@@ -86,7 +89,7 @@ func NewManager(opts Options) *Manager {
 	m := &Manager{
 		opts:       opts,
 		log:        log,
-		git:        newGitRunner(),
+		git:        newGitRunner(opts.Git),
 		sleep:      sleepCtx,
 		agents:     opts.Agents,
 		projects:   map[string]*project{},

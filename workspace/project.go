@@ -80,6 +80,11 @@ func (m *Manager) openProject(ctx context.Context, path string) (*project, error
 		if strings.Contains(stderrOf(err), "not a git repository") {
 			return nil, &Error{Code: CodeInvalidInput, Message: fmt.Sprintf("%s is not a git repository; run git init there or pick a repository", clean), Err: err}
 		}
+		if strings.Contains(stderrOf(err), "safe.bareRepository") {
+			// CodeHydra's git finds no repository in a git folder itself
+			// (see safeConfig).
+			return nil, &Error{Code: CodeInvalidInput, Message: fmt.Sprintf("%s is a bare repository or inside a .git folder, which has no main checkout; add the repository's working folder", clean), Err: err}
+		}
 		return nil, classify(err, CodeInvalidInput, "cannot open %s as a git repository", clean)
 	}
 	flags := strings.Fields(out)

@@ -103,6 +103,8 @@ type AgentSandbox struct {
 	Enforced bool   `json:"enforced"`
 	ABI      int    `json:"abi,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+	// Gaps says what the kernel's Landlock ABI leaves unrestricted.
+	Gaps string `json:"gaps,omitempty"`
 }
 
 // AgentRetry says that sessions of an agent retry a failed model request,

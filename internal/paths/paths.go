@@ -81,11 +81,14 @@ func StateDir() string { return filepath.Join(xdg.StateHome, app) }
 // temporary folder (TMPDIR) per confined workspace; see WorkspaceTemp.
 func WorkspaceTempRoot() string { return filepath.Join(DataDir(), "tmp") }
 
+// OpencodeConfigDir is opencode's own config folder.
+func OpencodeConfigDir() string { return filepath.Join(xdg.ConfigHome, "opencode") }
+
 // OpencodeDirs are opencode's own folders (data, state, config, cache),
 // which its agents write.
 func OpencodeDirs() []string {
 	return []string{
 		filepath.Join(xdg.DataHome, "opencode"), filepath.Join(xdg.StateHome, "opencode"),
-		filepath.Join(xdg.ConfigHome, "opencode"), filepath.Join(xdg.CacheHome, "opencode"),
+		OpencodeConfigDir(), filepath.Join(xdg.CacheHome, "opencode"),
 	}
 }

@@ -7,10 +7,11 @@ import (
 	"syscall"
 )
 
-// sysProcAttr starts the process as the leader of a new process group.
-// Without Pdeathsig (Linux only) it outlives a crashed app until the next
+// sysProcAttr starts the process as the leader of a new session and so
+// of a new process group, away from CodeHydra's terminal. Without
+// Pdeathsig (Linux only) it outlives a crashed app until the next
 // launch's reaper ends it.
-func sysProcAttr(bool) *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+func sysProcAttr(bool) *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true} }
 
 // selfExe is this process's own binary.
 func selfExe() string {

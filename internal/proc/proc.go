@@ -53,6 +53,7 @@ type Options struct {
 // Process is a started process and the tree it heads.
 type Process struct {
 	cmd  *exec.Cmd
+	name string // the program, as Options.Path gave it
 	tree tree
 	// Sandbox is what was enforced on the process: Enforced is false when
 	// it was started without a policy.
@@ -128,7 +129,7 @@ func Start(ctx context.Context, o Options) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", o.Path, err)
 	}
-	p := &Process{cmd: cmd, done: make(chan struct{})}
+	p := &Process{cmd: cmd, name: o.Path, done: make(chan struct{})}
 	p.tree, err = newTree(cmd.Process)
 	if err != nil {
 		// A tree that would outlive CodeHydra is not started at all.
@@ -242,7 +243,7 @@ func (p *Process) Stop(ctx context.Context, grace time.Duration) error {
 	case <-p.done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("stop %s (pid %d): %w", p.cmd.Args[0], p.Pid(), ctx.Err())
+		return fmt.Errorf("stop %s (pid %d): %w", p.name, p.Pid(), ctx.Err())
 	}
 }
 

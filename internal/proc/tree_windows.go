@@ -3,6 +3,7 @@ package proc
 import (
 	"fmt"
 	"os"
+	"sync"
 	"syscall"
 	"unsafe"
 
@@ -12,7 +13,14 @@ import (
 // tree is a job object that holds the started process and, from their
 // start, the processes it starts. Ending the job ends them all; closing
 // its last handle (when CodeHydra exits, however it exits) ends them too.
-type tree struct{ job windows.Handle }
+// mu keeps a kill from using the handle once release closed it (the
+// system may give its value to another job by then).
+type tree struct {
+	mu  *sync.Mutex
+	job windows.Handle
+	// released is set by release, under mu.
+	released *bool
+}
 
 func newTree(p *os.Process) (tree, error) {
 	job, err := windows.CreateJobObject(nil, nil)
@@ -42,7 +50,7 @@ func newTree(p *os.Process) (tree, error) {
 		windows.CloseHandle(job)
 		return tree{}, fmt.Errorf("put process %d in a job: %w", p.Pid, err)
 	}
-	return tree{job: job}, nil
+	return tree{mu: &sync.Mutex{}, job: job, released: new(bool)}, nil
 }
 
 // terminate ends the tree: console-less processes have no gentler
@@ -50,13 +58,24 @@ func newTree(p *os.Process) (tree, error) {
 func (t tree) terminate() { t.kill() }
 
 func (t tree) kill() {
-	if t.job != 0 {
+	if t.mu == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !*t.released {
 		_ = windows.TerminateJobObject(t.job, 1)
 	}
 }
 
 func (t tree) release() {
-	if t.job != 0 {
+	if t.mu == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !*t.released {
+		*t.released = true
 		windows.CloseHandle(t.job)
 	}
 }

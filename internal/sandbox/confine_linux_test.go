@@ -139,3 +139,33 @@ func TestAHelperThatCannotEnforceReportsWhyAndRunsNothing(t *testing.T) {
 		t.Fatalf("err = %v, output %q; want an error and nothing run", err, out)
 	}
 }
+
+// TestAConfinedProcessMakesNoLinkInTheGitFolders: CodeHydra's own git
+// appends to reflogs in the repository's logs/ outside any sandbox; a
+// link an agent made there would have it append where the link leads.
+func TestAConfinedProcessMakesNoLinkInTheGitFolders(t *testing.T) {
+	requireLandlock(t)
+	root := tree(t, "repo/.git/logs/refs/heads/main", "repo/.git/refs/heads/main", "home/.bashrc", "ws/")
+	logs := filepath.Join(root, "repo/.git/logs")
+	p := Policy{Grants: []Grant{{Path: "/", Access: Read}, {Path: logs, Access: GitWrite},
+		{Path: filepath.Join(root, "repo/.git/refs"), Access: GitWrite}, {Path: filepath.Join(root, "ws"), Access: Write},
+		{Path: "/dev/null", Access: Device}}}
+	out, _, err := confined(t, p, nil, fmt.Sprintf(`
+echo entry >> %[1]s/refs/heads/main && echo APPENDED
+echo new > %[1]s/refs/heads/other && echo MADE
+ln -s %[2]s/home/.bashrc %[1]s/refs/heads/evil || echo REFUSED-link
+ln -s %[2]s/home/.bashrc %[2]s/ws/link && mv %[2]s/ws/link %[1]s/refs/heads/moved || echo REFUSED-move
+mkfifo %[1]s/fifo || echo REFUSED-fifo
+`, logs, root))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"APPENDED", "MADE", "REFUSED-link", "REFUSED-move", "REFUSED-fifo"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if fi, err := os.Lstat(filepath.Join(logs, "refs/heads/moved")); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		t.Error("a link was moved into logs/")
+	}
+}

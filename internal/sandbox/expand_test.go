@@ -205,3 +205,49 @@ func TestConfinerPlansByModeAndWhatTheSystemCanDo(t *testing.T) {
 		})
 	}
 }
+
+func TestLayoutCheckRefusesWorkspacesThatWouldWriteWhatTheyMustNot(t *testing.T) {
+	root := tree(t, "home/.ssh/", "home/src/wt/feat/", "home/.config/codehydra/", "data/codehydra/projects/p/workspaces/a/",
+		"data/codehydra/state/", "other/ws/")
+	home := filepath.Join(root, "home")
+	data := filepath.Join(root, "data/codehydra")
+	l := Layout{Home: home, WorktreeRoots: []string{filepath.Join(data, "projects")},
+		Private: []string{filepath.Join(home, ".config/codehydra"), data}, Hidden: []string{filepath.Join(home, ".ssh")}}
+	others := []string{filepath.Join(root, "other/ws")}
+	for _, tc := range []struct {
+		path string
+		ok   bool
+	}{
+		{filepath.Join(data, "projects/p/workspaces/a"), true},
+		{filepath.Join(home, "src/wt/feat"), true},
+		{"/", false},
+		{home, false},
+		{root, false}, // holds the home folder
+		{filepath.Join(home, ".config/codehydra"), false},
+		{filepath.Join(home, ".config"), false}, // holds CodeHydra's config
+		{filepath.Join(data, "state"), false},   // inside CodeHydra's data, not where worktrees go
+		{filepath.Join(data, "projects"), false},
+		{filepath.Join(home, ".ssh"), false},
+		{filepath.Join(root, "other"), false}, // holds another workspace
+	} {
+		err := l.Check(Workspace{Path: tc.path, Others: others})
+		if (err == nil) != tc.ok {
+			t.Errorf("Check(%s) = %v, want ok %v", tc.path, err, tc.ok)
+		}
+	}
+}
+
+func TestSafePATHLeavesOutWhatAgentsMayWrite(t *testing.T) {
+	root := tree(t, "usr/bin/", "home/.cache/bin/", "home/go/pkg/bin/", "home/go/bin/", "home/.local/bin/")
+	home := filepath.Join(root, "home")
+	if err := os.Symlink(filepath.Join(home, ".cache/bin"), filepath.Join(root, "usr/cachelink")); err != nil {
+		t.Fatal(err)
+	}
+	path := strings.Join([]string{filepath.Join(root, "usr/bin"), filepath.Join(home, ".cache/bin"), filepath.Join(root, "usr/cachelink"),
+		filepath.Join(home, "go/bin"), "", "relative/bin", filepath.Join(home, "go/pkg/bin"), filepath.Join(home, ".local/bin")}, ":")
+	kept, dropped := SafePATH(path, []string{filepath.Join(home, ".cache"), filepath.Join(home, "go/pkg")})
+	want := strings.Join([]string{filepath.Join(root, "usr/bin"), filepath.Join(home, "go/bin"), filepath.Join(home, ".local/bin")}, ":")
+	if kept != want || len(dropped) != 5 {
+		t.Errorf("SafePATH kept %q, dropped %q; want %q and five dropped", kept, dropped, want)
+	}
+}

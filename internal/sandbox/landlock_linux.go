@@ -21,6 +21,7 @@ const (
 	writeRights = readRights | ll.AccessFSWriteFile | ll.AccessFSRemoveDir | ll.AccessFSRemoveFile |
 		ll.AccessFSMakeDir | ll.AccessFSMakeReg | ll.AccessFSMakeSock | ll.AccessFSMakeFifo | ll.AccessFSMakeSym |
 		ll.AccessFSRefer | ll.AccessFSTruncate | ll.AccessFSResolveUnix
+	gitRights    = writeRights &^ (ll.AccessFSMakeSym | ll.AccessFSMakeSock | ll.AccessFSMakeFifo)
 	deviceRights = ll.AccessFSReadFile | ll.AccessFSReadDir | ll.AccessFSWriteFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev
 	fileRights   = ll.AccessFSExecute | ll.AccessFSReadFile | ll.AccessFSWriteFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev
 )
@@ -34,6 +35,8 @@ func rights(a Access, dir bool) landlock.AccessFSSet {
 		r = writeRights
 	case Device:
 		r = deviceRights
+	case GitWrite:
+		r = gitRights
 	}
 	if !dir {
 		r &= fileRights
@@ -63,7 +66,8 @@ func Probe() Status {
 		// ABI 2; the rules need it so that renames in the workspace work.
 		return Status{ABI: v, Reason: fmt.Sprintf("not confined: this kernel's Landlock ABI %d is too old (2 or newer is needed)", v)}
 	}
-	return Status{Enforced: true, ABI: min(v, 11)}
+	abi := min(v, 11)
+	return Status{Enforced: true, ABI: abi, Gaps: GapsOf(abi)}
 }
 
 // enforce confines the calling thread (and what it execs) to p: the
@@ -79,11 +83,7 @@ func enforce(p Policy) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	llRules := make([]landlock.Rule, 0, len(rules))
-	for _, r := range rules {
-		llRules = append(llRules, landlock.PathAccess(rights(r.Access, r.Dir), r.Path).IgnoreIfMissing())
-	}
-	fd, flags, err := config().NewRulesetFD(llRules...)
+	fd, flags, err := config().NewRulesetFD()
 	if err != nil {
 		return Status{}, fmt.Errorf("build the Landlock rules: %w", err)
 	}
@@ -91,6 +91,11 @@ func enforce(p Policy) (Status, error) {
 		return Status{}, errors.New("the kernel's Landlock cannot enforce these rules")
 	}
 	defer unix.Close(fd)
+	for _, r := range rules {
+		if err := addRule(fd, r, handledFS(st.ABI)); err != nil {
+			return Status{}, err
+		}
+	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return Status{}, fmt.Errorf("set no_new_privs: %w", err)
 	}
@@ -101,6 +106,59 @@ func enforce(p Policy) (Status, error) {
 		return Status{}, fmt.Errorf("enforce the Landlock rules: %w", err)
 	}
 	return st, nil
+}
+
+// handledFS is the file system rights that config handles under ABI abi
+// (go-landlock's best effort leaves out what the kernel lacks); a rule
+// may name no other.
+func handledFS(abi int) uint64 {
+	bits := 0
+	switch {
+	case abi >= 9:
+		bits = 17
+	case abi >= 5:
+		bits = 16
+	case abi >= 3:
+		bits = 15
+	case abi >= 2:
+		bits = 14
+	default:
+		bits = 13
+	}
+	return uint64(config().HandledAccessFS) & (1<<bits - 1)
+}
+
+// addRule adds r to the ruleset fd. The path is opened without following
+// any symbolic link, anywhere in it: the rules' paths were resolved when
+// the policy was made, so a link there now was put in since (by a process
+// of an earlier sandbox, or another user in /tmp), and must not steer a
+// grant to where it leads. Such a path, and one that is gone, is left out.
+func addRule(rulesetFD int, r Rule, handled uint64) error {
+	pfd, err := unix.Openat2(unix.AT_FDCWD, r.Path, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS,
+	})
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open %s for a Landlock rule: %w", r.Path, err)
+	}
+	defer unix.Close(pfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(pfd, &st); err != nil {
+		return fmt.Errorf("stat %s for a Landlock rule: %w", r.Path, err)
+	}
+	dir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+	access := uint64(rights(r.Access, dir)) & handled
+	if access == 0 {
+		return nil
+	}
+	attr := ll.PathBeneathAttr{ParentFd: pfd, AllowedAccess: access}
+	if err := ll.LandlockAddPathBeneathRule(rulesetFD, &attr, 0); err != nil {
+		return fmt.Errorf("add the Landlock rule for %s: %w", r.Path, err)
+	}
+	return nil
 }
 
 // dropCapabilities empties the thread's capability bounding set, so that
@@ -115,6 +173,8 @@ func dropCapabilities() error {
 	if err := unix.Capget(&hdr, &data[0]); err != nil {
 		return fmt.Errorf("read capabilities: %w", err)
 	}
+	// Clearing the ambient set needs no privilege.
+	_ = unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
 	if data[0].Effective&(1<<unix.CAP_SETPCAP) == 0 {
 		return nil
 	}
@@ -129,7 +189,6 @@ func dropCapabilities() error {
 			return fmt.Errorf("drop capability %d: %w", c, err)
 		}
 	}
-	_ = unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
 	// The inheritable set too, so that no capability survives the exec
 	// of a program with file capabilities.
 	data[0].Inheritable, data[1].Inheritable = 0, 0

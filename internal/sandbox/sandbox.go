@@ -65,6 +65,11 @@ const (
 	// Device allows reading, writing and ioctl on device files: the
 	// terminals, /dev/null and the like.
 	Device
+	// GitWrite is Write without making symbolic links, sockets or FIFOs:
+	// for the repository's git folders, where git itself makes none, and
+	// where a link an agent made would lead CodeHydra's own git (which
+	// appends to reflogs there, outside any sandbox) to write elsewhere.
+	GitWrite
 )
 
 func (a Access) String() string {
@@ -75,6 +80,8 @@ func (a Access) String() string {
 		return "write"
 	case Device:
 		return "device"
+	case GitWrite:
+		return "git-write"
 	}
 	return fmt.Sprintf("access(%d)", int(a))
 }
@@ -102,6 +109,32 @@ type Status struct {
 	ABI int `json:"abi,omitempty"`
 	// Reason says why a process is not confined.
 	Reason string `json:"reason,omitempty"`
+	// Gaps says what this ABI leaves unrestricted (see GapsOf), "" when
+	// nothing the policy asks for is left out.
+	Gaps string `json:"gaps,omitempty"`
+}
+
+// GapsOf says, in words, what Landlock ABI abi does not restrict of what
+// a policy asks for: what a confined process can still reach on such a
+// kernel. "" from ABI 9 on.
+func GapsOf(abi int) string {
+	var gaps []string
+	if abi < 3 {
+		gaps = append(gaps, "truncating files by path (Landlock ABI 3)")
+	}
+	if abi < 5 {
+		gaps = append(gaps, "ioctl on devices (ABI 5)")
+	}
+	if abi < 6 {
+		gaps = append(gaps, "signals and abstract unix sockets to processes outside the sandbox (ABI 6)")
+	}
+	if abi < 9 {
+		gaps = append(gaps, "connecting to unix sockets by path, such as the session D-Bus, an ssh-agent or X11 (ABI 9)")
+	}
+	if len(gaps) == 0 {
+		return ""
+	}
+	return "not restricted on this kernel: " + strings.Join(gaps, "; ")
 }
 
 // Check reports an error when p cannot be enforced as written: every
@@ -112,7 +145,7 @@ func (p Policy) Check() error {
 		if !isAbsClean(g.Path) {
 			errs = append(errs, fmt.Errorf("grant %q: not an absolute, clean path", g.Path))
 		}
-		if g.Access < Read || g.Access > Device {
+		if g.Access < Read || g.Access > GitWrite {
 			errs = append(errs, fmt.Errorf("grant %q: unknown access %d", g.Path, g.Access))
 		}
 	}
@@ -165,7 +198,7 @@ func covers(have, want Access) bool {
 	case Read:
 		return true
 	case Write:
-		return have == Write
+		return have == Write || have == GitWrite
 	case Device:
 		return have == Device || have == Write
 	}

@@ -6,12 +6,18 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // Layout is what every workspace's policy shares: where the system, the
 // home folder and CodeHydra's own folders are, and the user's settings.
 // Paths are absolute; For resolves symbolic links.
 type Layout struct {
+	// Home is the user's home folder: never a workspace, nor inside one.
+	Home string
+	// WorktreeRoots are the folders where CodeHydra makes worktrees: the
+	// only places inside Private where a workspace may be.
+	WorktreeRoots []string
 	// Private are CodeHydra's own folders (config, data, state, runtime,
 	// cache): cut out of every grant.
 	Private []string
@@ -73,19 +79,52 @@ func (l Layout) For(w Workspace) Policy {
 	grant(Write, l.Writable...)
 	grant(Write, "/dev/shm")
 	grant(Device, devices...)
-	grant(Write, w.Path, w.Temp, w.GitDir)
+	grant(Write, w.Path, w.Temp)
+	grant(GitWrite, w.GitDir)
 	if w.CommonDir != "" {
 		for _, sub := range []string{"objects", "refs", "logs"} {
-			grant(Write, filepath.Join(w.CommonDir, sub))
+			grant(GitWrite, filepath.Join(w.CommonDir, sub))
 		}
 	}
-	own := Resolve(w.Path)
 	for _, d := range slices.Concat(l.Private, l.Hidden, w.Others) {
-		if d = Resolve(d); d != "" && d != own && !slices.Contains(p.Deny, d) {
+		if d = Resolve(d); d != "" && !slices.Contains(p.Deny, d) {
 			p.Deny = append(p.Deny, d)
 		}
 	}
 	return p
+}
+
+// Check refuses a workspace whose folder must not be written by its
+// processes: the root, the home folder, a folder that holds CodeHydra's
+// own or hidden folders or another workspace, or a folder inside them
+// (CodeHydra's data folder only where CodeHydra makes worktrees). The
+// workspace's folder comes from git's records, which its own agent can
+// touch; this is the last word on what it may be.
+func (l Layout) Check(w Workspace) error {
+	ws := Resolve(w.Path)
+	if ws == "" || ws == string(filepath.Separator) {
+		return fmt.Errorf("workspace folder %q cannot be confined to", w.Path)
+	}
+	for _, d := range slices.Concat([]string{l.Home}, l.Private, l.Hidden, l.SharedRead, w.Others) {
+		if d = Resolve(d); d != "" && Within(d, ws) {
+			return fmt.Errorf("workspace folder %s holds %s; CodeHydra does not let an agent write it", ws, d)
+		}
+	}
+	inRoot := slices.ContainsFunc(l.WorktreeRoots, func(r string) bool {
+		r = Resolve(r)
+		return r != "" && r != ws && Within(ws, r)
+	})
+	for _, d := range l.Private {
+		if d = Resolve(d); d != "" && Within(ws, d) && !inRoot {
+			return fmt.Errorf("workspace folder %s is inside %s; CodeHydra does not let an agent write it", ws, d)
+		}
+	}
+	for _, d := range l.Hidden {
+		if d = Resolve(d); d != "" && Within(ws, d) {
+			return fmt.Errorf("workspace folder %s is inside %s; CodeHydra does not let an agent write it", ws, d)
+		}
+	}
+	return nil
 }
 
 // Resolve returns path absolute and clean with its symbolic links
@@ -166,6 +205,9 @@ func (c *Confiner) Plan(ctx context.Context, path string) (Plan, error) {
 		return Plan{Status: st}, nil
 	}
 	w, err := c.Workspace(ctx, path)
+	if err == nil {
+		err = c.Layout.Check(w)
+	}
 	if err != nil {
 		return Plan{}, fmt.Errorf("cannot confine the processes of %s: %w", path, err)
 	}
@@ -180,4 +222,25 @@ func (c *Confiner) Plan(ctx context.Context, path string) (Plan, error) {
 		plan.Env = []string{"TMPDIR=" + w.Temp}
 	}
 	return plan, nil
+}
+
+// SafePATH returns path without its entries that lie in one of unsafe
+// (or are relative), and the entries it left out.
+func SafePATH(path string, unsafe []string) (kept string, dropped []string) {
+	var keep []string
+	for _, e := range filepath.SplitList(path) {
+		r := Resolve(e)
+		bad := r == ""
+		for _, u := range unsafe {
+			if ur := Resolve(u); ur != "" && (Within(r, ur) || Within(filepath.Clean(e), filepath.Clean(u))) {
+				bad = true
+			}
+		}
+		if bad {
+			dropped = append(dropped, e)
+			continue
+		}
+		keep = append(keep, e)
+	}
+	return strings.Join(keep, string(filepath.ListSeparator)), dropped
 }

@@ -14,6 +14,9 @@
 //	                     port is taken
 //	FAKEOC_GRANDCHILD_PIDFILE  start a child that sleeps (in the same process
 //	                     group, sharing stdout) and write its pid here
+//	FAKEOC_UNMARKED_PIDFILE  start such a child without CODEHYDRA_AGENT_ID
+//	                     in its environment (a process of the group that
+//	                     does not carry the agent's marker) and write its pid
 //	FAKEOC_IGNORE_TERM   "1": ignore SIGTERM (so only SIGKILL ends it)
 //	FAKEOC_HEARTBEAT     event stream heartbeat interval (default 10s)
 //	FAKEOC_PRINT_FIRST   a line to print on stdout before its own listening
@@ -180,18 +183,29 @@ func recordStart() error {
 		fmt.Println("fake opencode: exiting at start", starts)
 		os.Exit(5)
 	}
-	if pf := os.Getenv("FAKEOC_GRANDCHILD_PIDFILE"); pf != "" {
+	for _, child := range []struct {
+		pidFile string
+		marked  bool
+	}{{os.Getenv("FAKEOC_GRANDCHILD_PIDFILE"), true}, {os.Getenv("FAKEOC_UNMARKED_PIDFILE"), false}} {
+		if child.pidFile == "" {
+			continue
+		}
 		self, err := os.Executable()
 		if err != nil {
 			return err
 		}
 		c := exec.Command(self)
-		c.Env = append(os.Environ(), "FAKEOC_ROLE=grandchild")
+		for _, kv := range os.Environ() {
+			if child.marked || !strings.HasPrefix(kv, "CODEHYDRA_AGENT_ID=") {
+				c.Env = append(c.Env, kv)
+			}
+		}
+		c.Env = append(c.Env, "FAKEOC_ROLE=grandchild")
 		c.Stdout, c.Stderr = os.Stdout, os.Stderr
 		if err := c.Start(); err != nil {
 			return err
 		}
-		if err := os.WriteFile(pf, []byte(strconv.Itoa(c.Process.Pid)), 0o600); err != nil {
+		if err := os.WriteFile(child.pidFile, []byte(strconv.Itoa(c.Process.Pid)), 0o600); err != nil {
 			return err
 		}
 	}
