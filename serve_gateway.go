@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"maps"
+	"path/filepath"
 
 	"codehydra/app"
 	"codehydra/gateway"
+	"codehydra/internal/paths"
 	"codehydra/internal/settings"
 	"codehydra/mcp"
 )
@@ -23,6 +25,7 @@ func (s *server) startGateway(context.Context) error {
 		Log:          s.log.With("part", "gateway"),
 		Confine:      s.confine,
 		ConfineProbe: s.confineProbe,
+		SharedCaches: filepath.Join(paths.DataDir(), "mcp-server-caches"),
 	})
 	s.gateway = gw
 	s.onShutdown("stop the MCP servers", func(context.Context) error { return gw.Close() })

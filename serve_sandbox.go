@@ -75,9 +75,14 @@ func (s *server) sandboxLayout(set settings.Settings) sandbox.Layout {
 			private = append(private, root)
 		}
 	}
+	var projects []string
+	for _, p := range s.manager.Projects() {
+		projects = append(projects, p.Path, filepath.Join(p.Path, ".git"))
+	}
 	return sandbox.Layout{
 		Home:          home,
 		WorktreeRoots: roots,
+		Projects:      projects,
 		Private:       private,
 		SharedRead:    []string{paths.ToolsDir(), paths.OpencodeConfigFile()},
 		Writable:      writableRoots(s.writableFolders(set, home), home, private),
@@ -229,20 +234,22 @@ func (s *server) holdsAProject(dir string) bool {
 // Its git admin folder is granted only when it is the one git keeps for
 // it (<common>/worktrees/<name>, leading back to it): the workspace's
 // .git file is its agent's to write, and must not steer a grant
-// elsewhere. Without it, its agent cannot commit; the log says why.
+// elsewhere. Without it, nothing of the workspace starts, and its agent's
+// state says why.
 func (s *server) sandboxWorkspace(_ context.Context, path string) (sandbox.Workspace, error) {
 	ws, err := s.manager.Resolve(path)
 	if err != nil {
 		return sandbox.Workspace{}, err
 	}
-	w := sandbox.Workspace{Path: ws.Path, Temp: workspaceTemp(ws.Path)}
-	// GitDirs grants only a worktree folder that git keeps for this very
-	// workspace (see workspace.Manager.GitDirs).
-	if gitDir, common, err := s.manager.GitDirs(ws); err == nil {
-		w.CommonDir, w.GitDir = common, gitDir
-	} else {
-		s.log.Warn("cannot find the git folders of a workspace; its agent cannot commit", "workspace", ws.Path, "err", err)
+	// The temporary folder's parents are CodeHydra's own: resolved here,
+	// so that a data folder reached through a link of the user's passes
+	// Layout.Check.
+	w := sandbox.Workspace{Path: ws.Path, Temp: sandbox.Resolve(workspaceTemp(ws.Path))}
+	gitDir, common, err := s.manager.GitDirs(ws)
+	if err != nil {
+		return sandbox.Workspace{}, err
 	}
+	w.CommonDir, w.GitDir = common, gitDir
 	for _, o := range s.manager.AllWorkspaces() {
 		if o.Path != ws.Path {
 			w.Others = append(w.Others, o.Path)

@@ -147,6 +147,9 @@ func (s *server) command(ctx context.Context, ws string, probe bool) (proc.Optio
 		args[k] = v
 	}
 	env := os.Environ()
+	if !s.cfg.PerWorkspace() && s.g.opts.SharedCaches != "" {
+		env = append(env, sharedCacheEnv(s.g.opts.SharedCaches)...)
+	}
 	for k, v := range s.cfg.Env {
 		v, err := settings.ExpandEnv(v, s.g.opts.LookupEnv)
 		if err != nil {
@@ -297,4 +300,18 @@ func (t *tail) lastLine() string {
 		last = last[:300] + "…"
 	}
 	return last
+}
+
+// sharedCacheEnv points the package runners' and build tools' caches of a
+// shared server at folders of dir, CodeHydra's own (see
+// Options.SharedCaches). A server's own env in the settings still wins.
+func sharedCacheEnv(dir string) []string {
+	return []string{
+		"npm_config_cache=" + filepath.Join(dir, "npm"),
+		"XDG_CACHE_HOME=" + filepath.Join(dir, "cache"),
+		"UV_CACHE_DIR=" + filepath.Join(dir, "uv"),
+		"GOMODCACHE=" + filepath.Join(dir, "go-mod"),
+		"GOCACHE=" + filepath.Join(dir, "go-build"),
+		"BUN_INSTALL_CACHE_DIR=" + filepath.Join(dir, "bun"),
+	}
 }

@@ -63,6 +63,12 @@ type Options struct {
 	// server's tools is confined: to dir, the empty folder it runs in.
 	// Nil confines nothing.
 	ConfineProbe func(ctx context.Context, dir string) (sandbox.Plan, error)
+	// SharedCaches is a private folder (no agent reaches it) that holds
+	// the caches of the shared servers, which run outside any sandbox:
+	// npx, uvx or go run would otherwise take the code they run from the
+	// user's caches (~/.npm/_npx, ~/.cache/uv, ~/go/pkg/mod), which every
+	// agent may write. "" leaves their caches where they are.
+	SharedCaches string
 	// RecordsDir holds a record of each running stdio server process, and
 	// New reaps those a crashed earlier run left behind;
 	// paths.MCPServersDir() by default.

@@ -302,3 +302,12 @@ func TestReconfigureStopsRemovedAndChangedServersAndCloseStopsAll(t *testing.T) 
 		t.Fatal("a call after Close succeeded")
 	}
 }
+
+func TestASharedServerTakesItsCachesFromCodeHydrasOwnFolder(t *testing.T) {
+	env := sharedCacheEnv("/private/caches")
+	for _, want := range []string{"npm_config_cache=/private/caches/npm", "XDG_CACHE_HOME=/private/caches/cache", "GOMODCACHE=/private/caches/go-mod"} {
+		if !slices.Contains(env, want) {
+			t.Errorf("shared server env %q lacks %q", env, want)
+		}
+	}
+}

@@ -27,6 +27,9 @@ type Workspaces interface {
 	AllWorkspaces() []workspace.Workspace
 	AddProject(ctx context.Context, path string) (workspace.Project, error)
 	RemoveProject(ctx context.Context, path string) error
+	// Git runs git in a workspace the way the manager runs its own (see
+	// workspace.Manager.Git): the file tools' listings and logs.
+	Git(ctx context.Context, dir string, env []string, args ...string) (string, error)
 }
 
 // Agents reports the OpenCode server of a workspace; the opencode

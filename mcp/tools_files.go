@@ -114,7 +114,7 @@ func fileToolTable() []toolDef {
 
 // files is the confined view of the caller's workspace.
 func (s *Server) files(ctx context.Context) *wsfs.FS {
-	return wsfs.New(callerWorkspace(ctx).Path, s.opts.WorkspaceDeny)
+	return wsfs.New(callerWorkspace(ctx).Path, s.opts.WorkspaceDeny, s.opts.Workspaces.Git)
 }
 
 func (s *Server) readFile(ctx context.Context, _ *sdk.CallToolRequest, in readFileInput) (*sdk.CallToolResult, wsfs.Page, error) {

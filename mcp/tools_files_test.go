@@ -3,6 +3,7 @@ package mcp
 import (
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -312,5 +313,41 @@ func TestWorkspaceTokenNeverReadsAnotherWorkspace(t *testing.T) {
 				t.Errorf("%s %v read across: %s", c.tool, c.args, text(t, res))
 			}
 		}
+	}
+}
+
+// TestTheFileToolsRunNoGitThatTheWorkspaceSteers: workspace_list_directory
+// and workspace_get_context ask git about the workspace, outside any
+// sandbox; a .git the agent replaced with a git folder of its own, whose
+// config names a program, must not lead them to run it.
+func TestTheFileToolsRunNoGitThatTheWorkspaceSteers(t *testing.T) {
+	h := newHarness(t)
+	ws := h.create("steered")
+	marker := filepath.Join(t.TempDir(), "ran")
+	script := filepath.Join(t.TempDir(), "tattle.sh")
+	testenv.WriteFile(t, script, "#!/bin/sh\ntouch '"+marker+"'\n")
+	if err := os.Chmod(script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(ws.Path, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Git(t, ws.Path, "init", "-q")
+	testenv.Git(t, ws.Path, "config", "core.fsmonitor", script)
+	cs := h.session(ws.Path)
+	for _, tool := range []string{ToolListDirectory, ToolGetContext} {
+		res := call(t, cs, tool, map[string]any{})
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatalf("%s ran a program that the workspace's own git folder names", tool)
+		}
+		if tool == ToolListDirectory && !res.IsError {
+			t.Errorf("%s listed a workspace whose .git is not git's record of it: %s", tool, text(t, res))
+		}
+	}
+	cmd := exec.Command("git", "status")
+	cmd.Dir = ws.Path
+	_ = cmd.Run()
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatal("control: a plain git status does not run the planted fsmonitor either, so this test shows nothing")
 	}
 }

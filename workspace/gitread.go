@@ -41,6 +41,17 @@ func (m *Manager) GitDirs(ws Workspace) (gitDir, commonDir string, err error) {
 	return gitDir, p.commonDir, nil
 }
 
+// Git runs git with args in dir, a workspace or a project's main
+// checkout, as the manager runs its own git: in a workspace pinned to its
+// git folders, with no hook, fsmonitor or look into submodules (see
+// safeConfig and pinnedGit), and with env added. It returns git's stdout;
+// a failure carries git's stderr. It is for the readers of a workspace
+// outside this package (the file tools), which must not run a git that
+// the workspace's agent can steer.
+func (m *Manager) Git(ctx context.Context, dir string, env []string, args ...string) (string, error) {
+	return m.git.runEnv(ctx, dir, env, args...)
+}
+
 // worktreeGitDir returns the admin folder of the linked worktree at path
 // in the repository whose git folder is commonDir, as its .git file names
 // it, once that proves to be git's own: a folder right in

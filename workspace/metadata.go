@@ -118,6 +118,11 @@ func (m *Manager) readMetadata(ctx context.Context, p *project, branch string) (
 func (m *Manager) currentBranch(ctx context.Context, path string) (string, error) {
 	out, err := m.git.run(ctx, path, "symbolic-ref", "-q", "--short", "HEAD")
 	if exitCode(err) == 1 {
+		// Also what git answers, pinned to the worktree's folder, while a
+		// delete removes that folder's HEAD.
+		if m.workspaceGone(path) {
+			return "", goneError(path, err)
+		}
 		return "", nil
 	}
 	if err != nil {

@@ -75,7 +75,7 @@ func BenchmarkReadFile(b *testing.B) {
 	dir := benchRepo(b)
 	const file = "d2042/f0017.go"
 	b.Run("wsfs", func(b *testing.B) {
-		f := New(dir, nil)
+		f := New(dir, nil, plainGit)
 		for b.Loop() {
 			if _, err := f.Read(file, 0, 0); err != nil {
 				b.Fatal(err)
@@ -93,7 +93,7 @@ func BenchmarkReadFile(b *testing.B) {
 // repository, against the git ls-files that List runs.
 func BenchmarkListDirectory(b *testing.B) {
 	dir := benchRepo(b)
-	f := New(dir, nil)
+	f := New(dir, nil, plainGit)
 	for _, c := range []struct{ name, path string }{{"top", "."}, {"folder", "d2042"}} {
 		b.Run(c.name+"/wsfs", func(b *testing.B) {
 			for b.Loop() {
@@ -108,4 +108,14 @@ func BenchmarkListDirectory(b *testing.B) {
 			}
 		})
 	}
+}
+
+// plainGit runs git in dir as it is, for the benchmark's repository (a
+// main checkout of the test's own, no agent's workspace).
+func plainGit(ctx context.Context, dir string, env []string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.Output()
+	return string(out), err
 }

@@ -6,6 +6,7 @@
 package wsfs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -31,14 +32,24 @@ const MsgOutside = "Path outside workspace"
 type FS struct {
 	dir  string
 	deny []string
+	run  GitRunner
 }
+
+// GitRunner runs git with args in dir, with env added, and returns its
+// stdout: workspace.Manager.Git, which runs it pinned to the workspace's
+// own git folders and with none of the programs a repository's config
+// names (the workspace's agent can write its .git file and its
+// worktree's folder in the repository; a plain git there would run what
+// they say, outside any sandbox).
+type GitRunner func(ctx context.Context, dir string, env []string, args ...string) (string, error)
 
 // New returns the confined view of the workspace at dir (absolute, its
 // symlinks resolved) with DefaultDeny and the extra patterns of the
-// settings (see Denied for their syntax).
-func New(dir string, extraDeny []string) *FS {
+// settings (see Denied for their syntax), whose listings and logs ask git
+// through run.
+func New(dir string, extraDeny []string, run GitRunner) *FS {
 	deny := append(append([]string{}, DefaultDeny...), extraDeny...)
-	return &FS{dir: dir, deny: deny}
+	return &FS{dir: dir, deny: deny, run: run}
 }
 
 // Dir is the workspace's folder.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 
@@ -141,15 +139,10 @@ func (f *FS) lsFiles(ctx context.Context, dir string) ([]string, error) {
 // git runs git in the workspace and returns its output. Optional locks are
 // off: a listing must not take the index lock an agent's commit needs.
 func (f *FS) git(ctx context.Context, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = f.dir
 	// Literal pathspecs: a folder named "*" lists that folder, not a glob.
-	cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0", "GIT_LITERAL_PATHSPECS=1")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := f.run(ctx, f.dir, []string{"GIT_OPTIONAL_LOCKS=0", "GIT_LITERAL_PATHSPECS=1"}, args...)
 	if err != nil {
-		return "", fmt.Errorf("git %s in %s: %w: %s", strings.Join(args, " "), f.dir, err, strings.TrimSpace(stderr.String()))
+		return "", fmt.Errorf("git %s in %s: %w", strings.Join(args, " "), f.dir, err)
 	}
-	return string(out), nil
+	return out, nil
 }

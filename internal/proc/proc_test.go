@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"codehydra/internal/sandbox"
 	"codehydra/internal/testenv"
 )
@@ -146,4 +148,21 @@ func TestAProcessThatCannotBeConfinedDoesNotRun(t *testing.T) {
 		t.Error("the program ran although its sandbox could not be enforced")
 	}
 	t.Log(err)
+}
+
+// TestAProcessLeadsASessionOfItsOwn: away from CodeHydra's terminal, which
+// a confined process could otherwise type into.
+func TestAProcessLeadsASessionOfItsOwn(t *testing.T) {
+	p, err := Start(t.Context(), Options{Path: "sleep", Args: []string{"30"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Kill()
+	sid, err := unix.Getsid(p.Pid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sid != p.Pid() {
+		t.Errorf("session %d, want the process's own (%d)", sid, p.Pid())
+	}
 }

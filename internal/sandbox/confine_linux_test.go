@@ -155,17 +155,44 @@ echo entry >> %[1]s/refs/heads/main && echo APPENDED
 echo new > %[1]s/refs/heads/other && echo MADE
 ln -s %[2]s/home/.bashrc %[1]s/refs/heads/evil || echo REFUSED-link
 ln -s %[2]s/home/.bashrc %[2]s/ws/link && mv %[2]s/ws/link %[1]s/refs/heads/moved || echo REFUSED-move
+mkdir %[2]s/ws/d && ln -s %[2]s/home/.bashrc %[2]s/ws/d/evil && mv %[2]s/ws/d %[1]s/refs/heads/d || echo REFUSED-folder
 mkfifo %[1]s/fifo || echo REFUSED-fifo
+echo obj > %[1]s/tmp_obj && mv %[1]s/tmp_obj %[1]s/final_obj && echo RENAMED-IN-PLACE
 `, logs, root))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	for _, want := range []string{"APPENDED", "MADE", "REFUSED-link", "REFUSED-move", "REFUSED-fifo"} {
+	for _, want := range []string{"APPENDED", "MADE", "REFUSED-link", "REFUSED-move", "REFUSED-folder", "REFUSED-fifo", "RENAMED-IN-PLACE"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
 	if fi, err := os.Lstat(filepath.Join(logs, "refs/heads/moved")); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 		t.Error("a link was moved into logs/")
+	}
+	if _, err := os.Lstat(filepath.Join(logs, "refs/heads/d/evil")); err == nil {
+		t.Error("a folder holding a link was moved into logs/")
+	}
+}
+
+// TestTheHelperGrantsNoPathThatNowLeadsThroughALink: a path in a policy
+// was resolved when the policy was made; a link put in it since (by a
+// process of an earlier sandbox, or another user in /tmp) must not take
+// the grant to where it leads.
+func TestTheHelperGrantsNoPathThatNowLeadsThroughALink(t *testing.T) {
+	requireLandlock(t)
+	root := tree(t, "target/secret", "ws/")
+	swapped := filepath.Join(root, "swapped")
+	if err := os.Symlink(filepath.Join(root, "target"), swapped); err != nil {
+		t.Fatal(err)
+	}
+	p := Policy{Grants: []Grant{{Path: "/", Access: Read}, {Path: filepath.Join(swapped), Access: Write}, {Path: "/dev/null", Access: Device}},
+		Deny: []string{filepath.Join(root, "target")}}
+	out, _, err := confined(t, p, nil, fmt.Sprintf(`echo x > %[1]s/target/planted || echo REFUSED; cat %[1]s/target/secret || echo REFUSED-read`, root))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "REFUSED") || !strings.Contains(out, "REFUSED-read") {
+		t.Errorf("the grant followed the link:\n%s", out)
 	}
 }

@@ -152,6 +152,12 @@ func TestLayoutForGrantsTheWorkspaceAndCutsOutTheRest(t *testing.T) {
 	if p.Allows("/dev/null", Device) != true || p.Allows("/etc/passwd", Read) != true || p.Allows("/etc/passwd", Write) {
 		t.Errorf("system grants wrong: %+v", p.Grants)
 	}
+	// The git folders are written without links: GitWrite, not Write.
+	for _, g := range p.Grants {
+		if strings.HasPrefix(g.Path, common) && g.Access != GitWrite {
+			t.Errorf("grant %s has %s, want %s", g.Path, g.Access, GitWrite)
+		}
+	}
 }
 
 func TestConfinerPlansByModeAndWhatTheSystemCanDo(t *testing.T) {
@@ -249,5 +255,31 @@ func TestSafePATHLeavesOutWhatAgentsMayWrite(t *testing.T) {
 	want := strings.Join([]string{filepath.Join(root, "usr/bin"), filepath.Join(home, "go/bin"), filepath.Join(home, ".local/bin")}, ":")
 	if kept != want || len(dropped) != 5 {
 		t.Errorf("SafePATH kept %q, dropped %q; want %q and five dropped", kept, dropped, want)
+	}
+}
+
+// TestAWorkspaceReachedThroughALinkIsNotConfinedToWhereTheLinkLeads: the
+// workspace's folder comes from git's records, which its agent can touch;
+// a link put in its path since it was found must not steer the grant.
+func TestAWorkspaceReachedThroughALinkIsNotConfinedToWhereTheLinkLeads(t *testing.T) {
+	root := tree(t, "cache/a/bin/", "home/.local/bin/", "home/.bashrc")
+	home := filepath.Join(root, "home")
+	ws := filepath.Join(root, "cache/b/bin")
+	if err := os.Symlink(filepath.Join(home, ".local"), filepath.Join(root, "cache/b")); err != nil {
+		t.Fatal(err)
+	}
+	c := &Confiner{Mode: ModeAuto, Layout: Layout{Home: home}, Probe: func() Status { return Status{Enforced: true, ABI: 7} },
+		Workspace: func(context.Context, string) (Workspace, error) { return Workspace{Path: ws}, nil }}
+	if plan, err := c.Plan(context.Background(), ws); err == nil {
+		t.Fatalf("planned %+v for a workspace whose path leads through a link", plan.Policy)
+	}
+	// Planned before the link was put in, the grant names the path as it
+	// was: the helper then refuses it (see TestTheHelperGrantsNoPathThatNowLeadsThroughALink).
+	p := Layout{Home: home}.For(Workspace{Path: ws})
+	if !slices.ContainsFunc(p.Grants, func(g Grant) bool { return g.Path == ws && g.Access == Write }) {
+		t.Errorf("the workspace's grant is not its path as given: %+v", p.Grants)
+	}
+	if p.Allows(filepath.Join(home, ".local/bin/x"), Write) {
+		t.Error("the policy grants where the link leads")
 	}
 }

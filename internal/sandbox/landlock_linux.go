@@ -21,7 +21,10 @@ const (
 	writeRights = readRights | ll.AccessFSWriteFile | ll.AccessFSRemoveDir | ll.AccessFSRemoveFile |
 		ll.AccessFSMakeDir | ll.AccessFSMakeReg | ll.AccessFSMakeSock | ll.AccessFSMakeFifo | ll.AccessFSMakeSym |
 		ll.AccessFSRefer | ll.AccessFSTruncate | ll.AccessFSResolveUnix
-	gitRights    = writeRights &^ (ll.AccessFSMakeSym | ll.AccessFSMakeSock | ll.AccessFSMakeFifo)
+	// gitRights leave out refer as well: a folder moved in from elsewhere
+	// would bring its links along. git renames within a folder only (lock
+	// files, objects made beside their final name), which needs no refer.
+	gitRights    = writeRights &^ (ll.AccessFSMakeSym | ll.AccessFSMakeSock | ll.AccessFSMakeFifo | ll.AccessFSRefer)
 	deviceRights = ll.AccessFSReadFile | ll.AccessFSReadDir | ll.AccessFSWriteFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev
 	fileRights   = ll.AccessFSExecute | ll.AccessFSReadFile | ll.AccessFSWriteFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev
 )

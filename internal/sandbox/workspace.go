@@ -18,6 +18,9 @@ type Layout struct {
 	// WorktreeRoots are the folders where CodeHydra makes worktrees: the
 	// only places inside Private where a workspace may be.
 	WorktreeRoots []string
+	// Projects are the projects' main checkouts and git folders: a
+	// workspace may lie inside a main checkout, never hold one.
+	Projects []string
 	// Private are CodeHydra's own folders (config, data, state, runtime,
 	// cache): cut out of every grant.
 	Private []string
@@ -79,8 +82,19 @@ func (l Layout) For(w Workspace) Policy {
 	grant(Write, l.Writable...)
 	grant(Write, "/dev/shm")
 	grant(Device, devices...)
-	grant(Write, w.Path, w.Temp)
-	grant(GitWrite, w.GitDir)
+	// The workspace's own paths are taken as they are, not resolved again:
+	// Plan checked that they hold no link, and a link put in since (the
+	// workspace's folder comes from records its agent can touch) must not
+	// steer a grant; the helper refuses a path with a link in it.
+	exact := func(a Access, paths ...string) {
+		for _, path := range paths {
+			if isAbsClean(path) {
+				p.Grants = append(p.Grants, Grant{Path: path, Access: a})
+			}
+		}
+	}
+	exact(Write, w.Path, w.Temp)
+	exact(GitWrite, w.GitDir)
 	if w.CommonDir != "" {
 		for _, sub := range []string{"objects", "refs", "logs"} {
 			grant(GitWrite, filepath.Join(w.CommonDir, sub))
@@ -101,13 +115,26 @@ func (l Layout) For(w Workspace) Policy {
 // workspace's folder comes from git's records, which its own agent can
 // touch; this is the last word on what it may be.
 func (l Layout) Check(w Workspace) error {
-	ws := Resolve(w.Path)
-	if ws == "" || ws == string(filepath.Separator) {
+	ws := w.Path
+	if !isAbsClean(ws) || ws == string(filepath.Separator) {
 		return fmt.Errorf("workspace folder %q cannot be confined to", w.Path)
 	}
-	for _, d := range slices.Concat([]string{l.Home}, l.Private, l.Hidden, l.SharedRead, w.Others) {
+	if real := Resolve(ws); real != ws {
+		return fmt.Errorf("workspace folder %s leads through a link to %s; CodeHydra does not let an agent write it", ws, real)
+	}
+	for _, p := range []string{w.Temp, w.GitDir} {
+		if p != "" && Resolve(p) != p {
+			return fmt.Errorf("%s leads through a link; CodeHydra does not let an agent write it", p)
+		}
+	}
+	for _, d := range slices.Concat([]string{l.Home}, l.Private, l.Hidden, l.SharedRead, l.Projects, w.Others) {
 		if d = Resolve(d); d != "" && Within(d, ws) {
 			return fmt.Errorf("workspace folder %s holds %s; CodeHydra does not let an agent write it", ws, d)
+		}
+	}
+	for _, d := range slices.Concat(l.Writable, []string{"/dev/shm"}) {
+		if d = Resolve(d); d != "" && Within(ws, d) {
+			return fmt.Errorf("workspace folder %s is inside %s, which every agent may write; CodeHydra does not take it as a workspace", ws, d)
 		}
 	}
 	inRoot := slices.ContainsFunc(l.WorktreeRoots, func(r string) bool {
