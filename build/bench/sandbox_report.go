@@ -50,7 +50,7 @@ func (b *bench) reportSandbox() string {
 	w.p("")
 	w.p("| start of `/bin/true` | p50 | p95 |")
 	w.p("|---|---:|---:|")
-	w.p("| plain (own process group) | %s | %s |", ms(median(r.Plain)), ms(percentile(r.Plain, 95)))
+	w.p("| plain (a session and process group of its own) | %s | %s |", ms(median(r.Plain)), ms(percentile(r.Plain, 95)))
 	w.p("| confined (re-exec, rules, exec) | %s | %s |", ms(median(r.Confined)), ms(percentile(r.Confined, 95)))
 	w.p("| the sandbox's cost per start | %s | |", ms(median(r.Confined)-median(r.Plain)))
 	w.p("| of which: the codehydra binary starting (`codehydra version`) | %s | %s |", ms(median(r.Binary)), ms(percentile(r.Binary, 95)))
