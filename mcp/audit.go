@@ -1,6 +1,8 @@
 package mcp
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -8,6 +10,7 @@ import (
 	"time"
 
 	"codehydra/internal/rotate"
+	"codehydra/tasks"
 )
 
 // auditEntry is one line of audit.jsonl. It names who called (as the
@@ -24,6 +27,10 @@ type auditEntry struct {
 	Outcome    string   `json:"outcome"` // "ok" or an error code
 	DurationMs int64    `json:"durationMs"`
 	Args       []string `json:"args,omitempty"`
+	// ArgHashes are, for workspace_run_task, a hash of each of the task's
+	// arguments ("sha256:" and the first 16 hex digits): enough to tell
+	// which run had which arguments, without their values.
+	ArgHashes []string `json:"argHashes,omitempty"`
 }
 
 // maxAuditWorkspace bounds how much of an unresolved X-Workspace-Path header
@@ -132,4 +139,24 @@ func argNames(raw json.RawMessage) []string {
 		names = names[:maxNames]
 	}
 	return names
+}
+
+// taskArgHashes hashes the task arguments of a workspace_run_task call
+// for its audit line (see auditEntry.ArgHashes); nil for any other call.
+func taskArgHashes(tool string, raw json.RawMessage) []string {
+	if tool != ToolRunTask || isEmptyArgs(raw) {
+		return nil
+	}
+	var in struct {
+		Args []string `json:"args"`
+	}
+	if json.Unmarshal(raw, &in) != nil {
+		return nil
+	}
+	out := make([]string, 0, min(len(in.Args), tasks.MaxArgs))
+	for _, a := range in.Args[:min(len(in.Args), tasks.MaxArgs)] {
+		sum := sha256.Sum256([]byte(a))
+		out = append(out, "sha256:"+hex.EncodeToString(sum[:8]))
+	}
+	return out
 }

@@ -82,7 +82,8 @@ func (s *Server) rateLimitMessage(op string) string {
 func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest, next func(context.Context) (sdk.Result, error)) (sdk.Result, error) {
 	start := s.now()
 	who := callerOf(req)
-	rec := auditEntry{Caller: who.name(), Tool: req.Params.Name, Args: argNames(req.Params.Arguments), Outcome: "ok"}
+	rec := auditEntry{Caller: who.name(), Tool: req.Params.Name, Args: argNames(req.Params.Arguments),
+		ArgHashes: taskArgHashes(req.Params.Name, req.Params.Arguments), Outcome: "ok"}
 	ctx = s.tel.startCall(ctx, rec.Tool)
 	defer func() {
 		s.recordCall(&rec, start)

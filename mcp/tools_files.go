@@ -160,7 +160,7 @@ func (s *Server) getContext(ctx context.Context, _ *sdk.CallToolRequest, _ noInp
 		return nil, contextOutput{}, fail(err)
 	}
 	for _, t := range found {
-		out.Tasks = append(out.Tasks, contextTask(t))
+		out.Tasks = append(out.Tasks, contextTask{Name: t.Name, Source: t.Source, Command: t.Command})
 	}
 	out.Readme = readmeHead(fsys, top.Entries)
 	return nil, out, nil

@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"net/http"
 	"os"
@@ -243,23 +245,20 @@ func TestRunTaskWithAWorkspaceTokenNeverRunsInAnotherWorkspace(t *testing.T) {
 	}
 }
 
-func TestRunTaskPassesArgsWithShellMetacharactersLiterally(t *testing.T) {
+func TestRunTaskRefusesArgsWithShellOrMakeMetacharactersAndRunsNothing(t *testing.T) {
 	h := newHarness(t)
 	ws := taskWorkspace(h, "literal")
 	value := "V=a;b|c&&touch pwned `touch pwned2` $(touch pwned3) 'q' \"d\" >x"
-	out := runTask(t, h.session(ws), "make:show", value)
-	if out.ExitCode == nil || *out.ExitCode != 0 || !slices.Equal(out.Command, []string{"make", "--", "show", value}) {
-		t.Fatalf("result %+v", out)
-	}
-	if !strings.Contains(out.Output, "V=a;b|c&&touch pwned `touch pwned2`") {
-		t.Fatalf("output %q", out.Output)
+	code, msg := errCode(t, call(t, h.session(ws), ToolRunTask, map[string]any{"name": "make:show", "args": []string{value}}))
+	if code != workspace.CodeInvalidInput || !strings.Contains(msg, "letters, digits") {
+		t.Fatalf("%s: %s", code, msg)
 	}
 	for _, f := range []string{"pwned", "pwned2", "pwned3", "x"} {
 		if _, err := os.Stat(filepath.Join(ws, f)); err == nil {
 			t.Fatalf("an argument ran through a shell: %s exists", f)
 		}
 	}
-	code, _ := errCode(t, call(t, h.session(ws), ToolRunTask, map[string]any{"name": "make:show", "args": []string{"V=a\x00b"}}))
+	code, _ = errCode(t, call(t, h.session(ws), ToolRunTask, map[string]any{"name": "make:show", "args": []string{"V=a\x00b"}}))
 	if code != workspace.CodeInvalidInput {
 		t.Fatalf("a NUL in an argument: %s", code)
 	}
@@ -279,5 +278,42 @@ func TestRunTaskThatMustBeConfinedAndCannotBeRunsNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {
 		t.Fatal("the task ran although it could not be confined")
+	}
+}
+
+// TestATasksArgumentsRunNothingAndTheAuditKeepsTheirHashes is issue 21's
+// first finding: a make variable of make's own (MAKEFLAGS=--eval=…) or a
+// value make and the recipe's shell expand ran any command; and the audit
+// line showed only the argument's name, so the payload left no trace.
+func TestATasksArgumentsRunNothingAndTheAuditKeepsTheirHashes(t *testing.T) {
+	h := newHarness(t)
+	ws := taskWorkspace(h, "args")
+	marker := filepath.Join(t.TempDir(), "ran")
+	testenv.WriteFile(t, filepath.Join(ws, "Makefile"), "build:\n\t@echo V=$(V)\n")
+	cs := h.session(ws)
+	for _, arg := range []string{"MAKEFLAGS=--eval=$(shell touch " + marker + ")", "V=$(shell touch " + marker + ")",
+		"V=`touch " + marker + "`", "V=x;touch " + marker} {
+		code, msg := errCode(t, call(t, cs, ToolRunTask, map[string]any{"name": "make:build", "args": []string{arg}}))
+		if code != workspace.CodeInvalidInput {
+			t.Errorf("%q: %s: %s, want invalid-input", arg, code, msg)
+		}
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("an argument of a make task ran a command")
+	}
+	out := runTask(t, cs, "make:build", "V=plain-value_1")
+	if !strings.Contains(out.Output, "V=plain-value_1") {
+		t.Errorf("a plain value did not reach the recipe: %+v", out)
+	}
+	audit, err := os.ReadFile(h.audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(audit), "plain-value_1") || strings.Contains(string(audit), "MAKEFLAGS=") {
+		t.Errorf("the audit log holds an argument's value:\n%s", audit)
+	}
+	sum := sha256.Sum256([]byte("V=plain-value_1"))
+	if want := `"argHashes":["sha256:` + hex.EncodeToString(sum[:8]) + `"]`; !strings.Contains(string(audit), want) {
+		t.Errorf("the audit log lacks %s:\n%s", want, audit)
 	}
 }

@@ -21,7 +21,45 @@ var ErrBadArgs = errors.New("bad task arguments")
 // makeVariable is the only argument form a make task takes: a variable
 // assignment. Anything else would be another target (or, before "--", an
 // option), which is not the task that was asked for.
-var makeVariable = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+var makeVariable = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)=(.*)$`)
+
+// makeOwnVariable reports a variable that make itself reads: its flags
+// (MAKEFLAGS=--eval=… runs any command), the makefiles it reads, the
+// shell it runs recipes with. Names starting with "." (.SHELLFLAGS,
+// .RECIPEPREFIX) never match makeVariable.
+func makeOwnVariable(name string) bool {
+	switch name {
+	case "MFLAGS", "GNUMAKEFLAGS", "SHELL", "VPATH", "SUFFIXES":
+		return true
+	}
+	return strings.HasPrefix(name, "MAKE")
+}
+
+// safeArgChar reports a character a task's argument may hold: letters,
+// digits and ._+-/:=,@%^~. make expands $ in a variable's value and pastes
+// the value into the recipe's shell line; just pastes a parameter into
+// its recipe's; so quotes, backquotes, $, blanks and ;|&<>()\#*?[]{}!
+// and line breaks, which a shell or make would read as more than text,
+// are refused.
+func safeArgChar(r rune) bool {
+	switch {
+	case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		return true
+	}
+	return strings.ContainsRune("._+-/:=,@%^~", r)
+}
+
+// checkArgChars refuses an argument with a character outside safeArgChar,
+// naming it.
+func checkArgChars(i int, a string) error {
+	for _, r := range a {
+		if !safeArgChar(r) {
+			return fmt.Errorf("%w: argument %d holds %q, which the task's shell or make would not take as plain text; "+
+				"task arguments may hold letters, digits and ._+-/:=,@%%^~ only", ErrBadArgs, i, r)
+		}
+	}
+	return nil
+}
 
 // lockfiles name the package manager a folder uses, first match wins; no
 // lockfile means npm.
@@ -52,11 +90,19 @@ func Argv(dir string, t Task, args []string) ([]string, error) {
 	}
 	switch prefix {
 	case PrefixJust:
+		if t.maxArgs >= 0 && len(args) > t.maxArgs {
+			return nil, fmt.Errorf("%w: the recipe %s takes %d argument(s), not %d: just would run the others as recipes of their own",
+				ErrBadArgs, name, t.maxArgs, len(args))
+		}
 		return append([]string{"just", "--", name}, args...), nil
 	case PrefixMake:
 		for _, a := range args {
-			if !makeVariable.MatchString(a) {
+			m := makeVariable.FindStringSubmatch(a)
+			if m == nil {
 				return nil, fmt.Errorf("%w: make tasks take variable assignments only (NAME=value), not %q", ErrBadArgs, a)
+			}
+			if makeOwnVariable(m[1]) {
+				return nil, fmt.Errorf("%w: %s is make's own variable (its flags, makefiles or shell), which a task's arguments may not set", ErrBadArgs, m[1])
 			}
 		}
 		return append([]string{"make", "--", name}, args...), nil
@@ -66,7 +112,13 @@ func Argv(dir string, t Task, args []string) ([]string, error) {
 			return nil, fmt.Errorf("open workspace folder %s: %w", dir, err)
 		}
 		defer root.Close()
-		return scriptArgv(packageManager(root), name, args), nil
+		pm := packageManager(root)
+		if pm != "npm" && len(args) > 0 {
+			// pnpm, yarn and bun take what follows the script's name as
+			// their own options too; npm stops at "--".
+			return nil, fmt.Errorf("%w: this workspace runs its scripts with %s, which would read arguments as its own options; run the script without arguments", ErrBadArgs, pm)
+		}
+		return scriptArgv(pm, name, args), nil
 	}
 	return nil, fmt.Errorf("%w: unknown task source %q", ErrBadArgs, prefix)
 }
@@ -81,6 +133,9 @@ func checkArgs(args []string) error {
 			return fmt.Errorf("%w: argument %d holds a NUL byte", ErrBadArgs, i)
 		case len(a) > MaxArgBytes:
 			return fmt.Errorf("%w: argument %d is %d bytes, at most %d", ErrBadArgs, i, len(a), MaxArgBytes)
+		}
+		if err := checkArgChars(i, a); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -52,6 +52,9 @@ type Task struct {
 	// Command says in words what runs, e.g. "make -- build" or
 	// "npm run test -- (jest --ci)".
 	Command string `json:"command"`
+	// maxArgs bounds the arguments a just recipe takes (its parameters);
+	// -1 for no bound (a variadic parameter). Only just recipes use it.
+	maxArgs int
 }
 
 // The file names each tool looks for, in the order it looks.

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -147,16 +148,33 @@ func TestArgvAppendsArgsAsSeparateWords(t *testing.T) {
 		want    []string
 		wantErr bool
 	}{
-		{"make:test", []string{"V=a b;c"}, []string{"make", "--", "test", "V=a b;c"}, false},
+		{"make:test", []string{"V=ok/path:1.2,x@y%z^w~v+u-t"}, []string{"make", "--", "test", "V=ok/path:1.2,x@y%z^w~v+u-t"}, false},
+		{"make:test", []string{"V=a b;c"}, nil, true},
+		{"make:test", []string{"V=$(shell id)"}, nil, true},
+		{"make:test", []string{"V=`id`"}, nil, true},
+		{"make:test", []string{"V=a\nb"}, nil, true},
+		{"make:test", []string{"MAKEFLAGS=--eval=x"}, nil, true},
+		{"make:test", []string{"MAKEFILES=x"}, nil, true},
+		{"make:test", []string{"MAKEOVERRIDES=x"}, nil, true},
+		{"make:test", []string{"MFLAGS=x"}, nil, true},
+		{"make:test", []string{"GNUMAKEFLAGS=x"}, nil, true},
+		{"make:test", []string{"SHELL=/bin/evil"}, nil, true},
+		{"make:test", []string{".SHELLFLAGS=-c"}, nil, true},
 		{"make:test", []string{"clean"}, nil, true},
 		{"make:test", []string{"-f/etc/passwd"}, nil, true},
-		{"just:test", []string{"--help", "$(x)"}, []string{"just", "--", "test", "--help", "$(x)"}, false},
-		{"npm:test", []string{"a;b"}, []string{"npm", "run", "test", "--", "a;b"}, false},
+		{"just:two", []string{"a", "b"}, []string{"just", "--", "two", "a", "b"}, false},
+		{"just:two", []string{"a", "b", "_secret"}, nil, true},
+		{"just:any", []string{"a", "b", "c"}, []string{"just", "--", "any", "a", "b", "c"}, false},
+		{"just:two", []string{"x;", "y"}, nil, true},
+		{"just:two", []string{"$(x)"}, nil, true},
+		{"npm:test", []string{"--ci"}, []string{"npm", "run", "test", "--", "--ci"}, false},
+		{"npm:test", []string{"a;b"}, nil, true},
 		{"npm:test", []string{"a\x00b"}, nil, true},
 		{"sh:test", nil, nil, true},
 	}
+	params := map[string]int{"just:two": 2, "just:any": -1}
 	for _, tc := range tests {
-		got, err := Argv(dir, Task{Name: tc.task}, tc.args)
+		got, err := Argv(dir, Task{Name: tc.task, maxArgs: params[tc.task]}, tc.args)
 		if (err != nil) != tc.wantErr || !slices.Equal(got, tc.want) {
 			t.Errorf("Argv(%s, %q) = %q, %v", tc.task, tc.args, got, err)
 		}
@@ -176,5 +194,34 @@ func TestFindDoesNotHangOnAFIFONamedMakefile(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("Find hangs on a FIFO named Makefile")
+	}
+}
+
+func TestAJustRecipesParametersBoundItsArguments(t *testing.T) {
+	for line, want := range map[string]int{
+		"build:":                                 0,
+		"test target:":                           1,
+		"deploy env region=\"eu west\": build":   2,
+		"fmt $flag=(arch() + \"x\") path='a b':": 2,
+		"run +args:":                             -1,
+		"lint first *rest:":                      -1,
+		"@quiet a b c:":                          3,
+	} {
+		if got := justParams(line); got != want {
+			t.Errorf("justParams(%q) = %d, want %d", line, got, want)
+		}
+	}
+}
+
+func TestScriptsOfPnpmYarnAndBunTakeNoArguments(t *testing.T) {
+	for lock, pm := range map[string]string{"pnpm-lock.yaml": "pnpm", "yarn.lock": "yarn", "bun.lockb": "bun"} {
+		dir := t.TempDir()
+		write(t, dir, lock, "")
+		if _, err := Argv(dir, Task{Name: "npm:test"}, []string{"--filter"}); err == nil || !strings.Contains(err.Error(), pm) {
+			t.Errorf("%s: Argv with an argument = %v, want a refusal naming %s", lock, err, pm)
+		}
+		if got, err := Argv(dir, Task{Name: "npm:test"}, nil); err != nil || !slices.Equal(got, []string{pm, "run", "test"}) {
+			t.Errorf("%s: Argv without arguments = %q, %v", lock, got, err)
+		}
 	}
 }

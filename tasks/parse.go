@@ -57,7 +57,7 @@ func justTasks(data []byte) ([]Task, error) {
 		}
 		name, ok := justRecipeName(line)
 		if ok && !private && !strings.HasPrefix(name, "_") && !slices.ContainsFunc(out, func(t Task) bool { return t.Name == PrefixJust+":"+name }) {
-			out = append(out, Task{Name: PrefixJust + ":" + name, Command: "just -- " + name})
+			out = append(out, Task{Name: PrefixJust + ":" + name, Command: "just -- " + name, maxArgs: justParams(line)})
 		}
 		private = false
 		if len(out) >= maxTasksPerFile {
@@ -86,6 +86,68 @@ func justRecipeName(line string) (string, bool) {
 		return "", false
 	}
 	return name, true
+}
+
+// justParams is how many arguments the recipe that line declares takes:
+// its parameters, or -1 when one of them is variadic (+name, *name). An
+// argument past them would be taken by just as the name of another recipe
+// to run.
+func justParams(line string) int {
+	m := justRecipe.FindStringSubmatch(line)
+	if m == nil {
+		return 0
+	}
+	rest := line[len(m[0]):]
+	colon := colonOutsideQuotes(rest)
+	if colon < 0 {
+		return 0
+	}
+	n := 0
+	for _, p := range fieldsOutsideQuotes(rest[:colon]) {
+		p = strings.TrimPrefix(p, "$")
+		if strings.HasPrefix(p, "+") || strings.HasPrefix(p, "*") {
+			return -1
+		}
+		n++
+	}
+	return n
+}
+
+// fieldsOutsideQuotes splits s at blanks outside quotes and parentheses
+// (a default value may be a quoted string or an expression in
+// parentheses).
+func fieldsOutsideQuotes(s string) []string {
+	var out []string
+	var cur strings.Builder
+	var quote byte
+	depth := 0
+	flush := func() {
+		if cur.Len() > 0 {
+			out = append(out, cur.String())
+			cur.Reset()
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"' || c == '`':
+			quote = c
+		case c == '(':
+			depth++
+		case c == ')' && depth > 0:
+			depth--
+		case (c == ' ' || c == '\t') && depth == 0:
+			flush()
+			continue
+		}
+		cur.WriteByte(c)
+	}
+	flush()
+	return out
 }
 
 // colonOutsideQuotes is the index of the first ':' of s outside '…' and
