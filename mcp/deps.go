@@ -30,6 +30,9 @@ type Workspaces interface {
 	// Git runs git in a workspace the way the manager runs its own (see
 	// workspace.Manager.Git): the file tools' listings and logs.
 	Git(ctx context.Context, dir string, env []string, args ...string) (string, error)
+	// BranchCreated reports whether CodeHydra created the branch of the
+	// workspace at wsPath (a branch that existed before is the user's).
+	BranchCreated(ctx context.Context, wsPath string) (bool, error)
 }
 
 // Agents reports the OpenCode server of a workspace; the opencode

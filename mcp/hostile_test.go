@@ -443,6 +443,7 @@ func TestHostileRequestsGetACleanRefusalAndTheServerKeepsServing(t *testing.T) {
 
 	t.Run("workspace tokens", func(t *testing.T) { hostileWorkspaceTokens(t, h, ws, other, check) })
 	t.Run("removed workspace and rate limit", func(t *testing.T) { hostileGoneAndLimited(t, check) })
+	t.Run("the user's branch", func(t *testing.T) { hostileUserBranch(t, check) })
 
 	t.Logf("FIGURE hostile: requests=%d not-refused-as-expected=%d slowest-answer=%s", requests, wrong, slowest.Round(time.Millisecond))
 

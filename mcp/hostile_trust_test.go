@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"codehydra/internal/testenv"
 	"codehydra/workspace"
 )
 
@@ -92,4 +93,21 @@ func hostileGoneAndLimited(t *testing.T, check hostileCheck) {
 		check(t, "unknown tool within the burst", h.send(http.MethodPost, hdr, strings.NewReader(toolCall(6000+i, "no_such_tool_"+string(rune('a'+i)), `{}`))), refusedRPC)
 	}
 	check(t, "unknown tool past the burst", h.send(http.MethodPost, hdr, strings.NewReader(toolCall(6010, "no_such_tool_z", `{}`))), refusedLimited)
+}
+
+// hostileUserBranch runs on a harness of its own: a workspace on a branch
+// the user had before asks, with its own token, to delete its branch.
+func hostileUserBranch(t *testing.T, check hostileCheck) {
+	h := newHarness(t)
+	tip := userBranch(t, h, "user-feature")
+	ws := h.create("user-feature")
+	hdr := h.rawSessionAs(h.tokenOf(ws.Path))
+	check(t, "workspace token: delete with the user's own branch", h.send(http.MethodPost, hdr, strings.NewReader(toolCall(7000, ToolDelete, `{"deleteBranch":true}`))), refusedForbid)
+	h.waitBackground()
+	if _, err := h.mgr.Resolve(ws.Path); err != nil {
+		t.Errorf("the workspace went although its delete was refused: %v", err)
+	}
+	if got := testenv.Git(t, h.project, "rev-parse", "refs/heads/user-feature"); got != tip {
+		t.Errorf("user-feature at %s after the refused delete, want %s", got, tip)
+	}
 }

@@ -64,10 +64,25 @@ func (s *Server) getOpencodePort(ctx context.Context, _ *sdk.CallToolRequest, _ 
 // for it.
 func (s *Server) deleteWorkspace(ctx context.Context, req *sdk.CallToolRequest, in deleteInput) (*sdk.CallToolResult, deleteOutput, error) {
 	ws := callerWorkspace(ctx)
+	opts := workspace.DeleteOptions{KeepBranch: in.KeepBranch, DeleteBranch: in.DeleteBranch}
+	if in.DeleteBranch && !in.KeepBranch && !callerOf(req).isUser() {
+		// A branch that existed before the workspace is the user's: only
+		// the user deletes it. A workspace's token deletes only a branch
+		// CodeHydra created, which a delete does without deleteBranch.
+		created, err := s.opts.Workspaces.BranchCreated(ctx, ws.Path)
+		if err != nil {
+			return nil, deleteOutput{}, fail(err)
+		}
+		if !created {
+			return nil, deleteOutput{}, fail(workspace.Errorf(workspace.CodeForbidden,
+				"deleteBranch: the branch of this workspace existed before it, so it is the user's, and only the user (the tray, or the user's token) may delete it; nothing was deleted (delete without deleteBranch to keep the branch)"))
+		}
+		opts.DeleteBranch = false
+	}
 	if !s.reserveBackground() {
 		return nil, deleteOutput{}, fail(workspace.Errorf(workspace.CodeInternal, "CodeHydra is shutting down; delete the workspace after it restarts"))
 	}
-	run, err := s.opts.Workspaces.StartDelete(ctx, ws.Path, workspace.DeleteOptions{KeepBranch: in.KeepBranch, DeleteBranch: in.DeleteBranch})
+	run, err := s.opts.Workspaces.StartDelete(ctx, ws.Path, opts)
 	if err != nil {
 		s.releaseBackground()
 		return nil, deleteOutput{}, fail(err)

@@ -419,6 +419,14 @@ func (m *Manager) deleteBranch(ctx context.Context, p *project, branch string) e
 	if !ok {
 		return nil
 	}
+	// git takes a branch's reflog with it: its last commit stays
+	// reachable, with a reflog entry that says what happened, under
+	// refs/codehydra/deleted/<branch>/<time>.
+	keep := "refs/codehydra/deleted/" + branch + "/" + m.now().UTC().Format("20060102T150405.000000000Z")
+	if _, err := m.git.run(ctx, p.Path, "update-ref", "--create-reflog", "-m", "codehydra: branch "+branch+" deleted with its workspace",
+		keep, "refs/heads/"+branch, ""); err != nil {
+		return classify(err, CodeInternal, "cannot keep the last commit of branch %s before deleting it; try the delete again", branch)
+	}
 	if _, err := m.changeWorktrees(ctx, p, "branch", "-D", "--", branch); err != nil {
 		if strings.Contains(stderrOf(err), "checked out at") {
 			return &Error{Code: CodeConflict, Message: fmt.Sprintf("branch %s is checked out elsewhere, so it was kept; delete it yourself once it is free", branch), Err: err}

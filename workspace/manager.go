@@ -54,6 +54,8 @@ type Manager struct {
 	git  *gitRunner
 	// sleep waits between retries of a delete's folder removal.
 	sleep func(ctx context.Context, d time.Duration) error
+	// now is the clock (the names of the refs that keep deleted branches).
+	now func() time.Time
 
 	// projMu serialises Load, AddProject and RemoveProject, so the project
 	// list is saved in the order it changes. It is taken before mu.
@@ -91,6 +93,7 @@ func NewManager(opts Options) *Manager {
 		log:        log,
 		git:        newGitRunner(opts.Git),
 		sleep:      sleepCtx,
+		now:        time.Now,
 		agents:     opts.Agents,
 		projects:   map[string]*project{},
 		busy:       map[string]string{},
