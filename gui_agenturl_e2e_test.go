@@ -45,7 +45,7 @@ func TestGUIOpenAgentWithoutABrowserShowsTheAddress(t *testing.T) {
 	d.env = append(env, "PATH="+pathDir)
 	conn := startGUIPanel(t, d)
 	a := startGUIApp(t, bin, d, "--project", repo)
-	tray := &trayMenu{conn: conn, name: fmt.Sprintf("org.kde.StatusNotifierItem-%d-1", a.pid)}
+	tray := a.tray(conn)
 
 	guiWaitUntil(t, 60*time.Second, "feature-x's agent to be ready", a.exited, func() (bool, string) {
 		menu, err := tray.layout()

@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os/exec"
 	"strings"
 	"sync"
@@ -70,7 +69,7 @@ func TestGUICopiesAWorkingMCPConfigForAWorkspace(t *testing.T) {
 	conn := startGUIPanel(t, d)
 	notes := startGUINotifier(t, d.busAddr)
 	a := startGUIApp(t, bin, d, "--project", repo)
-	tray := &trayMenu{conn: conn, name: fmt.Sprintf("org.kde.StatusNotifierItem-%d-1", a.pid)}
+	tray := a.tray(conn)
 
 	var menu trayItem
 	guiWaitUntil(t, 60*time.Second, "the tray menu to show the workspace", a.exited, func() (bool, string) {

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"fmt"
 	"image"
 	"path/filepath"
 	"strings"
@@ -34,7 +33,7 @@ func TestGUITrayNamesTheWorkspaceWhoseAgentCreatedAWorkspace(t *testing.T) {
 	d := startGUIDesktop(t)
 	conn := startGUIPanel(t, d)
 	a := startGUIApp(t, bin, d, "--project", repo)
-	tray := &trayMenu{conn: conn, name: fmt.Sprintf("org.kde.StatusNotifierItem-%d-1", a.pid)}
+	tray := a.tray(conn)
 	guiWaitUntil(t, 60*time.Second, "the child's submenu to name its creator", a.exited, func() (bool, string) {
 		menu, err := tray.layout()
 		if err != nil {

@@ -198,6 +198,13 @@ type guiApp struct {
 	launched time.Time
 	// exited gets Wait's result; whoever takes it puts it back.
 	exited chan error
+	// stderr is what the app printed there so far.
+	stderr *testenv.SyncBuffer
+}
+
+// tray is the app's tray menu as the panel on conn sees it.
+func (a *guiApp) tray(conn *dbus.Conn) *trayMenu {
+	return &trayMenu{conn: conn, name: fmt.Sprintf("org.kde.StatusNotifierItem-%d-1", a.pid), appStderr: a.stderr}
 }
 
 // startGUIApp runs the binary on the desktop; it is killed when the test
@@ -212,7 +219,7 @@ func startGUIApp(t *testing.T, bin string, d *guiDesktop, args ...string) *guiAp
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	a := &guiApp{pid: cmd.Process.Pid, launched: time.Now(), exited: make(chan error, 1)}
+	a := &guiApp{pid: cmd.Process.Pid, launched: time.Now(), exited: make(chan error, 1), stderr: &stderr}
 	go func() { a.exited <- cmd.Wait() }()
 	t.Cleanup(func() {
 		_ = syscall.Kill(-a.pid, syscall.SIGKILL)
@@ -659,6 +666,9 @@ func (w *guiWatcher) registered() string {
 type trayMenu struct {
 	conn *dbus.Conn
 	name string
+	// appStderr, when set, is the app's stderr, where the tray library
+	// says so when a click named an item of a menu it has just rebuilt.
+	appStderr *testenv.SyncBuffer
 }
 
 const (
@@ -689,21 +699,46 @@ func (m *trayMenu) layout() (trayItem, error) {
 
 // click sends the "clicked" event to the enabled item labelled label, as a
 // panel does when the user picks it.
+//
+// The app rebuilds its menu when a workspace changes, and each rebuild
+// numbers the items anew, so a click sent just as the menu changes names
+// an item that is gone; the tray library says so on stderr and drops it.
+// A user clicks again in the new menu, and so does click.
 func (m *trayMenu) click(t *testing.T, label string) {
 	t.Helper()
-	menu, err := m.layout()
-	if err != nil {
-		t.Fatal(err)
+	for attempt := 1; ; attempt++ {
+		menu, err := m.layout()
+		if err != nil {
+			t.Fatal(err)
+		}
+		it := menu.find(label)
+		if it == nil || !it.enabled {
+			t.Fatalf("no enabled %q in the menu:\n%s", label, menu)
+		}
+		lost := fmt.Sprintf("no menu item with ID %d\n", it.id)
+		before := m.count(lost)
+		call := m.conn.Object(m.name, dbusmenuPath).Call(dbusmenuIface+".Event", 0, it.id, "clicked", dbus.MakeVariant(int32(0)), uint32(0))
+		// Quit may end the process before it answers.
+		if call.Err != nil && label != app.LabelQuit {
+			t.Fatalf("click %q: %v", label, call.Err)
+		}
+		if m.count(lost) == before {
+			return
+		}
+		if attempt == 5 {
+			t.Fatalf("click %q: the menu changed under each of %d clicks", label, attempt)
+		}
+		t.Logf("click %q: item %d went with a menu rebuild; clicking again", label, it.id)
+		time.Sleep(100 * time.Millisecond)
 	}
-	it := menu.find(label)
-	if it == nil || !it.enabled {
-		t.Fatalf("no enabled %q in the menu:\n%s", label, menu)
+}
+
+// count is how often the app has printed s on stderr; 0 when unknown.
+func (m *trayMenu) count(s string) int {
+	if m.appStderr == nil {
+		return 0
 	}
-	call := m.conn.Object(m.name, dbusmenuPath).Call(dbusmenuIface+".Event", 0, it.id, "clicked", dbus.MakeVariant(int32(0)), uint32(0))
-	// Quit may end the process before it answers.
-	if call.Err != nil && label != app.LabelQuit {
-		t.Fatalf("click %q: %v", label, call.Err)
-	}
+	return strings.Count(m.appStderr.String(), s)
 }
 
 // watchLayoutUpdates reports each LayoutUpdated signal of the tray's menu.

@@ -33,7 +33,7 @@ func TestGUIQuitWithABusyAgentAsksAndEscapeOrCancelKeepTheAppRunning(t *testing.
 	d := startGUIDesktop(t)
 	conn := startGUIPanel(t, d)
 	a := startGUIApp(t, bin, d, "--project", repo)
-	tray := &trayMenu{conn: conn, name: fmt.Sprintf("org.kde.StatusNotifierItem-%d-1", a.pid)}
+	tray := a.tray(conn)
 	shots := guiShotDir(t)
 
 	wsPath := guiWorktree(t, repo, "feature-x")

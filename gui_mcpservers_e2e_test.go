@@ -38,7 +38,7 @@ func TestGUISettingsMCPServersTabListsTheConfiguredServers(t *testing.T) {
 	d := startGUIDesktop(t)
 	conn := startGUIPanel(t, d)
 	a := startGUIApp(t, bin, d, "--project", repo)
-	tray := &trayMenu{conn: conn, name: fmt.Sprintf("org.kde.StatusNotifierItem-%d-1", a.pid)}
+	tray := a.tray(conn)
 	shots := guiShotDir(t)
 
 	guiWaitUntil(t, 60*time.Second, "server-everything to start at launch", a.exited, func() (bool, string) {

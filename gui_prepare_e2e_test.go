@@ -32,7 +32,7 @@ func TestGUITrayStartsTheAgentOfAFailedSetupAnyway(t *testing.T) {
 	conn := startGUIPanel(t, d)
 	t.Cleanup(func() { killAgents(t) })
 	a := startGUIApp(t, bin, d, "--project", repo)
-	tray := &trayMenu{conn: conn, name: fmt.Sprintf("org.kde.StatusNotifierItem-%d-1", a.pid)}
+	tray := a.tray(conn)
 	shots := guiShotDir(t)
 	guiWaitUntil(t, 60*time.Second, "the tray menu to show the project", a.exited, func() (bool, string) {
 		menu, err := tray.layout()

@@ -29,7 +29,7 @@ func TestGUINewWorkspaceWithAFirstPromptDeliversItToTheNewAgent(t *testing.T) {
 	d := startGUIDesktop(t)
 	conn := startGUIPanel(t, d)
 	a := startGUIApp(t, bin, d, "--project", repo)
-	tray := &trayMenu{conn: conn, name: fmt.Sprintf("org.kde.StatusNotifierItem-%d-1", a.pid)}
+	tray := a.tray(conn)
 	guiWaitUntil(t, 60*time.Second, "the tray menu to show feature-x", a.exited, func() (bool, string) {
 		menu, err := tray.layout()
 		if err != nil {

@@ -40,7 +40,7 @@ func TestGUINewWorkspaceOnAKeptBranchKeepsItsBaseAndDeleteKeepsItsMetadata(t *te
 	d := startGUIDesktop(t)
 	conn := startGUIPanel(t, d)
 	a := startGUIApp(t, bin, d, "--project", repo)
-	tray := &trayMenu{conn: conn, name: fmt.Sprintf("org.kde.StatusNotifierItem-%d-1", a.pid)}
+	tray := a.tray(conn)
 	guiWaitUntil(t, 60*time.Second, "the tray menu to show the project", a.exited, func() (bool, string) {
 		menu, err := tray.layout()
 		if err != nil {

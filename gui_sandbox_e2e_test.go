@@ -28,7 +28,7 @@ func TestGUITrayMarksAnUnconfinedAgentAndSaysWhy(t *testing.T) {
 	d := startGUIDesktop(t)
 	conn := startGUIPanel(t, d)
 	a := startGUIApp(t, bin, d, "--project", repo)
-	tray := &trayMenu{conn: conn, name: fmt.Sprintf("org.kde.StatusNotifierItem-%d-1", a.pid)}
+	tray := a.tray(conn)
 
 	want := app.PhaseIdle.Mark() + " feature-x (idle, unconfined)"
 	var entry *trayItem

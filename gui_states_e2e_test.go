@@ -69,7 +69,7 @@ func TestGUITrayShowsStartingIdleAndARetryingAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	tray := &trayMenu{conn: conn, name: fmt.Sprintf("org.kde.StatusNotifierItem-%d-1", a.pid)}
+	tray := a.tray(conn)
 
 	// (a) The agent found at launch starts, then is idle.
 	waitPhases(t, tray, a, "feature-x", app.PhaseStarting, app.PhaseIdle)

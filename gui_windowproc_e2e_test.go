@@ -31,7 +31,7 @@ func TestGUIWindowsOpenInAProcessOfTheirOwn(t *testing.T) {
 	d := startGUIDesktop(t)
 	conn := startGUIPanel(t, d)
 	a := startGUIApp(t, bin, d, "--project", repo)
-	tray := &trayMenu{conn: conn, name: fmt.Sprintf("org.kde.StatusNotifierItem-%d-1", a.pid)}
+	tray := a.tray(conn)
 	guiWaitUntil(t, 60*time.Second, "the tray menu to show the workspace", a.exited, func() (bool, string) {
 		menu, err := tray.layout()
 		if err != nil {
