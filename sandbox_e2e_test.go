@@ -386,24 +386,29 @@ func tasksAndServersConfined(t *testing.T, s *sandboxedApp) {
 		return string(raw), err
 	}
 	if !testenv.Poll(45*time.Second, 250*time.Millisecond, func() bool {
-		_, err := call("nfs__read_file", map[string]any{"path": "made.txt"})
+		_, err := call("nfs__read_file", map[string]any{"path": filepath.Join(s.a, "made.txt")})
 		return err == nil || !strings.Contains(err.Error(), "unknown tool")
 	}) {
-		_, err := call("nfs__read_file", map[string]any{"path": "made.txt"})
+		_, err := call("nfs__read_file", map[string]any{"path": filepath.Join(s.a, "made.txt")})
 		t.Fatalf("the gateway never offered nfs's tools: %v\n%s", err, s.out)
 	}
-	for _, path := range []string{"../b/secret.txt", "link-out", s.secret} {
+	// It starts in CodeHydra's empty folder, not in a: the workspace is
+	// named in full.
+	for _, path := range []string{s.a + "/../b/secret.txt", filepath.Join(s.a, "link-out"), s.secret} {
 		out, err := call("nfs__read_file", map[string]any{"path": path})
 		if err == nil || !strings.Contains(err.Error(), "permission denied") || strings.Contains(out+err.Error(), "swordfish") {
 			t.Errorf("nfs__read_file %s = %s, %v; want permission denied", path, out, err)
 		}
 	}
-	if _, err := call("nfs__write_file", map[string]any{"path": "../b/planted.txt", "content": "x"}); err == nil ||
+	if _, err := call("nfs__write_file", map[string]any{"path": s.a + "/../b/planted.txt", "content": "x"}); err == nil ||
 		!strings.Contains(err.Error(), "permission denied") {
 		t.Errorf("nfs__write_file into b: %v, want permission denied", err)
 	}
-	if out, err := call("nfs__read_file", map[string]any{"path": "made.txt"}); err != nil || !strings.Contains(out, "made") {
+	if out, err := call("nfs__read_file", map[string]any{"path": filepath.Join(s.a, "made.txt")}); err != nil || !strings.Contains(out, "made") {
 		t.Errorf("nfs__read_file of its own file = %s, %v", out, err)
+	}
+	if out, err := call("nfs__read_file", map[string]any{"path": "made.txt"}); err == nil || strings.Contains(out, "made") {
+		t.Errorf("nfs__read_file of a relative path = %s, %v; want nothing: it starts outside its workspace", out, err)
 	}
 }
 

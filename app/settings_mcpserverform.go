@@ -80,7 +80,7 @@ func newMCPServerForm(e *mcpServersEditor, escape func()) *mcpServerForm {
 	f.kind.Horizontal, f.kind.Required = true, true
 	f.scope = widget.NewRadioGroup([]string{scopeShared, scopeWorkspace}, nil)
 	f.scope.Required = true
-	f.confine = widget.NewCheck("Confine: refuse calls with an absolute path outside the caller's workspace", nil)
+	f.confine = widget.NewCheck("Confine: refuse calls with a path outside the caller's workspace (scope workspace only)", nil)
 	f.atLaunch = widget.NewCheck("Start when CodeHydra starts (else on first use)", nil)
 	f.save = widget.NewButton("Save server", f.submit)
 	f.save.Importance = widget.HighImportance
@@ -213,6 +213,9 @@ func (f *mcpServerForm) read() (string, settings.MCPServer, error) {
 	m.Confine, m.StartAtLaunch = f.confine.Checked, f.atLaunch.Checked
 	if len(errs) == 0 {
 		errs = m.Check(name)
+	}
+	if err := m.ConfineProblem(); err != nil {
+		errs = append(errs, err)
 	}
 	return name, m, errors.Join(errs...)
 }

@@ -132,6 +132,18 @@ func TestMCPServersTabShowsWhyAFieldIsWrongAndDoesNotSave(t *testing.T) {
 		t.Errorf("Save with bad fields: status %q, servers %v", f.status.Text, store.Get().MCPServers)
 	}
 
+	// Confine on a shared server cannot hold: not saved, and why.
+	f.name.SetText("fs")
+	f.command.SetText("npx")
+	f.args.SetText("")
+	f.env.SetText("")
+	f.confine.SetChecked(true)
+	test.Tap(f.save)
+	if !strings.Contains(f.status.Text, `"confine" needs "scope": "workspace"`) || len(store.Get().MCPServers) != 1 {
+		t.Errorf("Save of a confined shared server: status %q, servers %v", f.status.Text, store.Get().MCPServers)
+	}
+	f.confine.SetChecked(false)
+
 	// A remote server's URL is checked; the program's fields are not used.
 	f.kind.SetSelected(kindRemote)
 	test.Type(f.url, "http://example.com/mcp")

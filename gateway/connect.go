@@ -47,6 +47,9 @@ func (s *server) connect(ctx context.Context, ws string, probe bool) (sess *sdk.
 	var transport sdk.Transport
 	var stderr *tail
 	cleanup = func() {}
+	if err := s.cfg.ConfineProblem(); err != nil {
+		return nil, nil, nil, err
+	}
 	if s.cfg.Remote() {
 		transport, err = s.httpTransport()
 	} else {
@@ -124,9 +127,11 @@ func awaitRoots(ctx context.Context, asked <-chan struct{}) {
 }
 
 // command is how to start the stdio server for workspace ws ("" for a
-// shared one), with its {env:NAME} values filled in. The instance of a
-// workspace runs in that workspace's sandbox (Options.Confine), a probe
-// in one of its empty folder (Options.ConfineProbe).
+// shared one), with its {env:NAME} values (and a workspace-scoped one's
+// {workspace}) filled in. The instance of a workspace runs in that
+// workspace's sandbox (Options.Confine), a probe in one of its empty
+// folder (Options.ConfineProbe); both start in the gateway's empty
+// working folder (Gateway.WorkDir), a shared one where CodeHydra runs.
 func (s *server) command(ctx context.Context, ws string, probe bool) (proc.Options, error) {
 	prog := s.cfg.Command
 	if !filepath.IsAbs(prog) {
@@ -144,6 +149,9 @@ func (s *server) command(ctx context.Context, ws string, probe bool) (proc.Optio
 		if err != nil {
 			return proc.Options{}, fmt.Errorf("args: %w", err)
 		}
+		if s.cfg.PerWorkspace() {
+			v = strings.ReplaceAll(v, settings.WorkspaceRef, ws)
+		}
 		args[k] = v
 	}
 	env := os.Environ()
@@ -157,8 +165,13 @@ func (s *server) command(ctx context.Context, ws string, probe bool) (proc.Optio
 		}
 		env = append(env, k+"="+v)
 	}
-	o := proc.Options{Path: prog, Args: args, Dir: ws, Env: append(env, MarkerEnv+"="+rand.Text())}
+	o := proc.Options{Path: prog, Args: args, Env: append(env, MarkerEnv+"="+rand.Text())}
 	if ws != "" && s.cfg.PerWorkspace() {
+		// Not in the workspace: npx, uvx and the like would run a copy of
+		// the server that the repository ships (node_modules/.bin), and a
+		// relative path would reach what the workspace holds past the
+		// checks. The workspace is its root, and {workspace} in args.
+		o.Dir = s.g.workDir
 		confine := s.g.opts.Confine
 		if probe {
 			confine = s.g.opts.ConfineProbe

@@ -5,7 +5,8 @@
 // and this package only starts servers and forwards calls.
 //
 // A shared server has one instance; a workspace-scoped one has one per
-// workspace, started in it with it as its MCP root. Instances start on
+// workspace, with it as its MCP root and {workspace} in its args, started
+// in the gateway's empty folder (WorkDir), not in the workspace. Instances start on
 // first use (or at launch when marked), restart with backoff after they
 // end on their own, and stop on Close. A workspace-scoped server's tools
 // must be listed before any workspace calls it: the gateway learns them
@@ -22,6 +23,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -114,6 +116,10 @@ type Gateway struct {
 	// reaped.
 	reaped chan struct{}
 
+	// workDir is the empty, read-only folder that workspace-scoped
+	// servers start in (see WorkDir).
+	workDir string
+
 	mu        sync.Mutex
 	servers   map[string]*server
 	listeners []func()
@@ -127,7 +133,7 @@ var _ mcp.Gateway = (*Gateway)(nil)
 // stdio servers that a crashed earlier run left behind (see reapOrphans).
 func New(opts Options) *Gateway {
 	g := &Gateway{opts: opts.withDefaults(), sp: reap.NewSpawner(errGatewayClosed), reaped: make(chan struct{}),
-		servers: map[string]*server{}}
+		servers: map[string]*server{}, workDir: emptyFolder()}
 	for name, cfg := range opts.Servers {
 		g.servers[name] = newServer(g, name, cfg.Clone())
 	}
@@ -283,7 +289,31 @@ func (g *Gateway) Close() error {
 	wg.Wait()
 	g.sp.Close()
 	<-g.reaped
+	if g.workDir != string(filepath.Separator) {
+		_ = os.Remove(g.workDir)
+	}
 	return nil
+}
+
+// WorkDir is the folder every workspace-scoped server starts in: empty,
+// CodeHydra's and read-only (made at New, removed at Close), outside any
+// workspace, so that nothing an agent writes is found from there and a
+// relative path names nothing but what climbs out of it.
+func (g *Gateway) WorkDir() string { return g.workDir }
+
+// emptyFolder makes the gateway's working folder in the system's
+// temporary folder, where no confined process may write; the root folder
+// (which only an administrator writes) when that fails.
+func emptyFolder() string {
+	dir, err := os.MkdirTemp("", "codehydra-mcp-wd-")
+	if err != nil {
+		return string(filepath.Separator)
+	}
+	if err := os.Chmod(dir, 0o500); err != nil {
+		_ = os.Remove(dir)
+		return string(filepath.Separator)
+	}
+	return dir
 }
 
 // errClosed is the error of a call to a server that was stopped.

@@ -86,6 +86,16 @@ func (s *server) instance(ws string) *instance {
 	return i
 }
 
+// workDir is where the server's instances start: the gateway's empty
+// folder for a workspace-scoped one, "" (CodeHydra's own, or none for a
+// remote one) otherwise.
+func (s *server) workDir() string {
+	if s.cfg.PerWorkspace() && !s.cfg.Remote() {
+		return s.g.workDir
+	}
+	return ""
+}
+
 // tools returns the server's tools, starting it (a workspace-scoped one:
 // its probe) if its tools are not known yet.
 func (s *server) tools(ctx context.Context) []mcp.GatewayTool {
@@ -100,7 +110,7 @@ func (s *server) tools(ctx context.Context) []mcp.GatewayTool {
 	for _, t := range s.list {
 		c := *t
 		c.Name = s.name + "__" + t.Name
-		out = append(out, mcp.GatewayTool{Tool: &c, Server: s.name, Confine: s.cfg.Confine, PerWorkspace: s.cfg.PerWorkspace()})
+		out = append(out, mcp.GatewayTool{Tool: &c, Server: s.name, Confine: s.cfg.Confine, PerWorkspace: s.cfg.PerWorkspace(), WorkDir: s.workDir()})
 	}
 	return out
 }

@@ -2,7 +2,9 @@ package mcp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -11,19 +13,62 @@ import (
 	"strings"
 
 	"codehydra/workspace"
+	"codehydra/wsfs"
 )
 
 // maxConfinedPath bounds a path argument of a confined server: longer is
-// no path the system takes, and resolving it would cost a call per part.
+// no path the system takes.
 const maxConfinedPath = 4096
+
+// The budget of one confined call's check: how many strings its
+// arguments may hold, how deep they may nest, and how many path parts
+// (symlinks followed included) the check may look at in all. A call past
+// them is refused before the server sees it: the check costs a system
+// call per part, and a call must not buy minutes of CPU with a megabyte.
+const (
+	maxConfinedStrings = 10000
+	maxConfinedDepth   = 64
+	maxConfinedSteps   = 100000
+	// maxLinks is how many symlinks one path may pass through, as the
+	// system allows (Linux: 40) before ELOOP.
+	maxLinks = 40
+)
+
+// confinement is what a confined server's call is judged against.
+type confinement struct {
+	tool, server string
+	// ws is the caller's workspace as named; root is it resolved.
+	ws, root string
+	// workDir is the folder the server resolves a relative path from
+	// ("": left to the server).
+	workDir string
+	// deny is the deny list (wsfs.DefaultDeny and settings
+	// workspaceDeny), applied to every path inside the workspace.
+	deny []string
+	// steps counts the path parts looked at, against maxConfinedSteps.
+	steps int
+}
+
+// errBudget is a call whose check would cost more than its budget.
+var errBudget = errors.New("over budget")
 
 // confineArgs refuses a call of a confined server (GatewayTool.Confine)
 // when a string of its arguments, at any depth and object keys included,
-// names a path outside wsPath: an absolute path, a path starting with "~"
-// or a file: URI. A path is judged after resolving symlinks and "..", and
-// as written with "..", "." cleaned away, since servers do either; both
-// must lie inside the workspace. Relative paths are left to the server.
-func confineArgs(tool, server, wsPath string, args json.RawMessage) error {
+// names a path outside wsPath or one the deny list refuses: an absolute
+// path, a path starting with "~", a file: URI, or a relative path that
+// climbs out of workDir (the empty folder the server starts in, where a
+// relative path that stays names nothing). A path is judged after
+// resolving symlinks and "..", and as written with "..", "." cleaned
+// away, since servers do either; both must lie inside the workspace. A
+// relative string that names an existing file of the workspace is
+// checked against the deny list too, for servers that resolve from their
+// root. The check runs within ctx (the call's timeout) and a budget.
+//
+// It is a check, not a boundary: the server opens the path after it, and
+// a symlink swapped in between is not seen. The kernel sandbox that a
+// workspace-scoped server's instance runs in is the boundary; on a
+// system without one, this is all there is.
+func confineArgs(ctx context.Context, tool string, gt GatewayTool, wsPath string, deny []string, args json.RawMessage) error {
 	if len(bytes.TrimSpace(args)) == 0 {
 		return nil
 	}
@@ -33,34 +78,112 @@ func confineArgs(tool, server, wsPath string, args json.RawMessage) error {
 	if err := dec.Decode(&v); err != nil {
 		return workspace.Errorf(workspace.CodeInvalidInput, "%s: the arguments are not JSON: %v", tool, err)
 	}
-	root := wsPath
+	c := &confinement{tool: tool, server: gt.Server, ws: wsPath, root: wsPath, workDir: gt.WorkDir, deny: deny}
 	if r, err := filepath.EvalSymlinks(wsPath); err == nil {
-		root = r
+		c.root = r
 	}
-	bad := ""
-	walkStrings(v, "arguments", func(at, s string) bool {
-		if p, isPath := pathArg(s); isPath && (p == "" || !insideResolved(root, p)) {
-			bad = at
-			return false
+	var verdict error
+	strs := 0
+	walkStrings(v, "arguments", 0, func(at, s string, depth int) bool {
+		strs++
+		switch {
+		case ctx.Err() != nil:
+			verdict = ctx.Err()
+		case depth > maxConfinedDepth || strs > maxConfinedStrings:
+			verdict = errBudget
+		default:
+			verdict = c.judge(at, s)
 		}
-		return true
+		return verdict == nil
 	})
-	if bad != "" {
-		return workspace.Errorf(workspace.CodeForbidden,
-			"%s belongs to %q, which is confined to your workspace %s: %s names a path outside it (absolute paths, ~ and file: URIs must lie inside the workspace once symlinks and .. are resolved); use a path inside your workspace", tool, server, wsPath, bad)
+	switch {
+	case verdict == nil:
+		return nil
+	case errors.Is(verdict, errBudget):
+		return workspace.Errorf(workspace.CodeInvalidInput,
+			"%s belongs to %q, which is confined to your workspace: its arguments are too big to check (at most %d strings, nested at most %d deep, naming at most %d path parts in all); split the call", tool, gt.Server, maxConfinedStrings, maxConfinedDepth, maxConfinedSteps)
+	case ctx.Err() != nil:
+		return verdict // the caller tells a timeout from a cancellation
+	}
+	return verdict
+}
+
+// judge refuses the string s, found at at, when it names a path outside
+// the workspace or one the deny list refuses.
+func (c *confinement) judge(at, s string) error {
+	p, isPath := pathArg(s)
+	if !isPath && c.workDir != "" && s != "" && len(s) <= maxConfinedPath {
+		// Relative: from the server's empty folder it names something
+		// only if it climbs out.
+		if j := filepath.Join(c.workDir, s); !pathWithin(c.workDir, j) {
+			p, isPath = j, true
+		}
+	}
+	if !isPath {
+		return c.denyRelative(at, s)
+	}
+	if p == "" {
+		return c.outside(at)
+	}
+	resolved, err := c.resolve(p)
+	if err != nil {
+		return err
+	}
+	cleaned, err := c.resolve(filepath.Clean(p))
+	if err != nil {
+		return err
+	}
+	for _, q := range []string{resolved, cleaned} {
+		if q == "" || !pathWithin(c.root, q) {
+			return c.outside(at)
+		}
+		rel, _ := filepath.Rel(c.root, q)
+		if err := c.denied(at, filepath.ToSlash(rel)); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// walkStrings calls fn with every string of v (object keys included) and
-// where it is, until fn returns false; it reports whether it went through.
-func walkStrings(v any, at string, fn func(at, s string) bool) bool {
+// denyRelative applies the deny list to a relative string that names an
+// existing file or folder of the workspace.
+func (c *confinement) denyRelative(at, s string) error {
+	if s == "" || len(s) > maxConfinedPath || filepath.IsAbs(s) {
+		return nil
+	}
+	rel := filepath.Clean(s)
+	if rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil
+	}
+	if _, err := os.Lstat(filepath.Join(c.root, rel)); err != nil {
+		return nil
+	}
+	return c.denied(at, filepath.ToSlash(rel))
+}
+
+func (c *confinement) outside(at string) error {
+	return workspace.Errorf(workspace.CodeForbidden,
+		"%s belongs to %q, which is confined to your workspace %s: %s names a path outside it (absolute and relative paths, ~ and file: URIs must lie inside the workspace once symlinks and .. are resolved); use an absolute path inside your workspace", c.tool, c.server, c.ws, at)
+}
+
+func (c *confinement) denied(at, rel string) error {
+	if pat := wsfs.Denied(c.deny, rel); pat != "" {
+		return workspace.Errorf(workspace.CodeForbidden,
+			"%s belongs to %q, which is confined to your workspace: %s names %s, which the deny list refuses (it matches %q; settings: workspaceDeny)", c.tool, c.server, at, rel, pat)
+	}
+	return nil
+}
+
+// walkStrings calls fn with every string of v (object keys included),
+// where it is and how deep, until fn returns false; it reports whether it
+// went through.
+func walkStrings(v any, at string, depth int, fn func(at, s string, depth int) bool) bool {
 	switch v := v.(type) {
 	case string:
-		return fn(at, v)
+		return fn(at, v, depth)
 	case []any:
 		for i, e := range v {
-			if !walkStrings(e, at+"["+strconv.Itoa(i)+"]", fn) {
+			if !walkStrings(e, at+"["+strconv.Itoa(i)+"]", depth+1, fn) {
 				return false
 			}
 		}
@@ -75,7 +198,7 @@ func walkStrings(v any, at string, fn func(at, s string) bool) bool {
 			if len(name) > 64 { // the client chose it; the message repeats it
 				name = name[:64] + "…"
 			}
-			if !fn("the key "+strconv.Quote(name)+" of "+at, k) || !walkStrings(v[k], at+"."+name, fn) {
+			if !fn("the key "+strconv.Quote(name)+" of "+at, k, depth+1) || !walkStrings(v[k], at+"."+name, depth+1, fn) {
 				return false
 			}
 		}
@@ -111,28 +234,63 @@ func pathArg(s string) (path string, isPath bool) {
 	return s, true
 }
 
-// insideResolved says whether the absolute path p lies inside root (a
-// resolved folder) both as resolved and as cleaned first.
-func insideResolved(root, p string) bool {
-	return pathWithin(root, resolveExisting(p)) && pathWithin(root, resolveExisting(filepath.Clean(p)))
+// resolve resolves the symlinks and ".." of the absolute path p as far
+// as it exists, walking it once from the top in the order the system
+// does (a ".." after a symlink leaves the symlink's target), and appends
+// the rest, cleaned. It is "" for a path the system would not resolve
+// (a loop of links, a link it cannot read), and errBudget past the
+// call's budget.
+func (c *confinement) resolve(p string) (string, error) {
+	vol := filepath.VolumeName(p)
+	top := vol + string(filepath.Separator)
+	parts := splitPath(p[len(vol):])
+	cur, links := top, 0
+	for i := 0; i < len(parts); i++ {
+		if c.steps++; c.steps > maxConfinedSteps {
+			return "", errBudget
+		}
+		part := parts[i]
+		if part == ".." {
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, part)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			// The rest does not exist: the system would create or
+			// refuse it there.
+			return filepath.Join(append([]string{cur}, parts[i:]...)...), nil
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if links++; links > maxLinks {
+			return "", nil
+		}
+		target, err := os.Readlink(next)
+		if err != nil || len(target) > maxConfinedPath {
+			return "", nil
+		}
+		if filepath.IsAbs(target) {
+			tv := filepath.VolumeName(target)
+			cur, target = tv+string(filepath.Separator), target[len(tv):]
+		}
+		parts = append(splitPath(target), parts[i+1:]...)
+		i = -1
+	}
+	return cur, nil
 }
 
-// resolveExisting resolves the symlinks and ".." of the longest part of p
-// that exists, in the order the system does (a ".." after a symlink leaves
-// the symlink's target), and appends the rest, cleaned.
-func resolveExisting(p string) string {
-	vol := filepath.VolumeName(p)
-	parts := strings.Split(p[len(vol):], string(filepath.Separator))
-	for n := len(parts); n > 0; n-- {
-		head := vol + strings.Join(parts[:n], string(filepath.Separator))
-		if head == vol {
-			head += string(filepath.Separator)
-		}
-		if r, err := filepath.EvalSymlinks(head); err == nil {
-			return filepath.Join(append([]string{r}, parts[n:]...)...)
+// splitPath is p's parts, without empty ones and ".".
+func splitPath(p string) []string {
+	var out []string
+	for part := range strings.SplitSeq(filepath.ToSlash(p), "/") {
+		if part != "" && part != "." {
+			out = append(out, part)
 		}
 	}
-	return filepath.Clean(p)
+	return out
 }
 
 // pathWithin says whether p is root or lies under it.

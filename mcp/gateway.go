@@ -38,9 +38,13 @@ type GatewayTool struct {
 	Tool *sdk.Tool
 	// Server names the server (its key in mcpServers), for the audit log.
 	Server string
-	// Confine says that any argument that is an absolute path must lie
-	// inside the caller's workspace (settings "confine": true).
+	// Confine says that any argument that names a path must lie inside
+	// the caller's workspace, and not be denied by the deny list
+	// (settings "confine": true; see confineArgs).
 	Confine bool
+	// WorkDir is the folder the server's instances start in, against
+	// which a relative path is judged ("": left to the server).
+	WorkDir string
 	// PerWorkspace says the server runs one instance per workspace
 	// ("scope": "workspace"), so a caller without a workspace cannot
 	// call it.

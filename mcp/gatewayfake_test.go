@@ -34,6 +34,7 @@ type fakeMCP struct {
 	srv                   *sdk.Server
 	cs                    *sdk.ClientSession
 	confine, perWorkspace bool
+	workDir               string
 	stopped               bool // not started yet: no tools
 	down                  bool // calls fail as when its process died
 }
@@ -128,7 +129,7 @@ func (g *fakeGateway) Tools(ctx context.Context) []GatewayTool {
 			// keeps res.Tools to look its tools up on each call.
 			c := *t
 			c.Name = m.name + "__" + t.Name
-			out = append(out, GatewayTool{Tool: &c, Server: m.name, Confine: m.confine, PerWorkspace: m.perWorkspace})
+			out = append(out, GatewayTool{Tool: &c, Server: m.name, Confine: m.confine, PerWorkspace: m.perWorkspace, WorkDir: m.workDir})
 		}
 	}
 	return out

@@ -196,3 +196,9 @@ func nonNil[T any](s []T) []T {
 	}
 	return s
 }
+
+// denyList is what no workspace tool reads, nor a confined gateway
+// server's path: wsfs.DefaultDeny and settings workspaceDeny.
+func (s *Server) denyList() []string {
+	return slices.Concat(wsfs.DefaultDeny, s.opts.WorkspaceDeny)
+}

@@ -245,15 +245,21 @@ func (s *Server) callGateway(ctx context.Context, rec *auditEntry, who caller, g
 	if !s.limiter.allow(limitKey(who, "", rec.Tool)) {
 		err = workspace.Errorf(workspace.CodeRateLimited, "%s", s.rateLimitMessage(rec.Tool))
 	}
+	// The checks run within the call's timeout: a confined call's check
+	// costs a system call per path part.
+	callCtx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
+	defer cancel()
 	if err == nil {
-		err = admitGateway(rec.Tool, gt, ws.Path, req.Params.Arguments)
+		err = admitGateway(callCtx, rec.Tool, gt, ws.Path, s.denyList(), req.Params.Arguments)
+		if err != nil && errors.Is(callCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			err = workspace.Errorf(workspace.CodeTimeout,
+				"%s: checking its arguments' paths against your workspace took longer than %s; nothing was sent to %q: split the call", rec.Tool, s.opts.CallTimeout, gt.Server)
+		}
 	}
 	if err != nil {
 		return s.failed(rec, err), nil
 	}
 
-	callCtx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
-	defer cancel()
 	res, err := next(withCall(callCtx, who, ws))
 	if err != nil {
 		// The SDK's only refusal here: the tool left the list meanwhile.
@@ -274,8 +280,9 @@ func (s *Server) callGateway(ctx context.Context, rec *auditEntry, who caller, g
 
 // admitGateway refuses, before the gateway sees it, a call that a
 // per-workspace server cannot take without a workspace, and a call of a
-// confined server with an argument path outside the caller's workspace.
-func admitGateway(tool string, gt GatewayTool, wsPath string, args json.RawMessage) error {
+// confined server with an argument path outside the caller's workspace
+// or refused by deny (see confineArgs).
+func admitGateway(ctx context.Context, tool string, gt GatewayTool, wsPath string, deny []string, args json.RawMessage) error {
 	switch {
 	case gt.PerWorkspace && wsPath == "":
 		return workspace.Errorf(workspace.CodeInvalidInput,
@@ -284,7 +291,7 @@ func admitGateway(tool string, gt GatewayTool, wsPath string, args json.RawMessa
 		return workspace.Errorf(workspace.CodeForbidden,
 			"%s belongs to %q, which is confined to the caller's workspace, and the user's token names none: call it with a workspace's token (`codehydra mcp-config --workspace PATH`)", tool, gt.Server)
 	case gt.Confine:
-		return confineArgs(tool, gt.Server, wsPath, args)
+		return confineArgs(ctx, tool, gt, wsPath, deny, args)
 	}
 	return nil
 }

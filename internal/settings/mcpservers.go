@@ -62,6 +62,26 @@ type MCPServer struct {
 	StartAtLaunch bool `json:"startAtLaunch,omitempty"`
 }
 
+// WorkspaceRef in an arg of a workspace-scoped server is replaced by the
+// workspace's folder when its instance starts (it starts outside it).
+const WorkspaceRef = "{workspace}"
+
+// ConfineProblem says why m's "confine" cannot hold, or nil. Confinement
+// judges the paths in a call's arguments against the caller's workspace;
+// a shared server serves every workspace from one process, which resolves
+// a relative path from its own working folder and may follow a symlink
+// swapped in after the check, so nothing makes it hold there. A
+// workspace-scoped server's instance starts in an empty folder and runs
+// in its workspace's kernel sandbox. It is not a load error, so that a
+// file written before it was refused keeps working: the gateway does not
+// start such a server and says why, and the settings window refuses it.
+func (m MCPServer) ConfineProblem() error {
+	if m.Confine && !m.PerWorkspace() {
+		return fmt.Errorf("\"confine\" needs \"scope\": \"workspace\": a shared server serves every workspace from one process, where a relative path or a symlink swapped in after the check reaches another workspace's files; set its scope to workspace (one instance per workspace, in its kernel sandbox), or turn confine off")
+	}
+	return nil
+}
+
 // PerWorkspace reports a server that runs one instance per workspace.
 func (m MCPServer) PerWorkspace() bool { return m.Scope == ScopeWorkspace }
 
@@ -151,6 +171,9 @@ func (m MCPServer) Check(name string) []error {
 	}
 	if m.Scope != "" && m.Scope != ScopeShared && m.Scope != ScopeWorkspace {
 		errs = append(errs, fmt.Errorf("%s.scope is %q: use %q or %q", key, m.Scope, ScopeShared, ScopeWorkspace))
+	}
+	if !m.PerWorkspace() && slices.ContainsFunc(m.Args, func(a string) bool { return strings.Contains(a, WorkspaceRef) }) {
+		errs = append(errs, fmt.Errorf("%s.args: %s names the workspace, which only a server of scope %q has", key, WorkspaceRef, ScopeWorkspace))
 	}
 	values := slices.Clone(m.Args)
 	values = append(values, m.URL)

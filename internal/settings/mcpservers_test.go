@@ -39,6 +39,11 @@ func TestMCPServersValidation(t *testing.T) {
 		{"bad env name", "x", MCPServer{Command: "x", Env: map[string]string{"A-B": "b"}}, "not a variable name"},
 		{"bad env reference", "x", MCPServer{Command: "x", Args: []string{"{env:A B}"}}, "does not name"},
 		{"bad header name", "x", MCPServer{URL: "https://h/", Headers: map[string]string{"A:": "b"}}, "not a header name"},
+		{"{workspace} in a workspace server's args", "fs", MCPServer{Command: "x", Args: []string{"--root={workspace}"}, Scope: ScopeWorkspace}, ""},
+		{"{workspace} in a shared server's args", "fs", MCPServer{Command: "x", Args: []string{"{workspace}"}}, "names the workspace"},
+		// Loaded as written (a file from before keeps working); the
+		// gateway does not start it and the window does not save it.
+		{"confine on a shared server", "fs", MCPServer{Command: "x", Confine: true}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,5 +98,18 @@ func TestMCPServersCloneAndUnmarshalReplace(t *testing.T) {
 	}
 	if err := s.UnmarshalJSON([]byte(`{"mcpServers":null}`)); err != nil || s.MCPServers == nil {
 		t.Fatalf("null mcpServers = %v, %v; want an empty map", s.MCPServers, err)
+	}
+}
+
+func TestConfineHoldsOnlyOnAWorkspaceScopedServer(t *testing.T) {
+	if err := (MCPServer{Command: "x", Confine: true, Scope: ScopeWorkspace}).ConfineProblem(); err != nil {
+		t.Fatalf("confine on a workspace server: %v", err)
+	}
+	if err := (MCPServer{Command: "x"}).ConfineProblem(); err != nil {
+		t.Fatalf("a shared server without confine: %v", err)
+	}
+	err := (MCPServer{Command: "x", Confine: true}).ConfineProblem()
+	if err == nil || !strings.Contains(err.Error(), `"scope": "workspace"`) {
+		t.Fatalf("confine on a shared server: %v, want it to point to scope workspace", err)
 	}
 }

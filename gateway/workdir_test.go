@@ -1,0 +1,103 @@
+//go:build unix
+
+package gateway
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"codehydra/internal/settings"
+	"codehydra/internal/testenv"
+)
+
+// TestAWorkspaceScopedServerStartsInAnEmptyFolderNotItsWorkspace: npx
+// (and uvx and the like) prefer a copy of the program in their working
+// folder, and a workspace-scoped server used to start in its workspace,
+// where the agent writes: a node_modules/.bin committed there ran in the
+// server's place. Now each instance starts in the gateway's empty,
+// read-only folder and learns its workspace as its root and {workspace}.
+func TestAWorkspaceScopedServerStartsInAnEmptyFolderNotItsWorkspace(t *testing.T) {
+	every := testenv.RealMCPServer(t, "mcp-server-everything")
+	ws := t.TempDir()
+	g := newGateway(t, map[string]settings.MCPServer{"every": {Command: "sh", Scope: settings.ScopeWorkspace,
+		Args: []string{"-c", `pwd > "$1/cwd.txt" && exec "$2"`, "sh", "{workspace}", every}}})
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	if res, err := g.Call(ctx, ws, "every__echo", args(t, map[string]string{"message": "hi"})); err != nil || res.IsError {
+		t.Fatalf("Call echo: %+v, %v", res, err)
+	}
+	b, err := os.ReadFile(filepath.Join(ws, "cwd.txt"))
+	if err != nil {
+		t.Fatalf("{workspace} in args did not name the workspace: %v", err)
+	}
+	wd := g.WorkDir()
+	if got := strings.TrimSpace(string(b)); got != wd || strings.HasPrefix(got, ws) {
+		t.Fatalf("the instance started in %s, want the gateway's folder %s, outside its workspace %s", got, wd, ws)
+	}
+	fi, err := os.Stat(wd)
+	if err != nil || fi.Mode().Perm() != 0o500 {
+		t.Fatalf("the gateway's folder %s: %v, %v, want read-only", wd, fi, err)
+	}
+	if entries, _ := os.ReadDir(wd); len(entries) != 0 {
+		t.Fatalf("the gateway's folder holds %v, want nothing", entries)
+	}
+	if tools := g.Tools(ctx); len(tools) == 0 || tools[0].WorkDir != wd {
+		t.Fatalf("the tools say the server starts in %q, want %s", tools[0].WorkDir, wd)
+	}
+
+	// The README's way of starting a server, npx, with a copy of the
+	// program planted in the workspace: it does not run.
+	npx, err := exec.LookPath("npx")
+	if err != nil {
+		testenv.CannotRun(t, testenv.RequireOpencodeEnv, "npx not found: run `make setup`")
+	}
+	planted := filepath.Join(ws, "ran-the-workspaces-copy")
+	testenv.WriteFile(t, filepath.Join(ws, "package.json"), `{"name":"ws","version":"1.0.0"}`)
+	bin := filepath.Join(ws, "node_modules", ".bin", "codehydra-test-mcp-server")
+	testenv.WriteFile(t, bin, "#!/bin/sh\ntouch "+planted+"\nexec "+every+"\n")
+	if err := os.Chmod(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g.Reconfigure(map[string]settings.MCPServer{"npx": {Command: npx, Args: []string{"--no", "codehydra-test-mcp-server"}, Scope: settings.ScopeWorkspace}})
+	short, cancel2 := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel2()
+	_, _ = g.Call(short, ws, "npx__echo", args(t, map[string]string{"message": "hi"}))
+	if _, err := os.Stat(planted); err == nil {
+		t.Fatal("npx ran the copy of the server planted in the workspace")
+	}
+	if st := g.Statuses(); len(st) != 1 || st[0].State == StateRunning {
+		t.Fatalf("Statuses = %+v, want npx's start failed (no such package outside the workspace)", st)
+	}
+}
+
+// TestAConfinedSharedServerIsNotStartedAndSaysWhy: "confine" judges the
+// paths of a call against the caller's workspace, which a shared server,
+// one process for every workspace, cannot be held to (a relative path
+// from its own folder, a symlink swapped after the check). Such a server
+// does not start and its status says to make it workspace-scoped.
+func TestAConfinedSharedServerIsNotStartedAndSaysWhy(t *testing.T) {
+	every := testenv.RealMCPServer(t, "mcp-server-everything")
+	g := newGateway(t, map[string]settings.MCPServer{"every": {Command: every, Confine: true}})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if tools := g.Tools(ctx); len(tools) != 0 {
+		t.Fatalf("Tools = %v, want none from a confined shared server", toolNames(tools))
+	}
+	_, err := g.Call(ctx, "", "every__echo", args(t, map[string]string{"message": "hi"}))
+	if err == nil || !strings.Contains(err.Error(), `"confine" needs "scope": "workspace"`) {
+		t.Fatalf("Call = %v, want the reason", err)
+	}
+	st := g.Statuses()
+	if len(st) != 1 || st[0].State != StateFailed || !strings.Contains(st[0].LastError, `"scope": "workspace"`) || st[0].Instances != 0 {
+		t.Fatalf("Statuses = %+v, want failed with the reason and nothing running", st)
+	}
+	if pids := serverPIDs(t); slices.ContainsFunc(pids, func(int) bool { return true }) {
+		t.Fatalf("server processes %v, want none", pids)
+	}
+}
