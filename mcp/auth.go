@@ -25,7 +25,7 @@ import (
 func checkHost(port *atomic.Int32, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !loopbackHost(r.Host, int(port.Load())) {
-			http.Error(w, "Forbidden: the Host header must be 127.0.0.1, localhost or [::1] with this server's port", http.StatusForbidden)
+			refuseAndClose(w, "Forbidden: the Host header must be 127.0.0.1, localhost or [::1] with this server's port", http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -51,7 +51,7 @@ func checkOrigin(next http.Handler) http.Handler {
 		probe := *r
 		probe.Method = http.MethodPost
 		if err := cop.Check(&probe); err != nil {
-			http.Error(w, "Forbidden: cross-origin requests are not allowed", http.StatusForbidden)
+			refuseAndClose(w, "Forbidden: cross-origin requests are not allowed", http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -78,7 +78,7 @@ func checkToken(ids *identities, next http.Handler) http.Handler {
 		who, ok := ids.identify(bearer(r.Header.Get("Authorization")), r.Header.Get(WorkspaceHeader))
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="codehydra"`)
-			http.Error(w, "Unauthorized: send Authorization: Bearer <token>; `codehydra mcp-config` prints a working configuration", http.StatusUnauthorized)
+			refuseAndClose(w, "Unauthorized: send Authorization: Bearer <token>; `codehydra mcp-config` prints a working configuration", http.StatusUnauthorized)
 			return
 		}
 		carry.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, who)))

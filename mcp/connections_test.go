@@ -1,7 +1,10 @@
 package mcp
 
 import (
+	"bufio"
 	"context"
+	"errors"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -30,30 +33,98 @@ func (h *harness) initializeWithin(d time.Duration) int {
 	return resp.StatusCode
 }
 
-func TestConnectionsPastTheCapWaitForAPlaceAndTheServerKeepsServing(t *testing.T) {
-	h := newHarness(t, func(o *Options) { o.MaxConnections = 2 })
-	// Two connections that send nothing hold both places.
-	var held []net.Conn
-	for range 2 {
-		c, err := net.Dial("tcp", strings.TrimPrefix(strings.TrimSuffix(h.srv.URL(), Path), "http://"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		held = append(held, c)
+// rawInitialize sends one initialize on c, with the token when token is
+// set, and reads the answer; the connection stays open (HTTP/1.1).
+func (h *harness) rawInitialize(c net.Conn, token bool) (*http.Response, *bufio.Reader) {
+	h.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, h.srv.URL(), strings.NewReader(initializeBody))
+	if err != nil {
+		h.t.Fatal(err)
 	}
-	if code := h.initializeWithin(time.Second); code != 0 {
-		t.Fatalf("a third connection was served (%d) while two held the cap of 2", code)
+	req.Header = mcpHeaders()
+	if token {
+		req.Header = h.authHeader(req.Header)
 	}
+	if err := req.Write(c); err != nil {
+		h.t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(15 * time.Second))
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, req)
+	if err != nil {
+		h.t.Fatalf("no answer on a raw connection: %v", err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp, br
+}
 
-	// One waiting for a place gets it when a held connection goes.
-	waiting := make(chan int, 1)
-	go func() { waiting <- h.initializeWithin(15 * time.Second) }()
-	held[0].Close()
-	if code := <-waiting; code != http.StatusOK {
-		t.Fatalf("the waiting connection got %d once a place was free, want 200", code)
+// dial opens a connection to the server, closed at the end of the test.
+func (h *harness) dial() net.Conn {
+	h.t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(strings.TrimSuffix(h.srv.URL(), Path), "http://"))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// closedByServer says whether the server closed c (a read ends at once).
+func closedByServer(c net.Conn, br *bufio.Reader) bool {
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err := br.ReadByte()
+	return errors.Is(err, io.EOF)
+}
+
+// TestATokenlessFloodHoldsNoPlaceAndTheUserIsServed: the review held all
+// 256 places with one request per socket, each answered 401 and kept
+// open, and the user's own call timed out. Now a refused request closes
+// its connection, only connections that showed a token count against
+// the cap, and those without one share a small budget where a new one
+// takes the oldest's place.
+func TestATokenlessFloodHoldsNoPlaceAndTheUserIsServed(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.MaxConnections, o.MaxUnauthenticated = 2, 4 })
+
+	// The review's flood: one request without a token per socket.
+	for i := range 10 {
+		c := h.dial()
+		resp, br := h.rawInitialize(c, false)
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("flood request %d: %d, want 401", i, resp.StatusCode)
+		}
+		if !closedByServer(c, br) {
+			t.Fatalf("flood connection %d stayed open after its 401", i)
+		}
 	}
 	if code := h.initializeWithin(15 * time.Second); code != http.StatusOK {
-		t.Fatalf("a later connection got %d, want 200", code)
+		t.Fatalf("the user's call after the flood: %d, want 200", code)
 	}
+
+	// Connections that send nothing, more than the budget: the newest
+	// takes the oldest's place, so the user still gets in.
+	for range 10 {
+		h.dial()
+	}
+	if code := h.initializeWithin(15 * time.Second); code != http.StatusOK {
+		t.Fatalf("the user's call among silent connections: %d, want 200", code)
+	}
+
+	// Connections with a token count against the cap: past it, 503 and
+	// closed; a place freed is taken again.
+	var held []net.Conn
+	for range 2 {
+		c := h.dial()
+		if resp, _ := h.rawInitialize(c, true); resp.StatusCode != http.StatusOK {
+			t.Fatalf("an authenticated connection within the cap: %d", resp.StatusCode)
+		}
+		held = append(held, c)
+	}
+	c := h.dial()
+	resp, br := h.rawInitialize(c, true)
+	if resp.StatusCode != http.StatusServiceUnavailable || !closedByServer(c, br) {
+		t.Fatalf("a third authenticated connection with a cap of 2: %d, want 503 and closed", resp.StatusCode)
+	}
+	held[0].Close()
+	waitFor(t, "a place freed by an authenticated connection", func() bool { return h.initializeWithin(5*time.Second) == http.StatusOK })
 }

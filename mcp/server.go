@@ -22,7 +22,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
-	"golang.org/x/net/netutil"
 	"golang.org/x/time/rate"
 
 	"codehydra/internal/sandbox"
@@ -87,10 +86,14 @@ type Options struct {
 	// sessions as soon as the workspace goes. Without it they end at their
 	// next request or when idle.
 	Subscribe func() (events <-chan workspace.Event, cancel func())
-	// MaxConnections caps the connections served at once: past it, a new
-	// connection waits (in the system's accept queue) until one closes.
-	// Default 256.
+	// MaxConnections caps the connections that have shown a token, served
+	// at once: past it, a request is answered 503 and its connection
+	// closed. Default 256.
 	MaxConnections int
+	// MaxUnauthenticated caps the connections that have not shown a token
+	// yet: past it, the oldest of them is closed for a new one. Default
+	// DefaultMaxUnauthenticated.
+	MaxUnauthenticated int
 	// WorkspaceDeny are deny patterns (settings workspaceDeny) that the
 	// file tools refuse on top of wsfs.DefaultDeny.
 	WorkspaceDeny []string
@@ -121,6 +124,7 @@ type Server struct {
 	http    *http.Server
 	limiter *rateLimiter
 	ids     *identities
+	gate    *connGate
 	audit   *auditLog
 	tools   map[string]toolDef
 	gw      *gatewayTools // nil without Options.Gateway
@@ -185,6 +189,7 @@ func New(opts Options) (*Server, error) {
 	s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
 	s.limiter = newRateLimiter(opts.RateLimit, opts.Burst, func() time.Time { return s.now() })
 	s.ids = &identities{master: opts.Token, workspaces: opts.Workspaces, now: func() time.Time { return s.now() }}
+	s.gate = newConnGate(opts.MaxConnections, opts.MaxUnauthenticated)
 
 	// The SDK logs every session's start at Info; one CLI command makes a
 	// session, so only its warnings and errors are worth the log file.
@@ -232,6 +237,7 @@ func (o Options) withDefaults() (Options, error) {
 	orDefault(&o.MaxSessionsPerWorkspace, perWorkspaceShare(o.MaxSessions))
 	o.MaxSessionsPerWorkspace = min(o.MaxSessionsPerWorkspace, o.MaxSessions)
 	orDefault(&o.MaxConnections, DefaultMaxConnections)
+	orDefault(&o.MaxUnauthenticated, DefaultMaxUnauthenticated)
 	if o.Version == "" {
 		o.Version = "dev"
 	}
@@ -266,10 +272,11 @@ func (s *Server) newHTTPServer(sdkLogger *slog.Logger) *http.Server {
 		// check runs behind checkHost as a second line.
 	})
 	mux := http.NewServeMux()
-	mux.Handle(Path, checkToken(s.ids, limitBody(s.opts.MaxBody, s.limitSessions(s.trackCalls(streamable)))))
+	mux.Handle(Path, checkToken(s.ids, s.gate.requireAuthPlace(limitBody(s.opts.MaxBody, s.limitSessions(s.trackCalls(streamable))))))
 	return &http.Server{
 		Handler:           s.refuseWhenClosing(checkHost(&s.port, checkOrigin(mux))),
 		ConnState:         s.trackNewConns,
+		ConnContext:       connContext,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
@@ -313,9 +320,10 @@ func (s *Server) Listen() error {
 			slog.String("wanted", s.opts.Addr), slog.String("using", ln.Addr().String()), slog.Any("error", err))
 	}
 	// Connections that send nothing time out (ReadHeaderTimeout), idle
-	// ones too (IdleTimeout), so a client holding every place holds them
-	// only as long as it keeps them busy.
-	s.ln = netutil.LimitListener(ln, s.opts.MaxConnections)
+	// ones too (IdleTimeout); one refused before its token is closed, and
+	// one without a token yet gives its place to a newer one (connGate),
+	// so only clients with a token can hold places.
+	s.ln = s.gate.listener(ln)
 	s.port.Store(int32(ln.Addr().(*net.TCPAddr).Port))
 	return nil
 }
