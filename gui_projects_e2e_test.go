@@ -85,10 +85,7 @@ func TestGUIProjectAndFolderItems(t *testing.T) {
 		t.Fatal("the project left the menu before the removal was confirmed")
 	}
 	guiWaitUntil(t, 30*time.Second, "the project to leave the menu", a.exited, func() (bool, string) {
-		if d.hasWindow("Remove project") {
-			d.xdotool(t, "windowfocus", "--sync", confirm.id)
-			d.xdotool(t, "key", "Return")
-		}
+		d.pressIfOpen(confirm, "Return")
 		var err error
 		if menu, err = tray.layout(); err != nil {
 			return false, err.Error()

@@ -56,10 +56,7 @@ func TestGUINewWorkspaceWithAFirstPromptDeliversItToTheNewAgent(t *testing.T) {
 		if b, err := os.ReadFile(record); err == nil {
 			return true, string(b)
 		}
-		if d.hasWindow("New workspace") {
-			d.xdotool(t, "windowfocus", "--sync", dialog.id)
-			d.xdotool(t, "key", "Return") // in the agent field: Create
-		}
+		d.pressIfOpen(dialog, "Return") // in the agent field: Create
 		return false, testenv.Git(t, repo, "worktree", "list")
 	})
 	b, err := os.ReadFile(record)

@@ -68,10 +68,7 @@ func TestGUINewWorkspaceOnAKeptBranchKeepsItsBaseAndDeleteKeepsItsMetadata(t *te
 		if strings.Contains(list, "branch refs/heads/kept\n") {
 			return true, ""
 		}
-		if d.hasWindow("New workspace") {
-			d.xdotool(t, "windowfocus", "--sync", dialog.id)
-			d.xdotool(t, "key", "Return")
-		}
+		d.pressIfOpen(dialog, "Return")
 		return false, list
 	})
 	if got := metadata(); got != before {
