@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -186,25 +185,6 @@ func (s *server) command(ctx context.Context, ws string, probe bool) (proc.Optio
 	return o, nil
 }
 
-// httpTransport is the Streamable HTTP transport to the server's url,
-// sending its headers with every request.
-func (s *server) httpTransport() (sdk.Transport, error) {
-	u, err := settings.ExpandEnv(s.cfg.URL, s.g.opts.LookupEnv)
-	if err != nil {
-		return nil, fmt.Errorf("url: %w", err)
-	}
-	h := http.Header{}
-	for k, v := range s.cfg.Headers {
-		v, err := settings.ExpandEnv(v, s.g.opts.LookupEnv)
-		if err != nil {
-			return nil, fmt.Errorf("header %s: %w", k, err)
-		}
-		h.Set(k, v)
-	}
-	rt := headerTransport{base: http.DefaultTransport, header: h}
-	return &sdk.StreamableClientTransport{Endpoint: u, HTTPClient: &http.Client{Transport: rt}}, nil
-}
-
 // redact hides the {env:NAME} values of a remote server's URL in err: the
 // HTTP client's errors (*url.Error) quote the URL it was given, and these
 // errors reach the log, the Settings window and the agents. The URL is
@@ -235,20 +215,6 @@ type redactedError struct {
 
 func (e redactedError) Error() string { return e.msg }
 func (e redactedError) Unwrap() error { return e.err }
-
-// headerTransport adds the configured headers to each request.
-type headerTransport struct {
-	base   http.RoundTripper
-	header http.Header
-}
-
-func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, v := range t.header {
-		r.Header[k] = v
-	}
-	return t.base.RoundTrip(r)
-}
 
 // refreshTools lists sess's tools again after the server said they
 // changed.

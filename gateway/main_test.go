@@ -26,6 +26,10 @@ func TestMain(m *testing.M) {
 		runCrashingApp()
 		return
 	}
+	if os.Getenv(listenerEnv) != "" {
+		runListener()
+		return
+	}
 	os.Exit(testenv.Main(m, "gateway-test-home-"))
 }
 
