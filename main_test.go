@@ -301,10 +301,17 @@ func TestStatus(t *testing.T) {
 		notOut     []string
 		wantErrOut string
 		unlocked   bool // the file names a live pid, but no one holds the lock
+		plantedBy  int  // when set, the runtime folder and its files belong to this uid
 	}{
 		{name: "no instance file", args: nil, wantCode: 1, wantOut: []string{"CodeHydra is not running"}},
 		{name: "no instance file, json", args: []string{"--json"}, wantCode: 1, wantErrOut: "CodeHydra is not running"},
-		{name: "stale file of an exited process", file: &instance.Info{PID: exited.Process.Pid}, wantCode: 1, wantOut: []string{"CodeHydra is not running"}},
+		{name: "stale file of an exited process", file: &instance.Info{PID: exited.Process.Pid, MCPURL: live.MCPURL, MCPPort: live.MCPPort}, wantCode: 1, wantOut: []string{"CodeHydra is not running"}},
+		// The review's planted runtime folder: another user made it (and
+		// its files) first, naming their own server.
+		{name: "a runtime folder of another user", file: &live, plantedBy: 65534, wantCode: 1,
+			wantErrOut: "belongs to another user (uid 65534): it is not CodeHydra's", notOut: []string{"s3cret", "is running"}},
+		{name: "an instance file naming another machine", file: &instance.Info{PID: os.Getpid(), MCPURL: "http://203.0.113.5:4711/mcp", MCPPort: 4711, Token: "s3cret"},
+			wantCode: 1, wantErrOut: "not on this machine's loopback", notOut: []string{"s3cret", "is running"}},
 		{name: "unreadable file", raw: "{", wantCode: 1, wantErrOut: "instance file"},
 		{name: "a live pid without the lock (reused by another program)", file: &live, unlocked: true, wantCode: 1,
 			wantOut: []string{"CodeHydra is not running"}, notOut: []string{"s3cret"}},
@@ -334,6 +341,16 @@ func TestStatus(t *testing.T) {
 				}
 				if err := os.WriteFile(paths.InstanceFile(), []byte(tt.raw), 0o600); err != nil {
 					t.Fatal(err)
+				}
+			}
+			if tt.plantedBy != 0 {
+				if os.Getuid() != 0 {
+					testenv.CannotRun(t, testenv.RequireFaultsEnv, "giving a folder to another user needs root")
+				}
+				for _, p := range []string{paths.RuntimeDir(), paths.InstanceFile(), paths.LockFile()} {
+					if err := os.Chown(p, tt.plantedBy, tt.plantedBy); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
 			code, out, errOut := runCmd(t, append([]string{"status"}, tt.args...)...)

@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"codehydra/internal/atomicfile"
@@ -47,7 +49,27 @@ func Write(path string, info Info) error {
 // Read returns the instance file at path. A missing file gives an error
 // wrapping ErrNotRunning. Read does not check that the pid is alive; see
 // Alive.
+//
+// The file must be the user's own, as Write makes it: its folder a real
+// folder (no link) of the user's that no one else may write, the file a
+// regular file of the user's. Where the runtime folder falls back to the
+// shared temporary folder, another user could have made both first and
+// named their own server in it, to be sent the token and to answer the
+// command line's calls. The MCP address it names must be this machine's
+// loopback.
 func Read(path string) (Info, error) {
+	if err := checkOwn(filepath.Dir(path), true); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return Info{}, fmt.Errorf("read instance file %s: %w", path, ErrNotRunning)
+		}
+		return Info{}, err
+	}
+	if err := checkOwn(path, false); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return Info{}, fmt.Errorf("read instance file %s: %w", path, ErrNotRunning)
+		}
+		return Info{}, err
+	}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Info{}, fmt.Errorf("read instance file %s: %w", path, ErrNotRunning)
@@ -59,7 +81,24 @@ func Read(path string) (Info, error) {
 	if err := json.Unmarshal(data, &info); err != nil {
 		return Info{}, fmt.Errorf("read instance file %s: %w", path, err)
 	}
+	if err := checkLoopbackURL(info.MCPURL, info.MCPPort); err != nil {
+		return Info{}, fmt.Errorf("instance file %s: %w", path, err)
+	}
 	return info, nil
+}
+
+// checkLoopbackURL accepts only http://127.0.0.1, [::1] or localhost
+// with the file's port: CodeHydra's MCP server listens nowhere else.
+func checkLoopbackURL(raw string, port int) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "http" || u.User != nil || u.Port() != strconv.Itoa(port) || port <= 0 {
+		return fmt.Errorf("mcpUrl %q is not this machine's loopback with port %d: not CodeHydra's; remove the file if CodeHydra is not running", raw, port)
+	}
+	switch u.Hostname() {
+	case "127.0.0.1", "::1", "localhost":
+		return nil
+	}
+	return fmt.Errorf("mcpUrl %q is not on this machine's loopback: not CodeHydra's; remove the file if CodeHydra is not running", raw)
 }
 
 // Remove deletes the instance file at path; a missing file is not an error.

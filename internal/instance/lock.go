@@ -84,7 +84,20 @@ func (l *Lock) Release() error {
 // lock itself, which the system drops when its holder ends, so a reused pid
 // or a pid of another process never passes for the instance. A missing
 // file is not held; Held creates nothing.
+//
+// The lock file and its folder must be the user's own (see Read): a lock
+// another user made and holds says nothing of CodeHydra.
 func Held(path string) (bool, error) {
+	for _, c := range []struct {
+		p   string
+		dir bool
+	}{{filepath.Dir(path), true}, {path, false}} {
+		if err := checkOwn(c.p, c.dir); errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		} else if err != nil {
+			return false, err
+		}
+	}
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil

@@ -5,6 +5,7 @@ package instance
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"syscall"
 )
@@ -62,3 +63,15 @@ func ensureDirOf(dir string, uid int) error {
 	}
 	return nil
 }
+
+// ownerOf is fi's owner, and whether it is this user.
+func ownerOf(fi fs.FileInfo) (uid int, mine bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return -1, false
+	}
+	return int(st.Uid), int(st.Uid) == os.Getuid()
+}
+
+// othersMayWrite says whether group or others may write fi.
+func othersMayWrite(fi fs.FileInfo) bool { return fi.Mode().Perm()&0o022 != 0 }

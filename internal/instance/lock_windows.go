@@ -2,6 +2,7 @@ package instance
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 
 	"golang.org/x/sys/windows"
@@ -56,3 +57,11 @@ func EnsureDir(dir string) error {
 	_, err := makeRealDir(dir)
 	return err
 }
+
+// ownerOf says that fi is this user's: the runtime folder's ACL (see
+// EnsureDir) admits no other user.
+func ownerOf(fs.FileInfo) (uid int, mine bool) { return -1, true }
+
+// othersMayWrite is false: Windows ignores Unix permission bits, and the
+// folder's ACL admits no other user.
+func othersMayWrite(fs.FileInfo) bool { return false }

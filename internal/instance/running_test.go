@@ -29,7 +29,7 @@ func TestRunningAsksTheLockNotThePid(t *testing.T) {
 	}{
 		{name: "no instance file"},
 		{name: "no instance file, lock held", locked: true},
-		{name: "the file of an exited process", file: &Info{PID: exited.Process.Pid}},
+		{name: "the file of an exited process", file: &Info{PID: exited.Process.Pid, MCPURL: stranger.MCPURL, MCPPort: stranger.MCPPort}},
 		{name: "a live pid that holds no lock", file: &stranger},
 		{name: "the file of the lock's holder", file: &stranger, locked: true, wantRunning: true},
 		{name: "an unreadable file", raw: "{", wantErr: "remove the file if CodeHydra is not running"},
@@ -118,5 +118,67 @@ func TestAcquireWaitsOutTheInstantAHeldCheckHoldsTheLock(t *testing.T) {
 	defer l3.Release()
 	if _, err := Acquire(path); !errors.Is(err, ErrLocked) {
 		t.Fatalf("second Acquire = %v, want ErrLocked", err)
+	}
+}
+
+// TestReadRefusesWhatIsNotTheUsersOwn: where the runtime folder falls
+// back to the shared temporary folder, another user can make it first,
+// with an instance file naming their server. Read checks what Write
+// makes sure of.
+func TestReadRefusesWhatIsNotTheUsersOwn(t *testing.T) {
+	good := Info{PID: os.Getpid(), MCPURL: "http://127.0.0.1:4711/mcp", MCPPort: 4711, Token: "t"}
+	for _, tt := range []struct {
+		name  string
+		plant func(t *testing.T, dir, path string)
+		want  string
+	}{
+		{"a folder others may write", func(t *testing.T, dir, _ string) { chmod(t, dir, 0o777) }, "may be written by other users"},
+		{"a file others may write", func(t *testing.T, _, path string) { chmod(t, path, 0o666) }, "may be written by other users"},
+		{"a folder that is a link", func(t *testing.T, dir, _ string) {
+			real := dir + "-real"
+			if err := os.Rename(dir, real); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(real, dir); err != nil {
+				t.Fatal(err)
+			}
+		}, "is not a folder"},
+		{"a file that is a link", func(t *testing.T, _, path string) {
+			if err := os.Rename(path, path+".real"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(path+".real", path); err != nil {
+				t.Fatal(err)
+			}
+		}, "is not a file"},
+		{"a remote mcpUrl", func(t *testing.T, _, path string) {
+			if err := Write(path, Info{PID: 1, MCPURL: "http://evil.example:4711/mcp", MCPPort: 4711}); err != nil {
+				t.Fatal(err)
+			}
+		}, "not on this machine's loopback"},
+		{"an mcpUrl with another port", func(t *testing.T, _, path string) {
+			if err := Write(path, Info{PID: 1, MCPURL: "http://127.0.0.1:80/mcp", MCPPort: 4711}); err != nil {
+				t.Fatal(err)
+			}
+		}, "is not this machine's loopback with port 4711"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			path := filepath.Join(dir, "instance.json")
+			if err := Write(path, good); err != nil {
+				t.Fatal(err)
+			}
+			tt.plant(t, dir, path)
+			if _, err := Read(path); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Read = %v, want an error saying %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func chmod(t *testing.T, path string, mode os.FileMode) {
+	t.Helper()
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
 	}
 }
