@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"syscall"
 	"unicode/utf8"
 
 	"codehydra/workspace"
@@ -60,13 +62,31 @@ func (f *FS) Read(p string, offset, limit int64) (Page, error) {
 	if !info.Mode().IsRegular() {
 		return Page{}, workspace.Errorf(workspace.CodeInvalidInput, "%s is not a regular file (%s)", p, info.Mode().Type())
 	}
-	file, err := root.Open(r.rel)
+	beforeOpen(r.rel)
+	// Non-blocking, and looked at again once open: a FIFO swapped in since
+	// the Lstat must not block the call, and what is read is what was
+	// opened.
+	file, err := root.OpenFile(r.rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return Page{}, rootError(p, err)
 	}
 	defer file.Close()
+	if info, err = file.Stat(); err != nil {
+		return Page{}, fmt.Errorf("read %s: %w", p, err)
+	}
+	if !info.Mode().IsRegular() {
+		return Page{}, workspace.Errorf(workspace.CodeInvalidInput, "%s is not a regular file (%s)", p, info.Mode().Type())
+	}
+	if n := hardLinks(info); n > 1 {
+		return Page{}, workspace.Errorf(workspace.CodeForbidden,
+			"%s has %d names (hard links): another of them may lie outside the workspace, where a file of the user's would be read through it; it is not read (copy it into a file of its own if you need it)", p, n)
+	}
 	return readPage(file, r.rel, info.Size(), offset, limit)
 }
+
+// beforeOpen runs between Read's Lstat and its open: tests swap the file
+// there, as a process of the same user could.
+var beforeOpen = func(rel string) {}
 
 func readPage(file io.ReaderAt, rel string, size, offset, limit int64) (Page, error) {
 	page := Page{Path: rel, Size: size, Offset: offset}
