@@ -35,8 +35,9 @@ type deleteSpec struct {
 	Repo, Root, Path string
 	KeepBranch       bool
 	// Point is where the helper stops and waits to be killed: "stop-agent",
-	// or "before:<git args>" / "after:<git args>" of a git command the
-	// delete runs; "" runs the delete to its end.
+	// "before:<git args>" / "after:<git args>" of a git command the delete
+	// runs, or "step:<step>" of the worktree's removal (see deleteStep);
+	// "" runs the delete to its end.
 	Point string
 	// Mark is a file the helper creates when it reached Point (or, without
 	// one, when the delete starts).
@@ -65,6 +66,17 @@ func TestHelperDeleteProcess(t *testing.T) {
 	}
 	m.SetAgents(&blockingAgents{point: spec.Point == "stop-agent", mark: mark})
 	when, gitArgs, _ := strings.Cut(spec.Point, ":")
+	if when == "step" {
+		// A step of the worktree's removal, which runs no git.
+		step := gitArgs
+		gitArgs = ""
+		m.deleteStep = func(s, _ string) {
+			if s == step {
+				mark()
+				select {}
+			}
+		}
+	}
 	m.git.command = func(ctx context.Context, name string, arg ...string) *exec.Cmd {
 		if gitArgs == "" || !strings.HasPrefix(strings.Join(arg, " "), gitArgs) {
 			return exec.CommandContext(ctx, name, arg...)
@@ -267,6 +279,9 @@ func (f *crashFixture) leftovers(t *testing.T, keepBranch bool) []string {
 	if exists(f.target.Path) {
 		left = append(left, "the target's folder is still there")
 	}
+	if exists(stagedFolder(f.target.Path)) {
+		left = append(left, "the target's folder is still there, set aside")
+	}
 	if list := testenv.Git(t, f.repo, "worktree", "list", "--porcelain"); strings.Contains(list, f.target.Path+"\n") {
 		left = append(left, "git still lists the target:\n"+list)
 	}
@@ -339,9 +354,11 @@ func TestADeleteKilledAtAnyStepIsFinishedByTheNextLaunchOrASecondDelete(t *testi
 		worktreeGone bool
 	}{
 		{point: "stop-agent"},
-		{point: "before:worktree remove"},
-		{point: "after:worktree remove", worktreeGone: true},
-		{point: "after:worktree remove", keepBranch: true, worktreeGone: true},
+		{point: "step:" + stepBeforeRemoval},
+		{point: "step:" + stepSetAside, worktreeGone: true},
+		{point: "step:" + stepFolderRemoved, worktreeGone: true},
+		{point: "step:" + stepAfterRemoval, worktreeGone: true},
+		{point: "step:" + stepAfterRemoval, keepBranch: true, worktreeGone: true},
 		{point: "before:branch -D", worktreeGone: true},
 		{point: "after:branch -D", worktreeGone: true},
 		{point: "before:config --local --remove-section", worktreeGone: true},
@@ -384,7 +401,7 @@ func TestADeleteKilledAtAnyStepIsFinishedByTheNextLaunchOrASecondDelete(t *testi
 func TestAHalfDoneDeleteThatTheLaunchCannotFinishIsFinishedByASecondDelete(t *testing.T) {
 	t.Parallel()
 	f := newCrashFixture(t)
-	killDuring(t, deleteSpec{Repo: f.repo, Root: f.root, Path: f.target.Path, Point: "after:worktree remove"})
+	killDuring(t, deleteSpec{Repo: f.repo, Root: f.root, Path: f.target.Path, Point: "step:" + stepAfterRemoval})
 	lock := filepath.Join(f.repo, ".git", "refs", "heads", "target.lock")
 	testenv.WriteFile(t, lock, "")
 	m, _ := f.relaunch(t)
@@ -407,7 +424,7 @@ func TestAHalfDoneDeleteThatTheLaunchCannotFinishIsFinishedByASecondDelete(t *te
 func TestALaunchLeavesAWorkspaceAloneWhoseBranchIsInUseAgain(t *testing.T) {
 	t.Parallel()
 	f := newCrashFixture(t)
-	killDuring(t, deleteSpec{Repo: f.repo, Root: f.root, Path: f.target.Path, Point: "after:worktree remove"})
+	killDuring(t, deleteSpec{Repo: f.repo, Root: f.root, Path: f.target.Path, Point: "step:" + stepAfterRemoval})
 	// Before the next launch the user checks the branch out again
 	// elsewhere, outside the app.
 	again := filepath.Join(realDir(t), "again")

@@ -343,24 +343,11 @@ func (m *Manager) removeWorktree(ctx context.Context, p *project, ws Workspace, 
 	if err := checkNotReplaced(ws.Path); err != nil {
 		return err
 	}
-	if _, err := m.changeWorktrees(ctx, p, "worktree", "remove", "--force", "--", e.Path); err != nil {
-		if ctx.Err() != nil {
-			return err
-		}
-		if _, held := lockHeld(err); held {
-			return classify(err, CodeConflict, "cannot remove worktree %s", ws.Path)
-		}
-		m.log.Warn("git worktree remove failed; removing the folder instead", "path", ws.Path, "err", err)
-		if err := checkWorktreeFolder(p.commonDir, ws.Path); err != nil {
-			return err
-		}
-		if err := m.removeFolder(ctx, ws.Path); err != nil {
-			return err
-		}
-		if _, err := m.changeWorktrees(ctx, p, "worktree", "prune"); err != nil {
-			return classify(err, CodeInternal, "cannot prune the worktrees of %s; try the delete again", p.Path)
-		}
+	m.step(stepBeforeRemoval, ws.Path)
+	if err := m.removeRegistered(ctx, p, ws.Path); err != nil {
+		return err
 	}
+	m.step(stepAfterRemoval, ws.Path)
 	entries, err := m.listWorktrees(ctx, p)
 	if err != nil {
 		return classify(err, CodeInternal, "cannot list the worktrees of %s", p.Path)
@@ -374,39 +361,131 @@ func (m *Manager) removeWorktree(ctx context.Context, p *project, ws Workspace, 
 	return nil
 }
 
-// removeFolder removes exactly the worktree folder dir. It refuses a
-// symlink or a folder that holds a project or another workspace.
-// os.RemoveAll removes symlinks inside dir without following them, and
-// only unlinks dir itself should it become a symlink after the checks, so
-// nothing outside dir is touched.
-func (m *Manager) removeFolder(ctx context.Context, dir string) error {
-	fi, err := os.Lstat(dir)
-	if errors.Is(err, fs.ErrNotExist) {
+// The steps of a worktree's removal that Manager.deleteStep is told.
+const (
+	stepBeforeRemoval = "before worktree removal" // checked, nothing moved
+	stepSetAside      = "worktree set aside"      // renamed aside and checked there
+	stepFolderRemoved = "worktree folder removed" // git's record still there
+	stepAfterRemoval  = "after worktree removal"
+)
+
+// removeRegistered removes the worktree that git registered at path: its
+// folder and its admin folder in the git common dir, as `git worktree
+// remove --force` does. Not through git, which finds the worktree by the
+// real path of its argument: a symlink swapped in for the folder after the
+// checks would have it remove the worktree the link points at, another
+// workspace and its changes. The folder is first renamed aside (rename
+// acts on the name, never on a link's target), checked there to be a real
+// folder and this very worktree (else put back, and nothing removed), and
+// removed through an os.Root of its parent, which follows no link.
+func (m *Manager) removeRegistered(ctx context.Context, p *project, path string) error {
+	p.worktreesMu.Lock()
+	defer p.worktreesMu.Unlock()
+	staged := stagedFolder(path)
+	err := m.renameAside(ctx, path, staged)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// Gone already (by hand, or an earlier run of this delete renamed
+		// it aside and stopped): what is left is its record, and maybe the
+		// folder set aside.
+		if err := m.removeIn(ctx, staged); err != nil {
+			return err
+		}
+		if admin, ok := adminOf(p.commonDir, path); ok {
+			if err := os.RemoveAll(admin); err != nil {
+				return &Error{Code: CodeInternal, Message: fmt.Sprintf("cannot remove git's record %s of worktree %s; try the delete again", admin, path), Err: err}
+			}
+		}
 		return nil
-	}
-	if err != nil {
-		return &Error{Code: CodeInternal, Message: fmt.Sprintf("cannot check folder %s", dir), Err: err}
-	}
-	if !fi.IsDir() {
-		return Errorf(CodeConflict, "%s is not a folder (a symlink or a file), so it is not deleted; remove it yourself", dir)
-	}
-	m.mu.Lock()
-	err = m.nestedLocked(dir)
-	m.mu.Unlock()
-	if err != nil {
+	case err != nil:
 		return err
 	}
+	admin, err := worktreeAdmin(p.commonDir, staged, path)
+	if err != nil {
+		if rerr := os.Rename(staged, path); rerr != nil {
+			m.log.Warn("cannot put a worktree folder back after refusing to delete it", "path", path, "asideAt", staged, "err", rerr)
+		}
+		return err
+	}
+	m.step(stepSetAside, path)
+	if err := m.removeIn(ctx, staged); err != nil {
+		return err
+	}
+	m.step(stepFolderRemoved, path)
+	if err := os.RemoveAll(admin); err != nil {
+		return &Error{Code: CodeInternal, Message: fmt.Sprintf("cannot remove git's record %s of worktree %s; try the delete again", admin, path), Err: err}
+	}
+	return nil
+}
+
+// step tells m.deleteStep, if any, that the removal of the worktree at
+// path reached step.
+func (m *Manager) step(step, path string) {
+	if m.deleteStep != nil {
+		m.deleteStep(step, path)
+	}
+}
+
+// stagedFolder is where the delete sets the worktree folder at path
+// aside, beside it: a name no workspace has (it starts with a dot).
+func stagedFolder(path string) string {
+	return filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".codehydra-deleting")
+}
+
+// renameAside renames path to staged, trying again a few times (on
+// Windows a program closing a file in it holds the folder a moment).
+func (m *Manager) renameAside(ctx context.Context, path, staged string) error {
+	var err error
 	for attempt := range removeAttempts {
 		if attempt > 0 {
 			if err := m.sleep(ctx, removeBackoff(attempt)); err != nil {
 				return err
 			}
 		}
-		if err = os.RemoveAll(dir); err == nil {
+		if err = os.Rename(path, staged); err == nil || errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return &Error{Code: CodeConflict, Message: fmt.Sprintf("cannot move worktree %s aside to remove it; close programs that use files in it and delete again", path), Err: err}
+}
+
+// removeIn removes the folder dir (a real folder, or nothing) through an
+// os.Root of its parent, which follows no symlink at any depth.
+func (m *Manager) removeIn(ctx context.Context, dir string) error {
+	root, err := os.OpenRoot(filepath.Dir(dir))
+	if err != nil {
+		return &Error{Code: CodeInternal, Message: fmt.Sprintf("cannot open folder %s", filepath.Dir(dir)), Err: err}
+	}
+	defer root.Close()
+	for attempt := range removeAttempts {
+		if attempt > 0 {
+			if err := m.sleep(ctx, removeBackoff(attempt)); err != nil {
+				return err
+			}
+		}
+		if err = root.RemoveAll(filepath.Base(dir)); err == nil {
 			return nil
 		}
 	}
 	return &Error{Code: CodeInternal, Message: fmt.Sprintf("cannot remove folder %s; close programs that use files in it and delete again", dir), Err: err}
+}
+
+// adminOf finds git's admin folder (<commonDir>/worktrees/<id>) of the
+// worktree registered at path, by its gitdir record.
+func adminOf(commonDir, path string) (string, bool) {
+	dir := filepath.Join(commonDir, "worktrees")
+	ids, err := os.ReadDir(dir)
+	if err != nil {
+		return "", false
+	}
+	want := pathKey(resolveMaybeMissing(filepath.Join(path, ".git")))
+	for _, id := range ids {
+		admin := filepath.Join(dir, id.Name())
+		if back, ok := readPointer(filepath.Join(admin, "gitdir"), ""); ok && id.IsDir() && pathKey(resolveMaybeMissing(absIn(admin, back))) == want {
+			return admin, true
+		}
+	}
+	return "", false
 }
 
 // deleteBranch deletes a local branch; a branch that no longer exists is

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -108,63 +107,45 @@ func TestDeleteDetachedHeadWorktreeDeletesNoBranch(t *testing.T) {
 	ev.waitFor(t, soon, "done", func(e Event) bool { return e.Step == StepDone && e.Workspace.Path == wt })
 }
 
-// failWorktreeRemove makes `git worktree remove` fail (by running real git
-// with a bad flag), so the delete has to fall back on removing the folder.
-func failWorktreeRemove(m *Manager) {
-	m.git.command = func(ctx context.Context, name string, arg ...string) *exec.Cmd {
-		if len(arg) >= 2 && arg[0] == "worktree" && arg[1] == "remove" {
-			return exec.CommandContext(ctx, name, "worktree", "remove", "--no-such-flag")
-		}
-		return exec.CommandContext(ctx, name, arg...)
-	}
-}
-
 func TestDeleteTouchesNothingOutsideTheWorktree(t *testing.T) {
 	t.Parallel()
-	for _, fallback := range []bool{false, true} {
-		t.Run(map[bool]string{false: "git worktree remove", true: "folder removal fallback"}[fallback], func(t *testing.T) {
-			m, p := setup(t)
-			if fallback {
-				failWorktreeRemove(m)
-			}
-			ws := create(t, m, p, "ws")
+	m, p := setup(t)
+	ws := create(t, m, p, "ws")
 
-			outside := realDir(t)
-			precious := filepath.Join(outside, "precious.txt")
-			testenv.WriteFile(t, precious, "keep me")
-			sibling := ws.Path + "2" // shares the prefix "…/ws"
-			testenv.WriteFile(t, filepath.Join(sibling, "sibling.txt"), "keep me too")
-			if err := os.Symlink(outside, filepath.Join(ws.Path, "link-to-dir")); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Symlink(precious, filepath.Join(ws.Path, "link-to-file")); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Symlink(p.Path, filepath.Join(ws.Path, "link-to-project")); err != nil {
-				t.Fatal(err)
-			}
-			testenv.WriteFile(t, filepath.Join(ws.Path, "untracked", "deep.txt"), "untracked")
-			testenv.WriteFile(t, filepath.Join(ws.Path, "README.md"), "modified")
+	outside := realDir(t)
+	precious := filepath.Join(outside, "precious.txt")
+	testenv.WriteFile(t, precious, "keep me")
+	sibling := ws.Path + "2" // shares the prefix "…/ws"
+	testenv.WriteFile(t, filepath.Join(sibling, "sibling.txt"), "keep me too")
+	if err := os.Symlink(outside, filepath.Join(ws.Path, "link-to-dir")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(precious, filepath.Join(ws.Path, "link-to-file")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(p.Path, filepath.Join(ws.Path, "link-to-project")); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WriteFile(t, filepath.Join(ws.Path, "untracked", "deep.txt"), "untracked")
+	testenv.WriteFile(t, filepath.Join(ws.Path, "README.md"), "modified")
 
-			if err := m.Delete(context.Background(), ws.Path, DeleteOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			if exists(ws.Path) || registered(t, p.Path, ws.Path) {
-				t.Fatal("worktree left")
-			}
-			for path, want := range map[string]string{
-				precious:                              "keep me",
-				filepath.Join(sibling, "sibling.txt"): "keep me too",
-				filepath.Join(p.Path, "README.md"):    "hello\n",
-			} {
-				if b, err := os.ReadFile(path); err != nil || string(b) != want {
-					t.Errorf("%s = %q, %v; want %q", path, b, err, want)
-				}
-			}
-			if got := testenv.Git(t, p.Path, "status", "--porcelain"); got != "" {
-				t.Errorf("main checkout changed: %q", got)
-			}
-		})
+	if err := m.Delete(context.Background(), ws.Path, DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if exists(ws.Path) || registered(t, p.Path, ws.Path) {
+		t.Fatal("worktree left")
+	}
+	for path, want := range map[string]string{
+		precious:                              "keep me",
+		filepath.Join(sibling, "sibling.txt"): "keep me too",
+		filepath.Join(p.Path, "README.md"):    "hello\n",
+	} {
+		if b, err := os.ReadFile(path); err != nil || string(b) != want {
+			t.Errorf("%s = %q, %v; want %q", path, b, err, want)
+		}
+	}
+	if got := testenv.Git(t, p.Path, "status", "--porcelain"); got != "" {
+		t.Errorf("main checkout changed: %q", got)
 	}
 }
 
@@ -399,17 +380,41 @@ func TestDeleteRefusesAWorkspaceThatHoldsAProject(t *testing.T) {
 	}
 }
 
-func TestDeleteFallbackRefusesAFolderThatBecameASymlink(t *testing.T) {
+// TestADeleteDoesNotFollowAFolderSwappedForASymlinkAfterItsChecks: the
+// delete checked the worktree folder, then ran `git worktree remove
+// --force`, which finds the worktree by its argument's real path. A
+// symlink to another workspace swapped in between (as any process of the
+// user can) had git remove that other workspace, its changes with it.
+// The folder is now renamed aside, checked there, and removed through an
+// os.Root: the swapped link is put back, and nothing is removed.
+func TestADeleteDoesNotFollowAFolderSwappedForASymlinkAfterItsChecks(t *testing.T) {
 	t.Parallel()
-	m, _ := setup(t)
-	target := realDir(t)
-	testenv.WriteFile(t, filepath.Join(target, "keep"), "x")
-	link := filepath.Join(realDir(t), "link")
-	if err := os.Symlink(target, link); err != nil {
-		t.Fatal(err)
+	m, p := setup(t)
+	a, b := create(t, m, p, "a"), create(t, m, p, "b")
+	testenv.WriteFile(t, filepath.Join(a.Path, "a-work.txt"), "a's work")
+	testenv.WriteFile(t, filepath.Join(b.Path, "b-work.txt"), "b's work")
+	moved := realDir(t) + "/a-moved"
+	m.deleteStep = func(step, path string) {
+		if step != stepBeforeRemoval || path != a.Path {
+			return
+		}
+		if err := os.Rename(a.Path, moved); err != nil {
+			t.Error(err)
+		}
+		if err := os.Symlink(b.Path, a.Path); err != nil {
+			t.Error(err)
+		}
 	}
-	wantCode(t, m.removeFolder(context.Background(), link), CodeConflict)
-	if !exists(filepath.Join(target, "keep")) {
-		t.Fatal("symlink target emptied")
+	wantCode(t, m.Delete(context.Background(), a.Path, DeleteOptions{}), CodeConflict)
+	wantFile(t, filepath.Join(b.Path, "b-work.txt"), "b's work")
+	if !registered(t, p.Path, b.Path) {
+		t.Fatal("b is no longer a worktree")
+	}
+	wantFile(t, filepath.Join(moved, "a-work.txt"), "a's work")
+	if target, err := os.Readlink(a.Path); err != nil || target != b.Path {
+		t.Fatalf("the swapped link at %s = %q, %v; want it put back", a.Path, target, err)
+	}
+	if exists(stagedFolder(a.Path)) {
+		t.Fatal("something was left set aside")
 	}
 }

@@ -54,6 +54,11 @@ type Manager struct {
 	git  *gitRunner
 	// sleep waits between retries of a delete's folder removal.
 	sleep func(ctx context.Context, d time.Duration) error
+	// deleteStep is told each step of a worktree's removal (the step
+	// constants of delete.go) and the worktree's path: tests swap the
+	// folder after the checks, as a process of the same user could, and
+	// kill the delete between steps. Nil in the app.
+	deleteStep func(step, path string)
 	// now is the clock (the names of the refs that keep deleted branches).
 	now func() time.Time
 

@@ -39,30 +39,38 @@ func checkNotReplaced(path string) error {
 // a file whose "gitdir:" names an admin folder in <commonDir>/worktrees,
 // and that admin folder's gitdir file names path/.git back.
 func checkWorktreeFolder(commonDir, path string) error {
-	if err := checkNotReplaced(path); err != nil {
-		return err
+	_, err := worktreeAdmin(commonDir, path, path)
+	return err
+}
+
+// worktreeAdmin checks that folder (a real folder) is the linked worktree
+// git registered in commonDir at registered (folder itself, or where it
+// was before the delete moved it aside) and returns its admin folder.
+func worktreeAdmin(commonDir, folder, registered string) (string, error) {
+	if err := checkNotReplaced(folder); err != nil {
+		return "", err
 	}
 	refuse := func(why string) error {
-		return Errorf(CodeConflict, "%s is not removed: %s, so it may not be the worktree git registered; remove it yourself if you no longer need it", path, why)
+		return Errorf(CodeConflict, "%s is not removed: %s, so it may not be the worktree git registered; remove it yourself if you no longer need it", registered, why)
 	}
-	dotGit := filepath.Join(path, ".git")
+	dotGit := filepath.Join(folder, ".git")
 	fi, err := os.Lstat(dotGit)
 	if err != nil || !fi.Mode().IsRegular() {
-		return refuse(dotGit + " is not a file")
+		return "", refuse(dotGit + " is not a file")
 	}
 	admin, ok := readPointer(dotGit, "gitdir:")
 	if !ok {
-		return refuse(dotGit + " names no git folder")
+		return "", refuse(dotGit + " names no git folder")
 	}
-	admin = resolveMaybeMissing(absIn(path, admin))
+	admin = resolveMaybeMissing(absIn(folder, admin))
 	if pathKey(filepath.Dir(admin)) != pathKey(filepath.Join(commonDir, "worktrees")) {
-		return refuse(fmt.Sprintf("%s points at %s, not into %s", dotGit, admin, filepath.Join(commonDir, "worktrees")))
+		return "", refuse(fmt.Sprintf("%s points at %s, not into %s", dotGit, admin, filepath.Join(commonDir, "worktrees")))
 	}
 	back, ok := readPointer(filepath.Join(admin, "gitdir"), "")
-	if !ok || pathKey(resolveMaybeMissing(absIn(admin, back))) != pathKey(dotGit) {
-		return refuse(fmt.Sprintf("git's record %s does not point back at %s", admin, dotGit))
+	if !ok || pathKey(resolveMaybeMissing(absIn(admin, back))) != pathKey(resolveMaybeMissing(filepath.Join(registered, ".git"))) {
+		return "", refuse(fmt.Sprintf("git's record %s does not point back at %s", admin, filepath.Join(registered, ".git")))
 	}
-	return nil
+	return admin, nil
 }
 
 // readPointer reads a one-line file holding a path after prefix.

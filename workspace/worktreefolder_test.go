@@ -20,16 +20,6 @@ func userFolder(t *testing.T) (dir, file string) {
 	return dir, file
 }
 
-// bothRemovals runs test once with git removing the worktree and once
-// with git failing, so that the delete falls back on removing the folder.
-func bothRemovals(t *testing.T, test func(t *testing.T, fallback bool)) {
-	for _, fallback := range []bool{false, true} {
-		t.Run(map[bool]string{false: "git worktree remove", true: "folder removal fallback"}[fallback], func(t *testing.T) {
-			test(t, fallback)
-		})
-	}
-}
-
 func wantFile(t *testing.T, file, content string) {
 	t.Helper()
 	if b, err := os.ReadFile(file); err != nil || string(b) != content {
@@ -52,49 +42,44 @@ func wantNoStep(t *testing.T, m *Manager, ev *events) {
 
 func TestAWorktreeFolderReplacedByASymlinkIsNeitherListedNorDeletedAsItsTarget(t *testing.T) {
 	t.Parallel()
-	bothRemovals(t, func(t *testing.T, fallback bool) {
-		m, p := setup(t)
-		ws := create(t, m, p, "ws")
-		target, file := userFolder(t)
-		if err := os.RemoveAll(ws.Path); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink(target, ws.Path); err != nil {
-			t.Fatal(err)
-		}
+	m, p := setup(t)
+	ws := create(t, m, p, "ws")
+	target, file := userFolder(t)
+	if err := os.RemoveAll(ws.Path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, ws.Path); err != nil {
+		t.Fatal(err)
+	}
 
-		// A fresh launch discovers the project as it is now.
-		m, _ = newManager(t, Options{Projects: []string{p.Path}})
-		if err := m.Load(context.Background()); err != nil {
-			t.Fatal(err)
+	// A fresh launch discovers the project as it is now.
+	m, _ = newManager(t, Options{Projects: []string{p.Path}})
+	if err := m.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range m.AllWorkspaces() {
+		if pathKey(w.Path) == pathKey(target) {
+			t.Fatalf("the symlink's target %s is listed as a workspace: %+v", target, w)
 		}
-		if fallback {
-			failWorktreeRemove(m)
-		}
-		for _, w := range m.AllWorkspaces() {
-			if pathKey(w.Path) == pathKey(target) {
-				t.Fatalf("the symlink's target %s is listed as a workspace: %+v", target, w)
-			}
-		}
+	}
 
-		wantCode(t, m.Delete(context.Background(), target, DeleteOptions{}), CodeWorkspaceNotFound)
-		ev := record(t, m)
-		err := m.Delete(context.Background(), ws.Path, DeleteOptions{})
-		wantCode(t, err, CodeConflict)
-		// Refused before it began: no step ran (the agent was not stopped)
-		// and the branch's metadata is still there.
-		wantNoStep(t, m, ev)
-		if got := testenv.Git(t, p.Path, "config", "--get", "branch.ws.codehydra.base"); got == "" {
-			t.Error("the refused delete removed the branch's metadata")
-		}
-		if !strings.Contains(err.Error(), "symlink") {
-			t.Errorf("error %q does not say the folder is a symlink", err)
-		}
-		wantFile(t, file, "years of work")
-		if fi, err := os.Lstat(ws.Path); err != nil || fi.Mode()&os.ModeSymlink == 0 {
-			t.Errorf("the symlink at %s was touched: %v", ws.Path, err)
-		}
-	})
+	wantCode(t, m.Delete(context.Background(), target, DeleteOptions{}), CodeWorkspaceNotFound)
+	ev := record(t, m)
+	err := m.Delete(context.Background(), ws.Path, DeleteOptions{})
+	wantCode(t, err, CodeConflict)
+	// Refused before it began: no step ran (the agent was not stopped)
+	// and the branch's metadata is still there.
+	wantNoStep(t, m, ev)
+	if got := testenv.Git(t, p.Path, "config", "--get", "branch.ws.codehydra.base"); got == "" {
+		t.Error("the refused delete removed the branch's metadata")
+	}
+	if !strings.Contains(err.Error(), "symlink") {
+		t.Errorf("error %q does not say the folder is a symlink", err)
+	}
+	wantFile(t, file, "years of work")
+	if fi, err := os.Lstat(ws.Path); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the symlink at %s was touched: %v", ws.Path, err)
+	}
 }
 
 // tamperings are the ways a worktree folder and git's record of it stop
@@ -128,7 +113,7 @@ var tamperings = []struct {
 	}},
 }
 
-func TestTheFallbackRemovesNoFolderWhoseGitFileDoesNotPointBack(t *testing.T) {
+func TestTheDeleteRemovesNoFolderWhoseGitFileDoesNotPointBack(t *testing.T) {
 	t.Parallel()
 	for _, tc := range tamperings {
 		t.Run(tc.name, func(t *testing.T) {
@@ -139,7 +124,6 @@ func TestTheFallbackRemovesNoFolderWhoseGitFileDoesNotPointBack(t *testing.T) {
 			file := filepath.Join(ws.Path, "work.txt")
 			testenv.WriteFile(t, file, "keep")
 			tc.tamper(t, ws, other)
-			failWorktreeRemove(m)
 
 			wantCode(t, m.Delete(context.Background(), ws.Path, DeleteOptions{}), CodeConflict)
 			wantFile(t, file, "keep")
@@ -188,18 +172,13 @@ func TestAFolderThatIsNotGitsWorktreeIsRefusedBeforeAnyStep(t *testing.T) {
 
 func TestDeleteRefusesAWorkspaceThatHoldsAnotherWorkspace(t *testing.T) {
 	t.Parallel()
-	bothRemovals(t, func(t *testing.T, fallback bool) {
-		m, p := setup(t)
-		outer := create(t, m, p, "outer")
-		inner := filepath.Join(outer.Path, "inner")
-		testenv.Git(t, p.Path, "worktree", "add", "-q", "-b", "inner", inner)
-		m.refresh(context.Background(), projectOf(t, m, p.Path), true)
-		if fallback {
-			failWorktreeRemove(m)
-		}
-		wantCode(t, m.Delete(context.Background(), outer.Path, DeleteOptions{}), CodeConflict)
-		if !exists(filepath.Join(inner, "README.md")) {
-			t.Fatal("the inner workspace was removed")
-		}
-	})
+	m, p := setup(t)
+	outer := create(t, m, p, "outer")
+	inner := filepath.Join(outer.Path, "inner")
+	testenv.Git(t, p.Path, "worktree", "add", "-q", "-b", "inner", inner)
+	m.refresh(context.Background(), projectOf(t, m, p.Path), true)
+	wantCode(t, m.Delete(context.Background(), outer.Path, DeleteOptions{}), CodeConflict)
+	if !exists(filepath.Join(inner, "README.md")) {
+		t.Fatal("the inner workspace was removed")
+	}
 }

@@ -99,7 +99,7 @@ func (b *bench) reportCalls(w *markdown) {
 func (b *bench) reportCreates(w *markdown) {
 	w.p("### Create and delete")
 	w.p("")
-	w.p("`workspace.Manager.Create` (validation, `git worktree add -b`, base metadata in git config, discovery) and `Delete` (stop agent, remove metadata, `git worktree remove`, `git branch -D`) against the bare git commands on the same repository, median of 5.")
+	w.p("`workspace.Manager.Create` (validation, `git worktree add -b`, base metadata in git config, discovery) and `Delete` (stop agent, remove metadata, the worktree set aside and removed through an `os.Root` with git's record, `git branch -D`) against the bare git commands on the same repository, median of 5.")
 	w.p("")
 	w.p("| files | `git worktree add -b` | Create | ratio | `git worktree remove` + `git branch -D` | Delete | ratio |")
 	w.p("|---:|---:|---:|---:|---:|---:|---:|")
