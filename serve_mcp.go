@@ -30,7 +30,7 @@ func (s *server) startMCP(ctx context.Context) error {
 	srv, err := mcp.New(mcp.Options{
 		Addr:           net.JoinHostPort("127.0.0.1", strconv.Itoa(set.MCPPort)),
 		Token:          tok,
-		Workspaces:     mcp.LimitCreates(s.manager, mcp.CreateLimit{Count: set.WorkspaceCreateLimit.Count, Per: set.WorkspaceCreateLimit.Window()}),
+		Workspaces:     mcp.LimitCreates(s.manager, mcp.CreateLimit{Count: set.WorkspaceCreateLimit.Count, Per: set.WorkspaceCreateLimit.Window(), Descendants: set.WorkspaceCreateLimit.Descendants}),
 		Agents:         s.agentPorts,
 		Prompts:        s.agentPorts,
 		Sessions:       agentSessions{s.agentPorts},

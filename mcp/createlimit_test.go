@@ -34,6 +34,12 @@ func (c *fakeClock) advance(d time.Duration) {
 // per caller per hour, on a clock the test moves.
 func limitedHarness(t *testing.T, count int) (*harness, *fakeClock) {
 	t.Helper()
+	return limitedHarnessWith(t, CreateLimit{Count: count, Per: time.Hour})
+}
+
+// limitedHarnessWith is limitedHarness with the whole limit given.
+func limitedHarnessWith(t *testing.T, l CreateLimit) (*harness, *fakeClock) {
+	t.Helper()
 	isolateGit(t)
 	project := testenv.GitRepo(t, "proj")
 	mgr := workspace.NewManager(workspace.Options{Projects: []string{project}, WorktreeRoot: t.TempDir()})
@@ -41,7 +47,7 @@ func limitedHarness(t *testing.T, count int) (*harness, *fakeClock) {
 		t.Fatal(err)
 	}
 	clock := &fakeClock{t: time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)}
-	limited := LimitCreates(mgr, CreateLimit{Count: count, Per: time.Hour})
+	limited := LimitCreates(mgr, l)
 	limited.(*createLimited).now = clock.now
 	h := startHarness(t, limited, project)
 	h.mgr = mgr
@@ -120,5 +126,70 @@ func TestConcurrentCreatesOfOneCallerStayWithinTheLimit(t *testing.T) {
 	}
 	if ok != 3 || limited != 5 {
 		t.Fatalf("8 concurrent creates: %d made, %d rate-limited (codes %v), want 3 and 5", ok, limited, codes)
+	}
+}
+
+// TestAChainOfChildrenSharesItsRootsBudgetAndCap: each child workspace
+// had a workspace_create budget of its own, so an agent could chain
+// children past the per-caller limit (A makes B, B makes C, …, each with
+// a fresh budget). Creates now count against the root of the createdBy
+// chain, and the live descendants of one workspace are capped.
+func TestAChainOfChildrenSharesItsRootsBudgetAndCap(t *testing.T) {
+	h, clock := limitedHarnessWith(t, CreateLimit{Count: 3, Per: time.Hour, Descendants: 4})
+	root := h.create("root")
+	create := func(by workspace.Workspace, name string) (workspace.Workspace, workspace.Code, string) {
+		t.Helper()
+		res := call(t, h.sessionAs(h.tokenOf(by.Path), by.Path), ToolCreate, map[string]any{"name": name})
+		if res.IsError {
+			code, msg := errCode(t, res)
+			return workspace.Workspace{}, code, msg
+		}
+		var ws workspace.Workspace
+		okJSON(t, res, &ws)
+		return ws, "", ""
+	}
+	// root → c1 → c2 → c3: three creates, each by a different agent, all
+	// from root's budget of 3.
+	c1, _, _ := create(root, "c1")
+	c2, _, _ := create(c1, "c2")
+	c3, code, msg := create(c2, "c3")
+	if code != "" {
+		t.Fatalf("the third create of the chain: %s %s", code, msg)
+	}
+	if _, code, msg := create(c3, "c4"); code != workspace.CodeRateLimited || !strings.Contains(msg, "3 workspaces within 60 minutes") {
+		t.Fatalf("a fourth create down the chain: %s %q, want rate-limited (root's budget of 3 spent)", code, msg)
+	}
+	if _, code, _ := create(root, "c5"); code != workspace.CodeRateLimited {
+		t.Fatalf("root's own fourth create: %s, want rate-limited", code)
+	}
+	if got := testenv.Git(t, h.project, "branch", "--list", "c4", "c5"); got != "" {
+		t.Fatalf("refused creates made branches %q", got)
+	}
+	// A workspace the user made has a budget of its own.
+	other := h.create("other")
+	if _, code, msg := create(other, "o1"); code != "" {
+		t.Fatalf("another root's create: %s %s", code, msg)
+	}
+
+	// The window passes: root's budget is back, but its descendants are
+	// capped at 4 alive (c1, c2, c3 and one more).
+	clock.advance(2 * time.Hour)
+	if _, code, msg := create(c3, "c6"); code != "" {
+		t.Fatalf("the fourth descendant: %s %s", code, msg)
+	}
+	_, code, msg = create(c1, "c7")
+	if code != workspace.CodeRateLimited || !strings.Contains(msg, "number 4") || !strings.Contains(msg, "descendants") {
+		t.Fatalf("a fifth descendant: %s %q, want refused by the cap", code, msg)
+	}
+	// Deleting one makes room; a deleted creator stays its children's
+	// root, so deleting the middle of the chain frees nothing else.
+	if err := h.mgr.Delete(context.Background(), c2.Path, workspace.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, code, msg := create(c3, "c8"); code != "" {
+		t.Fatalf("after a delete below the cap: %s %s", code, msg)
+	}
+	if _, code, _ := create(c3, "c9"); code != workspace.CodeRateLimited {
+		t.Fatalf("past the cap again: %s, want rate-limited", code)
 	}
 }

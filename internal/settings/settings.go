@@ -33,6 +33,9 @@ type RateLimit struct {
 type CreateLimit struct {
 	Count   int `json:"count"`
 	Minutes int `json:"minutes"`
+	// Descendants caps the workspaces that agents started from one
+	// workspace made, its children and theirs, alive at once.
+	Descendants int `json:"descendants"`
 }
 
 // Window is Minutes as a duration.
@@ -122,7 +125,7 @@ func Default() Settings {
 		TaskTimeoutSeconds:    DefaultTaskTimeoutSeconds,
 
 		LogMaxMB:             10,
-		WorkspaceCreateLimit: CreateLimit{Count: 10, Minutes: 10},
+		WorkspaceCreateLimit: CreateLimit{Count: 10, Minutes: 10, Descendants: 20},
 		MaxAgents:            20,
 	}
 }
@@ -232,6 +235,9 @@ func (s Settings) validateRunLimits() []error {
 	}
 	if m := s.WorkspaceCreateLimit.Minutes; m < 1 || m > 1440 {
 		errs = append(errs, fmt.Errorf("workspaceCreateLimit.minutes is %d: use 1 to 1440", m))
+	}
+	if d := s.WorkspaceCreateLimit.Descendants; d < 1 || d > 1000 {
+		errs = append(errs, fmt.Errorf("workspaceCreateLimit.descendants is %d: use 1 to 1000", d))
 	}
 	if n := s.MaxAgents; n < 1 || n > 1000 {
 		errs = append(errs, fmt.Errorf("maxAgents is %d: use 1 to 1000", n))
