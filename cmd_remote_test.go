@@ -102,7 +102,7 @@ func TestRemoteCommandsSayWhenCodeHydraIsNotRunning(t *testing.T) {
 	}
 	t.Run("no instance file", check)
 	t.Run("instance file of a dead process", func(t *testing.T) {
-		if err := instance.Write(paths.InstanceFile(), instance.Info{PID: deadPID(t), MCPURL: "http://127.0.0.1:1/mcp", Token: "x"}); err != nil {
+		if err := instance.Write(paths.InstanceFile(), instance.Info{PID: deadPID(t), MCPURL: "http://127.0.0.1:1/mcp", MCPPort: 1, Token: "x"}); err != nil {
 			t.Fatal(err)
 		}
 		check(t)
