@@ -58,7 +58,11 @@ func TestGUITrayMenuSettingsNewWorkspaceAndQuit(t *testing.T) {
 		if menu, err = tray.layout(); err != nil {
 			return false, err.Error()
 		}
-		return menu.find(projectName) != nil && trayWorkspace(menu, "feature-x") != nil, menu.String()
+		// The app builds its menu item by item, and builds it again as the
+		// agent's state changes: the last items (Quit, the workspace's
+		// Delete…) say a build is complete.
+		ws := trayWorkspace(menu, "feature-x")
+		return menu.find(projectName) != nil && ws != nil && ws.find(app.LabelDelete) != nil && menu.find(app.LabelQuit) != nil, menu.String()
 	})
 	if got := w.registered(); !strings.Contains(got, tray.owner(t)) {
 		t.Errorf("the watcher has items %q, not the app's %s", got, tray.owner(t))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -170,6 +171,9 @@ func (s *server) command(ctx context.Context, ws string, probe bool) (proc.Optio
 		// the server that the repository ships (node_modules/.bin), and a
 		// relative path would reach what the workspace holds past the
 		// checks. The workspace is its root, and {workspace} in args.
+		if s.g.workDir == "" {
+			return proc.Options{}, errors.New("the empty folder that workspace-scoped servers start in could not be made in the system's temporary folder; check that it exists and is writable, then restart CodeHydra")
+		}
 		o.Dir = s.g.workDir
 		confine := s.g.opts.Confine
 		if probe {

@@ -24,6 +24,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -289,7 +290,8 @@ func (g *Gateway) Close() error {
 	wg.Wait()
 	g.sp.Close()
 	<-g.reaped
-	if g.workDir != string(filepath.Separator) {
+	if g.workDir != "" {
+		_ = os.Chmod(g.workDir, 0o700)
 		_ = os.Remove(g.workDir)
 	}
 	return nil
@@ -298,20 +300,30 @@ func (g *Gateway) Close() error {
 // WorkDir is the folder every workspace-scoped server starts in: empty,
 // CodeHydra's and read-only (made at New, removed at Close), outside any
 // workspace, so that nothing an agent writes is found from there and a
-// relative path names nothing but what climbs out of it.
+// relative path names nothing but what climbs out of it. "" when it could
+// not be made: no workspace-scoped server starts then.
 func (g *Gateway) WorkDir() string { return g.workDir }
 
 // emptyFolder makes the gateway's working folder in the system's
-// temporary folder, where no confined process may write; the root folder
-// (which only an administrator writes) when that fails.
+// temporary folder, where no confined process may write, its symlinks
+// resolved (so that a relative path is judged from where it really is);
+// "" when that fails.
 func emptyFolder() string {
 	dir, err := os.MkdirTemp("", "codehydra-mcp-wd-")
 	if err != nil {
-		return string(filepath.Separator)
+		return ""
 	}
-	if err := os.Chmod(dir, 0o500); err != nil {
-		_ = os.Remove(dir)
-		return string(filepath.Separator)
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	// Windows ignores the mode (its read-only attribute would only keep
+	// the folder from being removed at Close); the folder's ACL is the
+	// temporary folder's, the user's own.
+	if runtime.GOOS != "windows" {
+		if err := os.Chmod(dir, 0o500); err != nil {
+			_ = os.Remove(dir)
+			return ""
+		}
 	}
 	return dir
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"testing"
 	"time"
@@ -48,4 +50,21 @@ func runCrashingApp() {
 	}
 	fmt.Println("READY")
 	select {}
+}
+
+// listenerEnv makes the test binary listen on 127.0.0.1, print "PORT n",
+// and print "GOT <Authorization>" for each request it is sent.
+const listenerEnv = "CODEHYDRA_TEST_GATEWAY_LISTENER"
+
+func runListener() {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Println("listen:", err)
+		os.Exit(2)
+	}
+	fmt.Printf("PORT %d\n", ln.Addr().(*net.TCPAddr).Port)
+	_ = http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Printf("GOT %q\n", r.Header.Get("Authorization"))
+		http.Error(w, "not yours", http.StatusInternalServerError)
+	}))
 }

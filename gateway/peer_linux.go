@@ -46,7 +46,9 @@ func findSocketOwner(table string, locals, remotes []string) (int, bool) {
 	for _, line := range strings.Split(table, "\n")[1:] {
 		// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
 		f := strings.Fields(line)
-		if len(f) < 8 || !contains(locals, f[1]) || !contains(remotes, f[2]) {
+		// Established, or SYN_RECV: a TIME_WAIT left by an earlier
+		// connection of the same ports is owned by no one (uid 0).
+		if len(f) < 8 || !contains(locals, f[1]) || !contains(remotes, f[2]) || f[3] != "01" && f[3] != "03" {
 			continue
 		}
 		if uid, err := strconv.Atoi(f[7]); err == nil {

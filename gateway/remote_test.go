@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -58,23 +57,6 @@ func TestARemoteServersHeadersNeverLeaveItsOrigin(t *testing.T) {
 	if len(elsewhere) != 0 {
 		t.Fatalf("the other origin was sent %v", elsewhere)
 	}
-}
-
-// listenerEnv makes the test binary listen on 127.0.0.1, print "PORT n",
-// and print "GOT <Authorization>" for each request it is sent.
-const listenerEnv = "CODEHYDRA_TEST_GATEWAY_LISTENER"
-
-func runListener() {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fmt.Println("listen:", err)
-		os.Exit(2)
-	}
-	fmt.Printf("PORT %d\n", ln.Addr().(*net.TCPAddr).Port)
-	_ = http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Printf("GOT %q\n", r.Header.Get("Authorization"))
-		http.Error(w, "not yours", http.StatusInternalServerError)
-	}))
 }
 
 // TestALoopbackServerOfAnotherUserGetsNoHeaders: the review's other

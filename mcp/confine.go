@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -111,11 +112,24 @@ func confineArgs(ctx context.Context, tool string, gt GatewayTool, wsPath string
 // judge refuses the string s, found at at, when it names a path outside
 // the workspace or one the deny list refuses.
 func (c *confinement) judge(at, s string) error {
+	if rootedNotAbs(s) {
+		// Windows: \x and /x name the current drive's root, C:x the
+		// drive's current folder. The workspace's drive is taken for
+		// the first; the second cannot be judged, and is refused.
+		if filepath.VolumeName(s) != "" {
+			return c.outside(at)
+		}
+		s = filepath.VolumeName(c.root) + s
+	}
 	p, isPath := pathArg(s)
-	if !isPath && c.workDir != "" && s != "" && len(s) <= maxConfinedPath {
+	if !isPath && c.workDir != "" && s != "" {
 		// Relative: from the server's empty folder it names something
-		// only if it climbs out.
+		// only if it climbs out. (Join cleans, whatever the length: a
+		// long string of "./" must not hide a climb.)
 		if j := filepath.Join(c.workDir, s); !pathWithin(c.workDir, j) {
+			if len(j) > maxConfinedPath {
+				return c.outside(at)
+			}
 			p, isPath = j, true
 		}
 	}
@@ -261,7 +275,9 @@ func (c *confinement) resolve(p string) (string, error) {
 			// refuse it there.
 			return filepath.Join(append([]string{cur}, parts[i:]...)...), nil
 		}
-		if fi.Mode()&os.ModeSymlink == 0 {
+		// A symlink, or on Windows a junction or another reparse point
+		// (which Go reports as irregular): followed, or refused.
+		if fi.Mode()&(os.ModeSymlink|os.ModeIrregular) == 0 {
 			cur = next
 			continue
 		}
@@ -291,6 +307,15 @@ func splitPath(p string) []string {
 		}
 	}
 	return out
+}
+
+// rootedNotAbs says whether s is a path that Windows takes from a root
+// but filepath.IsAbs does not call absolute: \x, /x, C:x.
+func rootedNotAbs(s string) bool {
+	if runtime.GOOS != "windows" || filepath.IsAbs(s) {
+		return false
+	}
+	return filepath.VolumeName(s) != "" || strings.HasPrefix(s, `\`) || strings.HasPrefix(s, "/")
 }
 
 // pathWithin says whether p is root or lies under it.

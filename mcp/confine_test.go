@@ -184,3 +184,22 @@ func TestAConfinedCallTooBigToCheckIsRefusedAtOnce(t *testing.T) {
 		t.Fatalf("the review's megabyte, inside the workspace: %v %s", err, text(t, res))
 	}
 }
+
+// TestALongRelativePathIsStillJudged: a relative string over the length
+// of a path was left alone, so "./" repeated past it hid a climb out
+// that servers which normalise paths would follow.
+func TestALongRelativePathIsStillJudged(t *testing.T) {
+	h, g, a, _, _ := confinedFS(t)
+	cs := h.sessionAs(h.tokenOf(a.Path), "")
+	path := strings.Repeat("./", 2100) + strings.Repeat("../", 40) + "etc/passwd"
+	if code, msg := errCode(t, call(t, cs, "fs__read", map[string]any{"path": path})); code != workspace.CodeForbidden {
+		t.Fatalf("a long relative climb out: %s %q, want forbidden", code, msg)
+	}
+	if len(g.reached()) != 0 {
+		t.Fatal("the call reached the gateway")
+	}
+	// Long text that stays where it is, such as a file's content, passes.
+	if res := call(t, cs, "fs__read", map[string]any{"content": strings.Repeat("text ", 2000)}); res.IsError {
+		t.Fatalf("long content refused: %s", text(t, res))
+	}
+}

@@ -128,3 +128,51 @@ func TestATokenlessFloodHoldsNoPlaceAndTheUserIsServed(t *testing.T) {
 	held[0].Close()
 	waitFor(t, "a place freed by an authenticated connection", func() bool { return h.initializeWithin(5*time.Second) == http.StatusOK })
 }
+
+// TestTheConnectionGateLosesNoPlace: a connection given up for a newer
+// one while its request was being read still reached the token check,
+// took an authenticated place, and never gave it back (its Close had
+// already run): a flood could leak the places one by one. And one
+// workspace's token holds at most a quarter of the places, as for
+// sessions.
+func TestTheConnectionGateLosesNoPlace(t *testing.T) {
+	g := newConnGate(8, 1)
+	conn := func() *gatedConn {
+		a, b := net.Pipe()
+		t.Cleanup(func() { a.Close(); b.Close() })
+		c := &gatedConn{Conn: a, g: g}
+		g.admit(c)
+		return c
+	}
+	c1 := conn()
+	conn() // takes c1's place: c1 is closed
+	if why := g.authenticate(c1, ""); why == "" {
+		t.Fatal("a closed connection took an authenticated place")
+	}
+	c1.Close()
+	if g.auth != 0 {
+		t.Fatalf("%d authenticated places taken after the only one closed, want 0", g.auth)
+	}
+
+	var held []*gatedConn
+	for i := range 2 {
+		c := conn()
+		if why := g.authenticate(c, "/ws/a"); why != "" {
+			t.Fatalf("workspace a's connection %d: %s", i, why)
+		}
+		held = append(held, c)
+	}
+	if why := g.authenticate(conn(), "/ws/a"); !strings.Contains(why, "its share") {
+		t.Fatalf("workspace a's third connection (a quarter of 8 is 2): %q, want refused", why)
+	}
+	if why := g.authenticate(conn(), "/ws/b"); why != "" {
+		t.Fatalf("workspace b: %s", why)
+	}
+	if why := g.authenticate(conn(), ""); why != "" {
+		t.Fatalf("the user: %s", why)
+	}
+	held[0].Close()
+	if why := g.authenticate(conn(), "/ws/a"); why != "" {
+		t.Fatalf("workspace a after closing one: %s", why)
+	}
+}

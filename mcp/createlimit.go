@@ -96,7 +96,7 @@ func (c *createLimited) Create(ctx context.Context, o workspace.CreateOptions) (
 			return workspace.Workspace{}, err
 		}
 		budget = root
-		if err := c.admitDescendant(ctx, root); err != nil {
+		if err := c.admitDescendant(ctx, root, who.ws.ProjectPath); err != nil {
 			return workspace.Workspace{}, err
 		}
 		defer c.doneDescendant(root)
@@ -158,23 +158,22 @@ func (c *createLimited) rootOf(ctx context.Context, path string) (string, error)
 }
 
 // admitDescendant counts a create under way below root, or refuses it
-// when root already has Descendants alive (and under way).
-func (c *createLimited) admitDescendant(ctx context.Context, root string) error {
+// when root already has Descendants alive (and under way). A chain stays
+// in its project (a workspace's token creates only there), so only that
+// project's workspaces are looked at; one whose creator cannot be read
+// (its git broken, by its agent or otherwise) is not counted rather than
+// keeping every other agent from creating.
+func (c *createLimited) admitDescendant(ctx context.Context, root, project string) error {
 	alive := 0
-	roots := map[string]string{} // memo: workspace → its chain's root
-	for _, ws := range c.wrapped.AllWorkspaces() {
+	all, err := c.wrapped.Workspaces(project)
+	if err != nil {
+		return workspace.Errorf(workspace.CodeInternal, "cannot list the workspaces of %s, to count the descendants of %s: %v; try again", project, root, err)
+	}
+	for _, ws := range all {
 		if ws.Path == root {
 			continue
 		}
-		r, ok := roots[ws.Path]
-		if !ok {
-			var err error
-			if r, err = c.rootOf(ctx, ws.Path); err != nil {
-				return err
-			}
-			roots[ws.Path] = r
-		}
-		if r == root {
+		if r, err := c.rootOf(ctx, ws.Path); err == nil && r == root {
 			alive++
 		}
 	}

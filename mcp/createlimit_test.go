@@ -3,6 +3,8 @@ package mcp
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -191,5 +193,20 @@ func TestAChainOfChildrenSharesItsRootsBudgetAndCap(t *testing.T) {
 	}
 	if _, code, _ := create(c3, "c9"); code != workspace.CodeRateLimited {
 		t.Fatalf("past the cap again: %s, want rate-limited", code)
+	}
+}
+
+// TestAWorkspaceWithBrokenGitKeepsNoOneFromCreating: counting the
+// descendants reads every workspace's creator; one whose git an agent
+// broke (its .git file removed) made every other agent's create fail.
+func TestAWorkspaceWithBrokenGitKeepsNoOneFromCreating(t *testing.T) {
+	h, _ := limitedHarnessWith(t, CreateLimit{Count: 5, Per: time.Hour, Descendants: 5})
+	root, other := h.create("root"), h.create("other")
+	if err := os.Remove(filepath.Join(other.Path, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	res := call(t, h.sessionAs(h.tokenOf(root.Path), root.Path), ToolCreate, map[string]any{"name": "child"})
+	if res.IsError {
+		t.Fatalf("a create beside a broken workspace: %s", text(t, res))
 	}
 }

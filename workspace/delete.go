@@ -382,14 +382,24 @@ func (m *Manager) removeRegistered(ctx context.Context, p *project, path string)
 	p.worktreesMu.Lock()
 	defer p.worktreesMu.Unlock()
 	staged := stagedFolder(path)
+	_, serr := os.Lstat(staged)
+	_, perr := os.Lstat(path)
+	if serr == nil && perr == nil {
+		return Errorf(CodeConflict, "%s is there, and so is %s, which an earlier delete of it set aside; nothing was removed: look at both, remove what you no longer need yourself, and delete again", path, staged)
+	}
 	err := m.renameAside(ctx, path, staged)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		// Gone already (by hand, or an earlier run of this delete renamed
 		// it aside and stopped): what is left is its record, and maybe the
-		// folder set aside.
-		if err := m.removeIn(ctx, staged); err != nil {
-			return err
+		// folder set aside, removed only if it is this worktree.
+		if _, err := os.Lstat(staged); err == nil {
+			if _, err := worktreeAdmin(p.commonDir, staged, path); err != nil {
+				return Errorf(CodeConflict, "%s, set aside by an earlier delete of %s, is not that worktree any more, so it is not removed: look at it and remove it yourself, then delete again", staged, path)
+			}
+			if err := m.removeIn(ctx, staged); err != nil {
+				return err
+			}
 		}
 		if admin, ok := adminOf(p.commonDir, path); ok {
 			if err := os.RemoveAll(admin); err != nil {
@@ -402,8 +412,9 @@ func (m *Manager) removeRegistered(ctx context.Context, p *project, path string)
 	}
 	admin, err := worktreeAdmin(p.commonDir, staged, path)
 	if err != nil {
-		if rerr := os.Rename(staged, path); rerr != nil {
+		if rerr := m.renameAside(ctx, staged, path); rerr != nil {
 			m.log.Warn("cannot put a worktree folder back after refusing to delete it", "path", path, "asideAt", staged, "err", rerr)
+			return Errorf(CodeConflict, "%s was not removed: %v; and it could not be put back from %s, where it is now: move it back yourself", path, err, staged)
 		}
 		return err
 	}
@@ -432,8 +443,8 @@ func stagedFolder(path string) string {
 	return filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".codehydra-deleting")
 }
 
-// renameAside renames path to staged, trying again a few times (on
-// Windows a program closing a file in it holds the folder a moment).
+// renameAside renames path to staged (or back), trying again a few times
+// (on Windows a program closing a file in it holds the folder a moment).
 func (m *Manager) renameAside(ctx context.Context, path, staged string) error {
 	var err error
 	for attempt := range removeAttempts {
@@ -446,13 +457,16 @@ func (m *Manager) renameAside(ctx context.Context, path, staged string) error {
 			return err
 		}
 	}
-	return &Error{Code: CodeConflict, Message: fmt.Sprintf("cannot move worktree %s aside to remove it; close programs that use files in it and delete again", path), Err: err}
+	return &Error{Code: CodeConflict, Message: fmt.Sprintf("cannot move %s to %s; close programs that use files in it and delete again", path, staged), Err: err}
 }
 
 // removeIn removes the folder dir (a real folder, or nothing) through an
 // os.Root of its parent, which follows no symlink at any depth.
 func (m *Manager) removeIn(ctx context.Context, dir string) error {
 	root, err := os.OpenRoot(filepath.Dir(dir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // its parent is gone, and it with it
+	}
 	if err != nil {
 		return &Error{Code: CodeInternal, Message: fmt.Sprintf("cannot open folder %s", filepath.Dir(dir)), Err: err}
 	}

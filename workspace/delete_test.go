@@ -418,3 +418,55 @@ func TestADeleteDoesNotFollowAFolderSwappedForASymlinkAfterItsChecks(t *testing.
 		t.Fatal("something was left set aside")
 	}
 }
+
+// TestADeleteFinishesAWorktreeWhoseParentFolderIsGone: the worktrees'
+// folder removed by hand (or on a drive no longer there) left a delete
+// that failed at every launch.
+func TestADeleteFinishesAWorktreeWhoseParentFolderIsGone(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	ws := create(t, m, p, "gone-parent")
+	if err := os.RemoveAll(filepath.Dir(ws.Path)); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Delete(context.Background(), ws.Path, DeleteOptions{}); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if registered(t, p.Path, ws.Path) {
+		t.Fatal("git still lists the worktree")
+	}
+}
+
+// TestAFolderSetAsideIsRemovedOnlyIfItIsStillTheWorktree: a delete
+// killed after setting the folder aside is finished later; what sits at
+// the set-aside name then is removed only if it is still that worktree.
+func TestAFolderSetAsideIsRemovedOnlyIfItIsStillTheWorktree(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	ws := create(t, m, p, "aside")
+	staged := stagedFolder(ws.Path)
+	if err := os.Rename(ws.Path, staged); err != nil {
+		t.Fatal(err)
+	}
+	// Something else now sits there: the user's folder.
+	if err := os.Rename(staged, ws.Path+"-kept"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WriteFile(t, filepath.Join(staged, "mine.txt"), "not a worktree")
+	wantCode(t, m.Delete(context.Background(), ws.Path, DeleteOptions{}), CodeConflict)
+	wantFile(t, filepath.Join(staged, "mine.txt"), "not a worktree")
+
+	// The worktree itself set aside: the delete finishes and removes it.
+	if err := os.RemoveAll(staged); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(ws.Path+"-kept", staged); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Delete(context.Background(), ws.Path, DeleteOptions{}); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if exists(staged) || registered(t, p.Path, ws.Path) {
+		t.Fatal("the worktree set aside is left")
+	}
+}

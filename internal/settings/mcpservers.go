@@ -76,6 +76,9 @@ const WorkspaceRef = "{workspace}"
 // file written before it was refused keeps working: the gateway does not
 // start such a server and says why, and the settings window refuses it.
 func (m MCPServer) ConfineProblem() error {
+	if m.Confine && m.Remote() {
+		return fmt.Errorf("\"confine\" needs a local server (a command) of \"scope\": \"workspace\": a remote server resolves paths on its own machine and runs in no sandbox of CodeHydra's, where the check cannot hold; turn confine off")
+	}
 	if m.Confine && !m.PerWorkspace() {
 		return fmt.Errorf("\"confine\" needs \"scope\": \"workspace\": a shared server serves every workspace from one process, where a relative path or a symlink swapped in after the check reaches another workspace's files; set its scope to workspace (one instance per workspace, in its kernel sandbox), or turn confine off")
 	}

@@ -108,6 +108,9 @@ func TestConfineHoldsOnlyOnAWorkspaceScopedServer(t *testing.T) {
 	if err := (MCPServer{Command: "x"}).ConfineProblem(); err != nil {
 		t.Fatalf("a shared server without confine: %v", err)
 	}
+	if err := (MCPServer{URL: "https://h/mcp", Scope: ScopeWorkspace, Confine: true}).ConfineProblem(); err == nil || !strings.Contains(err.Error(), "a local server") {
+		t.Fatalf("confine on a remote server: %v, want refused", err)
+	}
 	err := (MCPServer{Command: "x", Confine: true}).ConfineProblem()
 	if err == nil || !strings.Contains(err.Error(), `"scope": "workspace"`) {
 		t.Fatalf("confine on a shared server: %v, want it to point to scope workspace", err)
