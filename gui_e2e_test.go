@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -697,15 +698,26 @@ func (m *trayMenu) owner(t *testing.T) string {
 	return owner
 }
 
-// layout reads the whole menu with GetLayout.
+// layout reads the whole menu with GetLayout. The app builds its menu
+// item by item, in order, and again when a workspace changes; a panel
+// reading it mid-build sees a part, as a user would for an instant. The
+// last item, Quit, says a build is complete: layout waits for it (a
+// moment at most) so that what a test checks is a whole menu.
 func (m *trayMenu) layout() (trayItem, error) {
-	var revision uint32
-	var root []any
-	call := m.conn.Object(m.name, dbusmenuPath).Call(dbusmenuIface+".GetLayout", 0, int32(0), int32(-1), []string{})
-	if err := call.Store(&revision, &root); err != nil {
-		return trayItem{}, fmt.Errorf("GetLayout: %w", err)
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		var revision uint32
+		var root []any
+		call := m.conn.Object(m.name, dbusmenuPath).Call(dbusmenuIface+".GetLayout", 0, int32(0), int32(-1), []string{})
+		if err := call.Store(&revision, &root); err != nil {
+			return trayItem{}, fmt.Errorf("GetLayout: %w", err)
+		}
+		menu, err := parseTrayItem(root)
+		if err != nil || time.Now().After(deadline) || slices.ContainsFunc(menu.children, func(c trayItem) bool { return c.label == app.LabelQuit }) {
+			return menu, err
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	return parseTrayItem(root)
 }
 
 // click sends the "clicked" event to the enabled item labelled label, as a
