@@ -267,12 +267,19 @@ func (d *deletion) removeWorktree(ctx context.Context, entry worktreeEntry, regi
 	// From here on the delete may leave a branch without a worktree,
 	// which no listing shows; the record lets the next launch finish it.
 	rec := pendingDelete{Path: d.ws.Path, Branch: d.ws.Branch, KeepBranch: d.o.KeepBranch, DeleteBranch: d.o.DeleteBranch}
+	if prior, ok := readPendingOf(d.p.commonDir, d.ws.Path); ok {
+		rec.Removing = prior.Removing
+	}
 	if err := writePending(d.p.commonDir, rec); err != nil {
 		return &Error{Code: CodeInternal, Message: fmt.Sprintf("cannot record the delete in the git folder %s; check that it is writable and delete again", d.p.commonDir), Err: err}
 	}
 	d.recorded = true
 	if registered {
-		if err := d.m.removeWorktree(ctx, d.p, d.ws, entry); err != nil {
+		mark := func() error {
+			rec.Removing = true
+			return writePending(d.p.commonDir, rec)
+		}
+		if err := d.m.removeWorktree(ctx, d.p, d.ws, entry, rec.Removing, mark); err != nil {
 			return err
 		}
 	} else if _, err := os.Lstat(d.ws.Path); err == nil {
@@ -331,8 +338,9 @@ func (d *deletion) deleteBranch(ctx context.Context) (gone bool, err error) {
 	return true, d.m.deleteBranch(ctx, d.p, b)
 }
 
-// removeWorktree removes the registered worktree e (folder ws.Path).
-func (m *Manager) removeWorktree(ctx context.Context, p *project, ws Workspace, e worktreeEntry) error {
+// removeWorktree removes the registered worktree e (folder ws.Path); see
+// removeRegistered for removing and mark.
+func (m *Manager) removeWorktree(ctx context.Context, p *project, ws Workspace, e worktreeEntry, removing bool, mark func() error) error {
 	if e.Locked {
 		reason := ""
 		if e.LockReason != "" {
@@ -344,7 +352,7 @@ func (m *Manager) removeWorktree(ctx context.Context, p *project, ws Workspace, 
 		return err
 	}
 	m.step(stepBeforeRemoval, ws.Path)
-	if err := m.removeRegistered(ctx, p, ws.Path); err != nil {
+	if err := m.removeRegistered(ctx, p, ws.Path, removing, mark); err != nil {
 		return err
 	}
 	m.step(stepAfterRemoval, ws.Path)
@@ -378,7 +386,12 @@ const (
 // acts on the name, never on a link's target), checked there to be a real
 // folder and this very worktree (else put back, and nothing removed), and
 // removed through an os.Root of its parent, which follows no link.
-func (m *Manager) removeRegistered(ctx context.Context, p *project, path string) error {
+//
+// Once checked, mark records that the removal began (so the delete's
+// record says so). A removal killed after that leaves a part of the
+// folder, perhaps without its .git, which cannot be checked again:
+// removing says that an earlier run checked it, and it is removed.
+func (m *Manager) removeRegistered(ctx context.Context, p *project, path string, removing bool, mark func() error) error {
 	p.worktreesMu.Lock()
 	defer p.worktreesMu.Unlock()
 	staged := stagedFolder(path)
@@ -393,8 +406,11 @@ func (m *Manager) removeRegistered(ctx context.Context, p *project, path string)
 		// Gone already (by hand, or an earlier run of this delete renamed
 		// it aside and stopped): what is left is its record, and maybe the
 		// folder set aside, removed only if it is this worktree.
-		if _, err := os.Lstat(staged); err == nil {
-			if _, err := worktreeAdmin(p.commonDir, staged, path); err != nil {
+		if fi, err := os.Lstat(staged); err == nil {
+			// Checked by the run that was cut short, when it got as far
+			// as removing it; otherwise checked now.
+			checked := removing && fi.IsDir()
+			if _, err := worktreeAdmin(p.commonDir, staged, path); !checked && err != nil {
 				return Errorf(CodeConflict, "%s, set aside by an earlier delete of %s, is not that worktree any more, so it is not removed: look at it and remove it yourself, then delete again", staged, path)
 			}
 			if err := m.removeIn(ctx, staged); err != nil {
@@ -417,6 +433,12 @@ func (m *Manager) removeRegistered(ctx context.Context, p *project, path string)
 			return Errorf(CodeConflict, "%s was not removed: %v; and it could not be put back from %s, where it is now: move it back yourself", path, err, staged)
 		}
 		return err
+	}
+	if err := mark(); err != nil {
+		if rerr := m.renameAside(ctx, staged, path); rerr != nil {
+			return Errorf(CodeConflict, "%s was not removed: cannot record the removal (%v); and it could not be put back from %s, where it is now: move it back yourself", path, err, staged)
+		}
+		return &Error{Code: CodeInternal, Message: fmt.Sprintf("cannot record the delete of %s in the git folder %s; check that it is writable and delete again", path, p.commonDir), Err: err}
 	}
 	m.step(stepSetAside, path)
 	if err := m.removeIn(ctx, staged); err != nil {

@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -468,5 +469,44 @@ func TestAFolderSetAsideIsRemovedOnlyIfItIsStillTheWorktree(t *testing.T) {
 	}
 	if exists(staged) || registered(t, p.Path, ws.Path) {
 		t.Fatal("the worktree set aside is left")
+	}
+}
+
+// TestARemovalCutShortIsFinishedThoughTheFolderCannotBeCheckedAgain: a
+// delete killed while removing the folder it set aside leaves a part of
+// it, perhaps without its .git, which no check can recognise. The
+// delete's record says the removal began (after the check), and the next
+// delete finishes it; without that mark, such a folder is left alone.
+func TestARemovalCutShortIsFinishedThoughTheFolderCannotBeCheckedAgain(t *testing.T) {
+	t.Parallel()
+	for _, removing := range []bool{true, false} {
+		t.Run(fmt.Sprintf("removing=%v", removing), func(t *testing.T) {
+			m, p := setup(t)
+			ws := create(t, m, p, "cut")
+			commonDir := filepath.Join(p.Path, ".git")
+			staged := stagedFolder(ws.Path)
+			testenv.WriteFile(t, filepath.Join(ws.Path, "left.txt"), "half removed")
+			if err := os.Rename(ws.Path, staged); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(filepath.Join(staged, ".git")); err != nil {
+				t.Fatal(err)
+			}
+			if err := writePending(commonDir, pendingDelete{Path: ws.Path, Branch: ws.Branch, Removing: removing}); err != nil {
+				t.Fatal(err)
+			}
+			err := m.Delete(context.Background(), ws.Path, DeleteOptions{})
+			if !removing {
+				wantCode(t, err, CodeConflict)
+				wantFile(t, filepath.Join(staged, "left.txt"), "half removed")
+				return
+			}
+			if err != nil {
+				t.Fatalf("delete: %v", err)
+			}
+			if exists(staged) || registered(t, p.Path, ws.Path) {
+				t.Fatal("what was left of the worktree is still there")
+			}
+		})
 	}
 }

@@ -28,6 +28,21 @@ type pendingDelete struct {
 	Branch       string `json:"branch,omitempty"`
 	KeepBranch   bool   `json:"keepBranch,omitempty"`
 	DeleteBranch bool   `json:"deleteBranch,omitempty"`
+	// Removing says that the worktree's folder was set aside, checked to
+	// be the worktree, and is being removed: what is left of it at the
+	// set-aside name (its .git perhaps gone already) is removed without
+	// the check.
+	Removing bool `json:"removing,omitempty"`
+}
+
+// readPendingOf returns the record of the delete of wsPath, if any.
+func readPendingOf(commonDir, wsPath string) (pendingDelete, bool) {
+	b, err := os.ReadFile(pendingFile(commonDir, wsPath))
+	var d pendingDelete
+	if err != nil || json.Unmarshal(b, &d) != nil || pathKey(d.Path) != pathKey(wsPath) {
+		return pendingDelete{}, false
+	}
+	return d, true
 }
 
 // pendingDir is the folder of the records, under the git common dir.
