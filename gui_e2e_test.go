@@ -751,8 +751,8 @@ func (m *trayMenu) click(t *testing.T, label string) {
 		if attempt == 5 {
 			t.Fatalf("click %q: the menu changed under each of %d clicks", label, attempt)
 		}
+		// layout waits for the rebuilt menu to be whole: no pause needed.
 		t.Logf("click %q: item %d went with a menu rebuild; clicking again", label, it.id)
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

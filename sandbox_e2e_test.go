@@ -48,9 +48,7 @@ type sandboxedApp struct {
 func launchSandboxed(t *testing.T, extraSettings map[string]any) *sandboxedApp {
 	t.Helper()
 	oc := testenv.RealOpencode(t)
-	if st := sandbox.Probe(); !st.Enforced {
-		testenv.CannotRun(t, testenv.RequireOpencodeEnv, "no kernel sandbox here: %s", st.Reason)
-	}
+	testenv.RequireSandbox(t)
 	bin := builtApp(t)
 	isolate(t)
 	s := &sandboxedApp{bin: bin, opencode: oc, home: os.Getenv("HOME"), model: &fakemodel.Server{}}

@@ -10,20 +10,18 @@ import (
 
 	"codehydra/internal/sandbox"
 	"codehydra/internal/settings"
+	"codehydra/internal/testenv"
 	"codehydra/workspace"
 )
 
 func TestMain(m *testing.M) {
-	sandbox.RunHelperIfAsked()
-	os.Exit(m.Run())
+	os.Exit(testenv.Main(m, "prepare-test-home-"))
 }
 
 // TestTheSetupRunsInItsWorkspacesSandbox: the project's setup command, and
 // what it starts, may write the new workspace but not outside it.
 func TestTheSetupRunsInItsWorkspacesSandbox(t *testing.T) {
-	if st := sandbox.Probe(); !st.Enforced {
-		t.Skip(st.Reason)
-	}
+	testenv.RequireSandbox(t)
 	main, wt, _ := newWorktree(t)
 	outside := filepath.Join(t.TempDir(), "outside")
 	h := newHarness(t, settings.ProjectSetup{Setup: `sh -c "echo made > inside.txt; echo x > ` + outside + ` || echo REFUSED"`})

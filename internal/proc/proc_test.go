@@ -22,8 +22,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	sandbox.RunHelperIfAsked()
-	os.Exit(m.Run())
+	os.Exit(testenv.Main(m, "proc-test-home-"))
 }
 
 // alive reports whether pid runs (a zombie does not).
@@ -127,9 +126,7 @@ func TestAConfinedProcessAndWhatItStartsStayInItsSandbox(t *testing.T) {
 }
 
 func TestAProcessThatCannotBeConfinedDoesNotRun(t *testing.T) {
-	if !sandbox.Probe().Enforced {
-		t.Skip(sandbox.Probe().Reason)
-	}
+	testenv.RequireSandbox(t)
 	marker := filepath.Join(t.TempDir(), "ran")
 	// The helper refuses a policy whose folder on the way to a hole cannot
 	// be expanded: here, one of more than a bounded number of rules.
