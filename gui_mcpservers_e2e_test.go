@@ -29,6 +29,9 @@ func TestGUISettingsMCPServersTabListsTheConfiguredServers(t *testing.T) {
 		"mcpServers": map[string]any{
 			"everything": map[string]any{"command": every, "env": map[string]string{"GWUI_E2E_SERVER": mark[len("GWUI_E2E_SERVER="):]}, "startAtLaunch": true},
 			"broken":     map[string]any{"command": "/nonexistent/mcp-server", "scope": "workspace", "startAtLaunch": true},
+			// confine cannot hold on a shared server: listed, not started,
+			// with the reason.
+			"sharedfs": map[string]any{"command": every, "confine": true, "startAtLaunch": true},
 		},
 	})
 	if err != nil {

@@ -180,7 +180,10 @@ func serverSummary(m settings.MCPServer) string {
 	} else {
 		parts = append(parts, "shared")
 	}
-	if m.Confine {
+	switch {
+	case m.Confine && m.ConfineProblem() != nil:
+		parts = append(parts, "confine cannot hold here (needs a program of scope per workspace)")
+	case m.Confine:
 		parts = append(parts, "confined to the caller's workspace")
 	}
 	if m.StartAtLaunch {

@@ -211,3 +211,12 @@ func TestMCPServersTabShowsAFailedServersErrorAndRefreshes(t *testing.T) {
 		t.Errorf("after the window closed, the row still refreshed: %q", r.state.Text)
 	}
 }
+
+func TestServerSummarySaysWhenConfineCannotHold(t *testing.T) {
+	if got := serverSummary(settings.MCPServer{Command: "npx", Confine: true, Scope: settings.ScopeWorkspace}); !strings.Contains(got, "confined to the caller's workspace") {
+		t.Errorf("a confined workspace server: %q", got)
+	}
+	if got := serverSummary(settings.MCPServer{Command: "npx", Confine: true}); !strings.Contains(got, "confine cannot hold here") || strings.Contains(got, "confined to") {
+		t.Errorf("a confined shared server: %q, want it to say confine cannot hold", got)
+	}
+}

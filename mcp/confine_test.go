@@ -53,14 +53,7 @@ func TestConfinedGatewayToolsJudgeRelativePathsFromTheServersFolder(t *testing.T
 		"a's parent":                 rel(filepath.Dir(a.Path)),
 		"nested, relative, b's path": rel(b.Path) + "/secret.txt",
 	} {
-		before := len(g.reached())
-		code, msg := errCode(t, call(t, cs, "fs__read", map[string]any{"opts": []any{path}}))
-		if code != workspace.CodeForbidden || !strings.Contains(msg, "names a path outside it") {
-			t.Errorf("%s (%s): %s %q, want forbidden", name, path, code, msg)
-		}
-		if len(g.reached()) != before {
-			t.Errorf("%s: the call reached the gateway", name)
-		}
+		wantForbiddenBeforeGateway(t, g, cs, name+" ("+path+")", "fs__read", map[string]any{"opts": []any{path}}, "names a path outside it")
 	}
 	for name, path := range map[string]string{
 		"a's file, relative from the server's folder": rel(filepath.Join(a.Path, "README.md")),
@@ -98,14 +91,7 @@ func TestConfinedGatewayToolsApplyTheDenyList(t *testing.T) {
 		"the worktree's .git, absolute":     map[string]any{"path": filepath.Join(a.Path, ".git")},
 		"an existing key, relative, nested": map[string]any{"o": map[string]any{"p": "sub/server.key"}},
 	} {
-		before := len(g.reached())
-		code, msg := errCode(t, call(t, cs, "fs__read", args))
-		if code != workspace.CodeForbidden || !strings.Contains(msg, "deny list") {
-			t.Errorf("%s: %s %q, want forbidden by the deny list", name, code, msg)
-		}
-		if len(g.reached()) != before {
-			t.Errorf("%s: the call reached the gateway", name)
-		}
+		wantForbiddenBeforeGateway(t, g, cs, name, "fs__read", args, "deny list")
 	}
 	for name, args := range map[string]any{
 		"a plain file":                          map[string]any{"path": filepath.Join(a.Path, "notes.txt")},
@@ -192,12 +178,7 @@ func TestALongRelativePathIsStillJudged(t *testing.T) {
 	h, g, a, _, _ := confinedFS(t)
 	cs := h.sessionAs(h.tokenOf(a.Path), "")
 	path := strings.Repeat("./", 2100) + strings.Repeat("../", 40) + "etc/passwd"
-	if code, msg := errCode(t, call(t, cs, "fs__read", map[string]any{"path": path})); code != workspace.CodeForbidden {
-		t.Fatalf("a long relative climb out: %s %q, want forbidden", code, msg)
-	}
-	if len(g.reached()) != 0 {
-		t.Fatal("the call reached the gateway")
-	}
+	wantForbiddenBeforeGateway(t, g, cs, "a long relative climb out", "fs__read", map[string]any{"path": path}, "names a path outside it")
 	// Long text that stays where it is, such as a file's content, passes.
 	if res := call(t, cs, "fs__read", map[string]any{"content": strings.Repeat("text ", 2000)}); res.IsError {
 		t.Fatalf("long content refused: %s", text(t, res))

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"codehydra/workspace"
 	"context"
 	"encoding/json"
 	"errors"
@@ -192,4 +193,18 @@ func (h *harness) sessionNotified(token, wsPath string, changed chan<- struct{})
 	}
 	h.t.Cleanup(func() { cs.Close() })
 	return cs
+}
+
+// wantForbiddenBeforeGateway calls tool with args as cs and checks that
+// the call is refused forbidden, saying says, and never reaches g.
+func wantForbiddenBeforeGateway(t testing.TB, g *fakeGateway, cs *sdk.ClientSession, name, tool string, args any, says string) {
+	t.Helper()
+	before := len(g.reached())
+	code, msg := errCode(t, call(t, cs, tool, args))
+	if code != workspace.CodeForbidden || !strings.Contains(msg, says) {
+		t.Errorf("%s: %s %q, want forbidden saying %q", name, code, msg, says)
+	}
+	if len(g.reached()) != before {
+		t.Errorf("%s: the call reached the gateway", name)
+	}
 }

@@ -196,9 +196,3 @@ func nonNil[T any](s []T) []T {
 	}
 	return s
 }
-
-// denyList is what no workspace tool reads, nor a confined gateway
-// server's path: wsfs.DefaultDeny and settings workspaceDeny.
-func (s *Server) denyList() []string {
-	return slices.Concat(wsfs.DefaultDeny, s.opts.WorkspaceDeny)
-}

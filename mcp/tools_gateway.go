@@ -21,6 +21,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"codehydra/workspace"
+	"codehydra/wsfs"
 )
 
 // gatewayListWait bounds how long the first tools/list waits for the
@@ -250,7 +251,7 @@ func (s *Server) callGateway(ctx context.Context, rec *auditEntry, who caller, g
 	callCtx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
 	defer cancel()
 	if err == nil {
-		err = admitGateway(callCtx, rec.Tool, gt, ws.Path, s.denyList(), req.Params.Arguments)
+		err = admitGateway(callCtx, rec.Tool, gt, ws.Path, wsfs.DenyPatterns(s.opts.WorkspaceDeny), req.Params.Arguments)
 		if err != nil && errors.Is(callCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 			err = workspace.Errorf(workspace.CodeTimeout,
 				"%s: checking its arguments' paths against your workspace took longer than %s; nothing was sent to %q: split the call", rec.Tool, s.opts.CallTimeout, gt.Server)

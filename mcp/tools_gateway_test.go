@@ -372,14 +372,7 @@ func TestConfinedGatewayToolsRefuseEveryPathOutsideTheCallersWorkspace(t *testin
 		"the parent of the workspace itself": map[string]any{"path": a.Path + "/.."},
 	}
 	for name, args := range refused {
-		before := len(g.reached())
-		code, msg := errCode(t, call(t, cs, "fs__read", args))
-		if code != workspace.CodeForbidden || !strings.Contains(msg, "confined to your workspace") {
-			t.Errorf("%s: %s %q, want forbidden", name, code, msg)
-		}
-		if len(g.reached()) != before {
-			t.Errorf("%s: the call reached the gateway", name)
-		}
+		wantForbiddenBeforeGateway(t, g, cs, name, "fs__read", args, "confined to your workspace")
 	}
 	allowed := map[string]any{
 		"the workspace itself":     map[string]any{"path": a.Path},

@@ -2,9 +2,11 @@ package opencode
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"strings"
 
+	"codehydra/internal/netstat"
 	"codehydra/internal/reap"
 )
 
@@ -28,19 +30,17 @@ func listensOn(pgid int, marker string, port int) (owned, known bool) {
 }
 
 // loopbackListeners returns the inodes of the sockets listening on
-// 127.0.0.1:port, from /proc/net/tcp.
+// 127.0.0.1:port.
 func loopbackListeners(port int) (map[string]bool, error) {
-	b, err := os.ReadFile("/proc/net/tcp")
+	socks, err := netstat.Sockets("/proc/net/tcp")
 	if err != nil {
 		return nil, err
 	}
-	want := fmt.Sprintf("0100007F:%04X", port)
+	want := netstat.Addrs(net.IPv4(127, 0, 0, 1), port)[0]
 	inodes := map[string]bool{}
-	for _, line := range strings.Split(string(b), "\n")[1:] {
-		// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
-		f := strings.Fields(line)
-		if len(f) > 9 && f[1] == want && f[3] == "0A" {
-			inodes[f[9]] = true
+	for _, s := range socks {
+		if s.Local == want && s.State == "0A" {
+			inodes[s.Inode] = true
 		}
 	}
 	return inodes, nil

@@ -468,16 +468,9 @@ func stagedFolder(path string) string {
 // renameAside renames path to staged (or back), trying again a few times
 // (on Windows a program closing a file in it holds the folder a moment).
 func (m *Manager) renameAside(ctx context.Context, path, staged string) error {
-	var err error
-	for attempt := range removeAttempts {
-		if attempt > 0 {
-			if err := m.sleep(ctx, removeBackoff(attempt)); err != nil {
-				return err
-			}
-		}
-		if err = os.Rename(path, staged); err == nil || errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
+	err := m.retry(ctx, func() error { return os.Rename(path, staged) }, func(err error) bool { return errors.Is(err, fs.ErrNotExist) })
+	if err == nil || errors.Is(err, fs.ErrNotExist) || ctx.Err() != nil {
+		return err
 	}
 	return &Error{Code: CodeConflict, Message: fmt.Sprintf("cannot move %s to %s; close programs that use files in it and delete again", path, staged), Err: err}
 }
@@ -493,17 +486,30 @@ func (m *Manager) removeIn(ctx context.Context, dir string) error {
 		return &Error{Code: CodeInternal, Message: fmt.Sprintf("cannot open folder %s", filepath.Dir(dir)), Err: err}
 	}
 	defer root.Close()
-	for attempt := range removeAttempts {
-		if attempt > 0 {
-			if err := m.sleep(ctx, removeBackoff(attempt)); err != nil {
-				return err
-			}
-		}
-		if err = root.RemoveAll(filepath.Base(dir)); err == nil {
-			return nil
-		}
+	err = m.retry(ctx, func() error { return root.RemoveAll(filepath.Base(dir)) }, nil)
+	if err == nil || ctx.Err() != nil {
+		return err
 	}
 	return &Error{Code: CodeInternal, Message: fmt.Sprintf("cannot remove folder %s; close programs that use files in it and delete again", dir), Err: err}
+}
+
+// retry runs op up to removeAttempts times, with removeBackoff between,
+// until it succeeds or final (when set) says its error is final; it
+// returns op's last error, or ctx's when the wait was cut short. On
+// Windows a program closing a file in a folder holds it a moment.
+func (m *Manager) retry(ctx context.Context, op func() error, final func(error) bool) error {
+	var err error
+	for attempt := range removeAttempts {
+		if attempt > 0 {
+			if serr := m.sleep(ctx, removeBackoff(attempt)); serr != nil {
+				return serr
+			}
+		}
+		if err = op(); err == nil || final != nil && final(err) {
+			return err
+		}
+	}
+	return err
 }
 
 // adminOf finds git's admin folder (<commonDir>/worktrees/<id>) of the

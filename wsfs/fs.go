@@ -48,8 +48,13 @@ type GitRunner func(ctx context.Context, dir string, env []string, args ...strin
 // settings (see Denied for their syntax), whose listings and logs ask git
 // through run.
 func New(dir string, extraDeny []string, run GitRunner) *FS {
-	deny := append(append([]string{}, DefaultDeny...), extraDeny...)
-	return &FS{dir: dir, deny: deny, run: run}
+	return &FS{dir: dir, deny: DenyPatterns(extraDeny), run: run}
+}
+
+// DenyPatterns is DefaultDeny with the settings' extra patterns: what no
+// workspace tool reads, nor a confined gateway server's path names.
+func DenyPatterns(extra []string) []string {
+	return append(append([]string{}, DefaultDeny...), extra...)
 }
 
 // Dir is the workspace's folder.
