@@ -59,6 +59,13 @@ func (h *harness) rawInitialize(c net.Conn, token bool) (*http.Response, *bufio.
 	return resp, br
 }
 
+// authenticated is the number of authenticated places taken.
+func (g *connGate) authenticated() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.auth
+}
+
 // dial opens a connection to the server, closed at the end of the test.
 func (h *harness) dial() net.Conn {
 	h.t.Helper()
@@ -111,7 +118,11 @@ func TestATokenlessFloodHoldsNoPlaceAndTheUserIsServed(t *testing.T) {
 	}
 
 	// Connections with a token count against the cap: past it, 503 and
-	// closed; a place freed is taken again.
+	// closed; a place freed is taken again. The user's calls above closed
+	// their connections, but the server lets go of its end a moment after
+	// the answer is read: wait until it has, or the first held connection
+	// below would find the cap still full.
+	waitFor(t, "the user's earlier calls to give their places back", func() bool { return h.srv.gate.authenticated() == 0 })
 	var held []net.Conn
 	for range 2 {
 		c := h.dial()
@@ -150,8 +161,8 @@ func TestTheConnectionGateLosesNoPlace(t *testing.T) {
 		t.Fatal("a closed connection took an authenticated place")
 	}
 	c1.Close()
-	if g.auth != 0 {
-		t.Fatalf("%d authenticated places taken after the only one closed, want 0", g.auth)
+	if n := g.authenticated(); n != 0 {
+		t.Fatalf("%d authenticated places taken after the only one closed, want 0", n)
 	}
 
 	var held []*gatedConn
