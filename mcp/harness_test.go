@@ -53,9 +53,15 @@ type harnessOption func(*Options)
 
 func newHarness(t testing.TB, opts ...harnessOption) *harness {
 	t.Helper()
+	return newHarnessWith(t, nil, opts...)
+}
+
+// newHarnessWith is newHarness with agents for the manager.
+func newHarnessWith(t testing.TB, agents workspace.Agents, opts ...harnessOption) *harness {
+	t.Helper()
 	isolateGit(t)
 	project := testenv.GitRepo(t, "proj")
-	mgr := workspace.NewManager(workspace.Options{Projects: []string{project}, WorktreeRoot: t.TempDir()})
+	mgr := workspace.NewManager(workspace.Options{Projects: []string{project}, WorktreeRoot: t.TempDir(), Agents: agents})
 	if err := mgr.Load(context.Background()); err != nil {
 		t.Fatalf("load manager: %v", err)
 	}

@@ -13,7 +13,7 @@ import (
 	"codehydra/workspace"
 )
 
-// Tool names, as DESIGN.md lists them (project_add and project_remove serve
+// Tool names, as docs/DESIGN.md lists them (project_add and project_remove serve
 // the `codehydra project add|remove` commands).
 const (
 	ToolGetStatus       = "workspace_get_status"
@@ -31,7 +31,7 @@ const (
 	ToolLog             = "log"
 )
 
-// metadataKeyPattern is DESIGN.md's rule for metadata keys; the workspace
+// metadataKeyPattern is docs/DESIGN.md's rule for metadata keys; the workspace
 // domain enforces it too, the schema tells the model up front.
 const metadataKeyPattern = `^[A-Za-z][A-Za-z0-9-]*$`
 

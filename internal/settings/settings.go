@@ -1,5 +1,5 @@
 // Package settings reads, checks and writes CodeHydra's settings.json (see
-// DESIGN.md "Files"). Keys the app does not know are kept on save, so a newer
+// docs/DESIGN.md "Files"). Keys the app does not know are kept on save, so a newer
 // version's settings survive a run of an older one. A file that cannot be
 // read as valid settings is never overwritten: it is moved aside and the app
 // goes on with defaults.
