@@ -91,6 +91,17 @@ func startHarness(t testing.TB, ws Workspaces, project string, opts ...harnessOp
 	if err != nil {
 		t.Fatal(err)
 	}
+	h := &harness{t: t, srv: srv, token: token, project: project, audit: o.AuditPath, logs: logs, outputs: serveForTest(t, srv)}
+	if m, ok := ws.(*workspace.Manager); ok {
+		h.mgr = m
+	}
+	return h
+}
+
+// serveForTest checks the outputs of srv's tools (checkOutputs), serves
+// it on its port and shuts it down at the end of the test.
+func serveForTest(t testing.TB, srv *Server) *outputChecker {
+	t.Helper()
 	outputs := checkOutputs(t, srv)
 	if err := srv.Listen(); err != nil {
 		t.Fatal(err)
@@ -107,11 +118,7 @@ func startHarness(t testing.TB, ws Workspaces, project string, opts ...harnessOp
 			t.Errorf("serve: %v", err)
 		}
 	})
-	h := &harness{t: t, srv: srv, token: token, project: project, audit: o.AuditPath, logs: logs, outputs: outputs}
-	if m, ok := ws.(*workspace.Manager); ok {
-		h.mgr = m
-	}
-	return h
+	return outputs
 }
 
 // create makes a workspace through the manager.

@@ -172,7 +172,7 @@ func TestWorkspaceTokenCannotActOnItsChildThroughAnyTool(t *testing.T) {
 	before := codehydraConfig(t, f.h.project)
 	cs := f.h.sessionAs(f.h.tokenOf(f.a.Path), f.child.Path)
 	args := map[string]map[string]any{ToolSetMetadata: {"key": "stolen", "value": "yes"}}
-	for _, d := range toolTable() {
+	for _, d := range toolDefs() {
 		if !d.needsWorkspace {
 			continue
 		}
