@@ -22,7 +22,10 @@ func TestPackagesImportOnlyWhatTheLayoutAllows(t *testing.T) {
 		"codehydra/gateway":               {"codehydra/mcp", "codehydra/internal/"},
 		"codehydra/wsfs":                  {"codehydra/workspace", "codehydra/internal/"},
 		"codehydra/tasks":                 {"codehydra/internal/"},
-		"codehydra/app":                   {"codehydra/workspace", "codehydra/mcp", "codehydra/opencode", "codehydra/prepare", "codehydra/assets", "codehydra/internal/"},
+		"codehydra/app":                   {"codehydra/app/window", "codehydra/app/bridge", "codehydra/workspace", "codehydra/mcp", "codehydra/prepare", "codehydra/assets", "codehydra/internal/"},
+		"codehydra/app/bridge":            {"codehydra/app/window", "codehydra/workspace", "codehydra/prepare", "codehydra/internal/"},
+		"codehydra/app/window":            {"codehydra/workspace", "codehydra/prepare", "codehydra/internal/"},
+		"codehydra/app/internal/uitest":   {"codehydra/workspace", "codehydra/internal/"},
 	}
 	noFyne := []string{"codehydra/workspace", "codehydra/workspace/statuscache", "codehydra/mcp", "codehydra/opencode", "codehydra/prepare", "codehydra/gateway", "codehydra/wsfs", "codehydra/tasks"}
 
