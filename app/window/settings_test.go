@@ -1,4 +1,4 @@
-package app
+package window
 
 import (
 	"os"
@@ -8,23 +8,14 @@ import (
 	"strings"
 	"testing"
 
-	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
-	"fyne.io/fyne/v2/widget"
 
+	"codehydra/app/internal/uitest"
 	"codehydra/internal/sandbox"
 	"codehydra/internal/settings"
 	"codehydra/workspace"
 )
 
-type fakeMCP struct {
-	port   int
-	notice string
-}
-
-func (m fakeMCP) Port() int          { return m.port }
-func (m fakeMCP) URL() string        { return "http://127.0.0.1/mcp" }
-func (m fakeMCP) PortNotice() string { return m.notice }
 func newStore(t *testing.T) (*settings.Store, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "settings.json")
@@ -42,7 +33,7 @@ func TestSettingsSaveWritesTheFileAndReopeningShowsIt(t *testing.T) {
 	}
 	root := t.TempDir()
 	restarts := 0
-	h := newHarness(t, Deps{Workspaces: newFake(), Settings: store, Restart: func() { restarts++ }})
+	h := newHarness(t, Deps{Workspaces: uitest.NewWorkspaces(), Settings: store, Restart: func() { restarts++ }})
 	w := h.u.openSettings()
 
 	if w.mcpMode.Selected != portDynamic || !w.mcpPort.Disabled() {
@@ -67,8 +58,8 @@ func TestSettingsSaveWritesTheFileAndReopeningShowsIt(t *testing.T) {
 		t.Errorf("restart note %q (button visible %v), want it to name the MCP port and offer a restart", w.restartNote.Text, w.restartNow.Visible())
 	}
 	test.Tap(w.restartNow)
-	if restarts != 1 || h.app.quits != 1 {
-		t.Errorf("Restart now: %d restarts, %d quits; want Deps.Restart called and the UI quit", restarts, h.app.quits)
+	if restarts != 1 || h.app.Quits() != 1 {
+		t.Errorf("Restart now: %d restarts, %d quits; want Deps.Restart called and the UI quit", restarts, h.app.Quits())
 	}
 
 	onDisk, err := settings.Load(path)
@@ -122,7 +113,7 @@ func TestSettingsRejectInvalidValuesWithoutSaving(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			store, path := newStore(t)
-			h := newHarness(t, Deps{Workspaces: newFake(), Settings: store})
+			h := newHarness(t, Deps{Workspaces: uitest.NewWorkspaces(), Settings: store})
 			w := h.u.openSettings()
 			tt.edit(w)
 			test.Tap(w.save)
@@ -146,7 +137,7 @@ func TestSettingsAcceptACommandNameOrAnExistingBinary(t *testing.T) {
 	}
 	for _, v := range []string{"", "opencode", bin} {
 		store, _ := newStore(t)
-		h := newHarness(t, Deps{Workspaces: newFake(), Settings: store})
+		h := newHarness(t, Deps{Workspaces: uitest.NewWorkspaces(), Settings: store})
 		w := h.u.openSettings()
 		w.ocBin.SetText(v)
 		test.Tap(w.save)
@@ -164,9 +155,9 @@ func TestSettingsShowThePortInUseAndWhereOpencodeWasFound(t *testing.T) {
 	if err := store.Update(func(s *settings.Settings) { s.MCPPort = 4711 }); err != nil {
 		t.Fatal(err)
 	}
-	agents := newFakeAgents()
-	agents.binary = "/usr/local/bin/opencode"
-	h := newHarness(t, Deps{Workspaces: newFake(), Settings: store, MCP: fakeMCP{port: 43210}, Agents: agents})
+	agents := uitest.NewAgents()
+	agents.SetBinary("/usr/local/bin/opencode")
+	h := newHarness(t, Deps{Workspaces: uitest.NewWorkspaces(), Settings: store, MCP: uitest.MCP{InUse: 43210}, Agents: agents})
 	w := h.u.openSettings()
 	if want := "In use now: 43210 (port 4711 was taken)"; w.mcpInUse.Text != want {
 		t.Errorf("in use = %q, want %q", w.mcpInUse.Text, want)
@@ -176,7 +167,7 @@ func TestSettingsShowThePortInUseAndWhereOpencodeWasFound(t *testing.T) {
 	}
 	w.win.Close()
 
-	agents.binary = ""
+	agents.SetBinary("")
 	w = h.u.openSettings()
 	if !strings.HasPrefix(w.ocFound.Text, "Not found: install OpenCode") {
 		t.Errorf("binary = %q, want a not-found hint", w.ocFound.Text)
@@ -187,28 +178,27 @@ func TestSettingsShowThePortInUseAndWhereOpencodeWasFound(t *testing.T) {
 }
 
 func TestRotateTokenRestartsEveryAgentAndSaysToRecopyConfigs(t *testing.T) {
-	f := newFake()
-	f.addWorkspace("proj", "a")
-	agents := newFakeAgents()
+	f := uitest.NewWorkspaces()
+	f.AddWorkspace("proj", "a")
+	agents := uitest.NewAgents()
 	rotations := 0
 	h := newHarness(t, Deps{Workspaces: f, Agents: agents, RotateToken: func() error { rotations++; return nil }})
-	h.startTray()
 	w := h.u.openSettings()
 
 	test.Tap(w.rotate)
-	q := question(h, "Rotate the access token?")
+	q := h.app.AskedQuestion("Rotate the access token?")
 	if q == nil {
 		t.Fatal("Rotate token… asked for no confirmation")
 	}
-	if !strings.Contains(q.message.Text, "copy their config again") {
-		t.Errorf("the confirmation does not say that other clients need their config copied again: %q", q.message.Text)
+	if !strings.Contains(q.Message.Text, "copy their config again") {
+		t.Errorf("the confirmation does not say that other clients need their config copied again: %q", q.Message.Text)
 	}
-	test.Tap(q.ok)
+	test.Tap(q.OK)
 	h.waitFor("the rotation", func() bool { return strings.HasPrefix(w.rotateStatus.Text, "Token rotated") })
 	if rotations != 1 {
 		t.Errorf("%d rotations", rotations)
 	}
-	if got := agents.restarted(); !slices.Equal(got, []string{"all"}) {
+	if got := agents.Restarted(); !slices.Equal(got, []string{"all"}) {
 		t.Errorf("restarted %q, want every agent", got)
 	}
 	if want := "Token rotated and every agent restarted. Copy the MCP config again for other clients."; w.rotateStatus.Text != want {
@@ -217,11 +207,11 @@ func TestRotateTokenRestartsEveryAgentAndSaysToRecopyConfigs(t *testing.T) {
 }
 
 func TestRotateTokenIsOffWithoutATokenAndFailuresAreShown(t *testing.T) {
-	h := newHarness(t, Deps{Workspaces: newFake()})
+	h := newHarness(t, Deps{Workspaces: uitest.NewWorkspaces()})
 	if w := h.u.openSettings(); !w.rotate.Disabled() {
 		t.Error("Rotate token is enabled without Deps.RotateToken")
 	}
-	h2 := newHarness(t, Deps{Workspaces: newFake(), RotateToken: func() error {
+	h2 := newHarness(t, Deps{Workspaces: uitest.NewWorkspaces(), RotateToken: func() error {
 		return workspace.Errorf(workspace.CodeInternal, "write token file: disk full")
 	}})
 	w := h2.u.openSettings()
@@ -232,22 +222,9 @@ func TestRotateTokenIsOffWithoutATokenAndFailuresAreShown(t *testing.T) {
 	}
 }
 
-// findButton finds a button by its text under o.
-func findButton(o fyne.CanvasObject, text string) *widget.Button {
-	if o == nil {
-		return nil
-	}
-	for _, c := range test.LaidOutObjects(o) {
-		if b, ok := c.(*widget.Button); ok && b.Text == text {
-			return b
-		}
-	}
-	return nil
-}
-
 func TestSettingsSaveTheSandboxModeAndSayWhatThisSystemCanConfine(t *testing.T) {
 	store, path := newStore(t)
-	h := newHarness(t, Deps{Workspaces: newFake(), Settings: store})
+	h := newHarness(t, Deps{Workspaces: uitest.NewWorkspaces(), Settings: store})
 	w := h.u.openSettings()
 	if w.sandboxMode.Selected != string(sandbox.ModeAuto) {
 		t.Errorf("mode shown %q, want auto by default", w.sandboxMode.Selected)

@@ -1,35 +1,17 @@
-package app
+package window
 
 import (
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
+	"codehydra/app/internal/uitest"
 	"codehydra/internal/settings"
 )
-
-// fakeGateway answers Statuses with what the test sets.
-type fakeGateway struct {
-	mu sync.Mutex
-	st []MCPServerStatus
-}
-
-func (g *fakeGateway) set(st ...MCPServerStatus) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.st = st
-}
-
-func (g *fakeGateway) Statuses() []MCPServerStatus {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return append([]MCPServerStatus(nil), g.st...)
-}
 
 // openMCPServers opens the Settings window on a store holding servers.
 func openMCPServers(t *testing.T, gw MCPGateway, servers map[string]settings.MCPServer) (*harness, *settings.Store, *mcpServersEditor) {
@@ -38,7 +20,7 @@ func openMCPServers(t *testing.T, gw MCPGateway, servers map[string]settings.MCP
 	if err := store.Update(func(s *settings.Settings) { s.MCPServers = servers }); err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, Deps{Workspaces: newFake(), Settings: store, Gateway: gw})
+	h := newHarness(t, Deps{Workspaces: uitest.NewWorkspaces(), Settings: store, Gateway: gw})
 	w := h.u.openSettings()
 	return h, store, w.servers
 }
@@ -155,19 +137,19 @@ func TestMCPServersTabShowsWhyAFieldIsWrongAndDoesNotSave(t *testing.T) {
 func TestMCPServersTabAsksBeforeRemovingAServer(t *testing.T) {
 	h, store, e := openMCPServers(t, &fakeGateway{}, map[string]settings.MCPServer{"fs": {Command: "mcp-server-filesystem"}})
 	test.Tap(e.byName["fs"].remove)
-	q := question(h, "Remove MCP server fs?")
+	q := h.app.AskedQuestion("Remove MCP server fs?")
 	if q == nil {
 		t.Fatal("Remove… did not ask")
 	}
 	if _, ok := store.Get().MCPServers["fs"]; !ok {
 		t.Fatal("the server was removed before the answer")
 	}
-	test.Tap(q.cancel)
+	test.Tap(q.Cancel)
 	if _, ok := store.Get().MCPServers["fs"]; !ok {
 		t.Fatal("Cancel removed the server")
 	}
 	test.Tap(e.byName["fs"].remove)
-	test.Tap(question(h, "Remove MCP server fs?").ok)
+	test.Tap(h.app.AskedQuestion("Remove MCP server fs?").OK)
 	if len(store.Get().MCPServers) != 0 || len(e.byName) != 0 || !e.empty.Visible() {
 		t.Errorf("after Remove: servers %v, rows %d", store.Get().MCPServers, len(e.byName))
 	}

@@ -1,4 +1,4 @@
-package app
+package window
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // as workspace_set_metadata. It follows metadata-changed events, so a value
 // an agent sets shows up while the window is open.
 type metadataEditor struct {
-	u       *ui
+	u       *UI
 	content fyne.CanvasObject
 
 	choices   []workspace.Workspace
@@ -45,7 +45,7 @@ type metaRow struct {
 	edit, del  *widget.Button
 }
 
-func (u *ui) newMetadataEditor() *metadataEditor {
+func (u *UI) newMetadataEditor() *metadataEditor {
 	e := &metadataEditor{u: u, rowOf: map[string]metaRow{}}
 	e.workspace = widget.NewSelect(nil, func(string) {
 		if i := e.workspace.SelectedIndex(); i >= 0 && i < len(e.choices) {
@@ -130,7 +130,7 @@ func (e *metadataEditor) loadChoices() {
 	labels := make([]string, len(choices))
 	selected := -1
 	for i, ws := range choices {
-		labels[i] = workspaceTitle(ws)
+		labels[i] = WorkspaceTitle(ws)
 		if ws.Path == e.path {
 			selected = i
 		}
@@ -183,7 +183,7 @@ func (e *metadataEditor) reload() {
 				return
 			}
 			if err != nil {
-				say(e.status, "Cannot read the metadata: "+userMessage(err), true)
+				say(e.status, "Cannot read the metadata: "+UserMessage(err), true)
 				return
 			}
 			e.fillRows(md)
@@ -226,7 +226,7 @@ func (e *metadataEditor) refresh() {
 // submit sets the key in the entries to the value in the entries.
 func (e *metadataEditor) submit() {
 	if err := errors.Join(workspace.ValidateMetadataKey(e.key.Text), workspace.ValidateMetadataValue(e.value.Text)); err != nil {
-		say(e.status, userMessage(err), true)
+		say(e.status, UserMessage(err), true)
 		return
 	}
 	if e.path == "" {
@@ -260,7 +260,7 @@ func (e *metadataEditor) apply(key string, value *string) {
 			e.busy = false
 			defer e.refresh()
 			if err != nil {
-				say(e.status, "Not saved: "+userMessage(err), true)
+				say(e.status, "Not saved: "+UserMessage(err), true)
 				return
 			}
 			if value == nil {
@@ -282,5 +282,5 @@ func plainError(err error) error {
 	if err == nil {
 		return nil
 	}
-	return errors.New(userMessage(err))
+	return errors.New(UserMessage(err))
 }

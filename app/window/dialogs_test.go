@@ -1,16 +1,18 @@
-package app
+package window
 
 import (
 	"context"
-	"fyne.io/fyne/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"fyne.io/fyne/v2"
+
 	"fyne.io/fyne/v2/test"
 
+	"codehydra/app/internal/uitest"
 	"codehydra/internal/testenv"
 	"codehydra/workspace"
 )
@@ -28,8 +30,8 @@ func openCreateLoaded(t *testing.T, h *harness) *createDialog {
 }
 
 func TestCreateDialogValidatesTheNameAsItIsTyped(t *testing.T) {
-	f := newFake()
-	f.addWorkspace("proj", "taken")
+	f := uitest.NewWorkspaces()
+	f.AddWorkspace("proj", "taken")
 	h := newHarness(t, Deps{Workspaces: f})
 	d := openCreateLoaded(t, h)
 
@@ -69,9 +71,9 @@ func TestCreateDialogValidatesTheNameAsItIsTyped(t *testing.T) {
 }
 
 func TestCreateDialogShowsTheManagersErrorAndStaysOpen(t *testing.T) {
-	f := newFake()
-	f.addWorkspace("proj", "a")
-	f.createErr = workspace.Errorf(workspace.CodeConflict, "branch main is checked out in the project's main checkout; choose another name")
+	f := uitest.NewWorkspaces()
+	f.AddWorkspace("proj", "a")
+	f.FailCreate(workspace.Errorf(workspace.CodeConflict, "branch main is checked out in the project's main checkout; choose another name"))
 	h := newHarness(t, Deps{Workspaces: f})
 	d := openCreateLoaded(t, h)
 
@@ -84,7 +86,7 @@ func TestCreateDialogShowsTheManagersErrorAndStaysOpen(t *testing.T) {
 	if !h.windowOpen("New workspace") || d.create.Disabled() {
 		t.Error("after a failure the window must stay open with Create enabled")
 	}
-	if got := f.created; len(got) != 1 || got[0] != (workspace.CreateOptions{ProjectPath: "/src/proj", Name: "main", Base: "main"}) {
+	if got := f.Created(); len(got) != 1 || got[0] != (workspace.CreateOptions{ProjectPath: "/src/proj", Name: "main", Base: "main"}) {
 		t.Errorf("Create got %+v", got)
 	}
 }
@@ -95,8 +97,8 @@ func TestCreateDialogSaysAsYouTypeThatAnExistingBranchIsReusedAndKeepsItsBase(t 
 	testenv.Git(t, repo, "branch", "kept")
 	testenv.Git(t, repo, "config", "branch.kept.codehydra.base", "develop")
 	testenv.Git(t, repo, "config", "branch.kept.codehydra.note", "mine")
-	m := realManager(t, repo)
-	h := newHarness(t, Deps{Workspaces: m, Agents: newFakeAgents()})
+	m := uitest.RealManager(t, repo)
+	h := newHarness(t, Deps{Workspaces: m, Agents: uitest.NewAgents()})
 	d := openCreateLoaded(t, h)
 
 	for _, tc := range []struct {
@@ -132,7 +134,7 @@ func TestCreateDialogSaysAsYouTypeThatAnExistingBranchIsReusedAndKeepsItsBase(t 
 }
 
 func TestCreateDialogWithoutProjectsSaysToAddOne(t *testing.T) {
-	h := newHarness(t, Deps{Workspaces: newFake()})
+	h := newHarness(t, Deps{Workspaces: uitest.NewWorkspaces()})
 	d := h.u.openCreate("")
 	d.name.SetText("feature")
 	if !d.create.Disabled() {
@@ -143,14 +145,13 @@ func TestCreateDialogWithoutProjectsSaysToAddOne(t *testing.T) {
 	}
 }
 
-func TestCreateDialogMakesAWorkspaceThatTheMenuShowsStarting(t *testing.T) {
+// The tray shows the workspace made as the manager reports it (app's
+// TestTrayFollowsWhatTheWindowsDoToARealManager).
+func TestCreateDialogMakesAWorkspaceFromTheChosenBase(t *testing.T) {
 	repo := testenv.GitRepo(t, "repo")
 	testenv.Git(t, repo, "branch", "develop")
-	m := realManager(t, repo)
-	agents := newFakeAgents()
-	agents.def = agentStarting
-	h := newHarness(t, Deps{Workspaces: m, Agents: agents})
-	h.startTray()
+	m := uitest.RealManager(t, repo)
+	h := newHarness(t, Deps{Workspaces: m, Agents: uitest.NewAgents()})
 	d := openCreateLoaded(t, h)
 	if d.base.Selected != "main" || !slices.Contains(d.base.Options, "develop") {
 		t.Fatalf("base %q of %q, want main preselected among the branches", d.base.Selected, d.base.Options)
@@ -159,10 +160,9 @@ func TestCreateDialogMakesAWorkspaceThatTheMenuShowsStarting(t *testing.T) {
 	test.Type(d.name, "feature/login")
 	test.Tap(d.create)
 	h.waitFor("the window to close", func() bool { return d.created != nil && !h.windowOpen("New workspace") })
-
-	h.waitFor("the new workspace in the menu", func() bool {
-		return find(h.view.menu(), "◌ feature/login (starting)") != nil
-	})
+	if list, err := m.Workspaces(repo); err != nil || len(list) != 1 || list[0].Path != d.created.Path {
+		t.Errorf("the manager's workspaces %+v, %v; want the one created", list, err)
+	}
 	if fi, err := os.Stat(d.created.Path); err != nil || !fi.IsDir() {
 		t.Errorf("worktree %s: %v", d.created.Path, err)
 	}
@@ -174,7 +174,7 @@ func TestCreateDialogMakesAWorkspaceThatTheMenuShowsStarting(t *testing.T) {
 
 func TestDeleteDialogWarnsAboutUncommittedAndUnmergedWork(t *testing.T) {
 	repo := testenv.GitRepo(t, "repo")
-	m := realManager(t, repo)
+	m := uitest.RealManager(t, repo)
 	ctx := context.Background()
 	clean, err := m.Create(ctx, workspace.CreateOptions{ProjectPath: repo, Name: "clean"})
 	if err != nil {
@@ -214,13 +214,12 @@ func TestDeleteDialogFollowsTheStepsAndClosesWhenDone(t *testing.T) {
 	for _, keep := range []bool{false, true} {
 		t.Run(map[bool]string{false: "delete branch", true: "keep branch"}[keep], func(t *testing.T) {
 			repo := testenv.GitRepo(t, "repo")
-			m := realManager(t, repo)
+			m := uitest.RealManager(t, repo)
 			ws, err := m.Create(context.Background(), workspace.CreateOptions{ProjectPath: repo, Name: "feat"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			h := newHarness(t, Deps{Workspaces: m})
-			h.startTray()
 			d := h.u.openDelete(ws)
 			h.waitFor("the status", func() bool { return !strings.HasPrefix(d.warning.Text, "Checking") })
 			d.keepBranch.SetChecked(keep)
@@ -239,7 +238,9 @@ func TestDeleteDialogFollowsTheStepsAndClosesWhenDone(t *testing.T) {
 			if keep != (branches != "") {
 				t.Errorf("branch list %q with keepBranch %v", branches, keep)
 			}
-			h.waitFor("the menu without it", func() bool { return find(h.view.menu(), "    "+LabelNoWorkspaces) != nil })
+			if list, err := m.Workspaces(repo); err != nil || len(list) != 0 {
+				t.Errorf("the manager's workspaces %+v, %v; want none", list, err)
+			}
 		})
 	}
 }
@@ -249,7 +250,7 @@ func TestDeleteDialogKeepsABranchThatExistedBeforeUnlessUnticked(t *testing.T) {
 		t.Run(map[bool]string{false: "kept by default", true: "deleted when unticked"}[untick], func(t *testing.T) {
 			repo := testenv.GitRepo(t, "repo")
 			testenv.Git(t, repo, "branch", "mine")
-			m := realManager(t, repo)
+			m := uitest.RealManager(t, repo)
 			ws, err := m.Create(context.Background(), workspace.CreateOptions{ProjectPath: repo, Name: "mine"})
 			if err != nil {
 				t.Fatal(err)
@@ -276,8 +277,8 @@ func TestDeleteDialogKeepsABranchThatExistedBeforeUnlessUnticked(t *testing.T) {
 }
 
 func TestDeleteDialogProgressFollowsDeleteEvents(t *testing.T) {
-	f := newFake()
-	ws := f.addWorkspace("proj", "feat")
+	f := uitest.NewWorkspaces()
+	ws := f.AddWorkspace("proj", "feat")
 	h := newHarness(t, Deps{Workspaces: f})
 	d := h.u.openDelete(ws)
 
@@ -301,9 +302,9 @@ func TestDeleteDialogProgressFollowsDeleteEvents(t *testing.T) {
 }
 
 func TestDeleteDialogOffersRetryAfterAFailedStep(t *testing.T) {
-	f := newFake()
-	ws := f.addWorkspace("proj", "feat")
-	f.deleteFail = workspace.StepRemoveWorktree
+	f := uitest.NewWorkspaces()
+	ws := f.AddWorkspace("proj", "feat")
+	f.FailDelete(workspace.StepRemoveWorktree)
 	h := newHarness(t, Deps{Workspaces: f})
 	d := h.u.openDelete(ws)
 
@@ -321,17 +322,16 @@ func TestDeleteDialogOffersRetryAfterAFailedStep(t *testing.T) {
 	}
 	test.Tap(d.del)
 	h.waitFor("the retry to finish", func() bool { return d.done && !h.windowOpen("Delete workspace") })
-	if len(f.deletes) != 2 {
-		t.Errorf("%d deletes, want 2", len(f.deletes))
+	if len(f.Deletes()) != 2 {
+		t.Errorf("%d deletes, want 2", len(f.Deletes()))
 	}
 }
 
 func TestAddProjectDialogReportsWhatIsWrongWithThePath(t *testing.T) {
 	repo := testenv.GitRepo(t, "repo")
 	notRepo := t.TempDir()
-	m := realManager(t)
+	m := uitest.RealManager(t)
 	h := newHarness(t, Deps{Workspaces: m})
-	h.startTray()
 	d := h.u.openAddProject()
 
 	if !d.add.Disabled() {
@@ -366,7 +366,6 @@ func TestAddProjectDialogReportsWhatIsWrongWithThePath(t *testing.T) {
 	if ps := m.Projects(); len(ps) != 1 || ps[0].Path != repo {
 		t.Errorf("projects = %+v", ps)
 	}
-	h.waitFor("the project in the menu", func() bool { return find(h.view.menu(), "repo") != nil })
 }
 
 func TestAddProjectDialogExpandsTheHomeFolder(t *testing.T) {
@@ -388,12 +387,11 @@ func TestAddProjectDialogExpandsTheHomeFolder(t *testing.T) {
 }
 
 func TestDeleteDialogOpenedDuringADeleteShowsItsProgress(t *testing.T) {
-	f := newFake()
-	ws := f.addWorkspace("proj", "feat")
+	f := uitest.NewWorkspaces()
+	ws := f.AddWorkspace("proj", "feat")
 	h := newHarness(t, Deps{Workspaces: f})
-	h.startTray()
-	f.Publish(workspace.Event{Kind: workspace.EventDeleteProgress, Workspace: ws, Step: workspace.StepRemoveWorktree})
-	h.waitFor("the tray to see the delete", func() bool { return find(h.view.menu(), "… feat (deleting)") != nil })
+	// The tray saw the delete's events (app's TestTrayTellsTheWindowsHowADeleteGoes).
+	h.tray.setDelete(ws.Path, DeleteProgress{Running: true, Step: workspace.StepRemoveWorktree})
 
 	d := h.u.openDelete(ws)
 	if !d.del.Disabled() || d.step.Text != StepText(workspace.StepRemoveWorktree) || d.progress.Value != 0.25 {
@@ -402,14 +400,22 @@ func TestDeleteDialogOpenedDuringADeleteShowsItsProgress(t *testing.T) {
 	if again := h.u.openDelete(ws); again != nil {
 		t.Error("a second Delete… opened a second window")
 	}
+
+	// One whose delete failed offers a retry, saying where it failed.
+	stuck := f.AddWorkspace("proj", "stuck")
+	h.tray.setDelete(stuck.Path, DeleteProgress{Step: workspace.StepDeleteBranch, Err: "branch is checked out"})
+	d = h.u.openDelete(stuck)
+	if d.del.Text != "Retry" || d.del.Disabled() || !strings.Contains(d.status.Text, "Deleting the branch") || !strings.Contains(d.status.Text, "branch is checked out") {
+		t.Errorf("dialog of a failed delete: button %q (off %v), status %q; want Retry and why", d.del.Text, d.del.Disabled(), d.status.Text)
+	}
 }
 
 // A reason under the name makes the window taller (the desktop driver
 // grows it to fit, as the test does here); once the reason goes, the
 // window is as short as its content, with no blank band under the buttons.
 func TestCreateDialogShrinksBackWhenTheReasonGoes(t *testing.T) {
-	f := newFake()
-	f.addWorkspace("proj", "taken")
+	f := uitest.NewWorkspaces()
+	f.AddWorkspace("proj", "taken")
 	h := newHarness(t, Deps{Workspaces: f})
 	d := openCreateLoaded(t, h)
 	test.Type(d.name, "fine")

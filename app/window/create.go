@@ -1,4 +1,4 @@
-package app
+package window
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // it is typed, the branch to start from, and an optional first prompt for
 // the new agent with the opencode agent to run it.
 type createDialog struct {
-	u   *ui
+	u   *UI
 	win fyne.Window
 
 	projects []workspace.Project
@@ -52,22 +52,22 @@ type createDialog struct {
 	busy        bool
 	// created is the workspace made, once Create succeeded.
 	created *workspace.Workspace
-	// setup follows the new workspace's copy and setup (dialogs_prepare.go).
+	// setup follows the new workspace's copy and setup (setup.go).
 	setup *setupProgress
 }
 
 // openCreate opens the "New workspace" window, with projectPath selected
 // when it is not "", or brings the open one forward (and returns nil).
-func (u *ui) openCreate(projectPath string) *createDialog {
+func (u *UI) openCreate(projectPath string) *createDialog {
 	var d *createDialog
-	u.window(windowSpec{Kind: windowCreate, Path: projectPath}, func() (fyne.Window, func()) {
+	u.window(Spec{Kind: KindCreate, Path: projectPath}, func() (fyne.Window, func()) {
 		d = u.newCreateDialog(projectPath)
 		return d.win, func() { d.setup.stop() }
 	})
 	return d
 }
 
-func (u *ui) newCreateDialog(projectPath string) *createDialog {
+func (u *UI) newCreateDialog(projectPath string) *createDialog {
 	d := &createDialog{
 		u:        u,
 		win:      u.app.NewWindow("New workspace"),
@@ -186,24 +186,7 @@ func userError(err error) error {
 	if err == nil {
 		return nil
 	}
-	return errors.New(userMessage(err))
-}
-
-// projectChoices are the labels of projects in a select: their names, with
-// the path added where two share a name.
-func projectChoices(ps []workspace.Project) []string {
-	count := map[string]int{}
-	for _, p := range ps {
-		count[p.Name]++
-	}
-	labels := make([]string, len(ps))
-	for i, p := range ps {
-		labels[i] = p.Name
-		if count[p.Name] > 1 {
-			labels[i] = fmt.Sprintf("%s (%s)", p.Name, p.Path)
-		}
-	}
-	return labels
+	return errors.New(UserMessage(err))
 }
 
 // selectProject loads what the form needs to know about the project: its
@@ -243,7 +226,7 @@ func (d *createDialog) selectProject(path string) {
 			}
 			d.base.Refresh()
 			if err := errors.Join(errB, errF, errW); err != nil {
-				say(d.status, "Cannot read the project's branches: "+userMessage(err), true)
+				say(d.status, "Cannot read the project's branches: "+UserMessage(err), true)
 			}
 			d.name.showReason()
 			d.refresh()
@@ -255,7 +238,7 @@ func (d *createDialog) selectProject(path string) {
 // second workspace of that name in the project.
 func (d *createDialog) validateName(name string) error {
 	if err := workspace.ValidateName(name); err != nil {
-		return errors.New(userMessage(err))
+		return errors.New(UserMessage(err))
 	}
 	if d.taken[name] {
 		return fmt.Errorf("the project already has a workspace named %s; choose another name", name)
@@ -318,7 +301,7 @@ func (d *createDialog) submit() {
 		d.u.do(func() {
 			d.busy = false
 			if err != nil {
-				say(d.status, "Could not create the workspace: "+userMessage(err), true)
+				say(d.status, "Could not create the workspace: "+UserMessage(err), true)
 				d.refresh()
 				return
 			}
@@ -326,7 +309,7 @@ func (d *createDialog) submit() {
 			if errPrompt != nil {
 				// The workspace exists: keep the window, with the prompt
 				// still in it to copy, and say why it was not kept.
-				say(d.status, "Created "+ws.Name+", but its first prompt was not kept: "+userMessage(errPrompt), true)
+				say(d.status, "Created "+ws.Name+", but its first prompt was not kept: "+UserMessage(errPrompt), true)
 				d.u.log.Warn("first prompt not queued", slog.String("workspace", ws.Path), slog.Any("err", errPrompt))
 				d.setup.follow(ws)
 				d.doneCreating()
@@ -347,35 +330,4 @@ func (d *createDialog) submit() {
 func (d *createDialog) doneCreating() {
 	d.cancel.SetText("Close")
 	d.create.Hide()
-}
-
-// setEnabled enables or disables a widget.
-func setEnabled(w fyne.Disableable, on bool) {
-	if on {
-		w.Enable()
-	} else {
-		w.Disable()
-	}
-}
-
-// statusLabel is a wrapping label for progress and errors.
-func statusLabel() *widget.Label {
-	l := widget.NewLabel("")
-	l.Wrapping = fyne.TextWrapWord
-	return l
-}
-
-// say shows text in a status label, in red when it reports a failure.
-func say(l *widget.Label, text string, bad bool) {
-	l.Importance = widget.MediumImportance
-	if bad {
-		l.Importance = widget.DangerImportance
-	}
-	l.SetText(text)
-	// An empty label still takes a row.
-	if text == "" {
-		l.Hide()
-	} else {
-		l.Show()
-	}
 }

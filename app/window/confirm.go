@@ -1,4 +1,4 @@
-package app
+package window
 
 import (
 	"fmt"
@@ -23,9 +23,9 @@ type confirmWindow struct {
 // confirm asks title and message with Cancel and a button labelled action
 // (which runs act); Escape and closing the window cancel. An open question
 // of the same title is brought forward instead (and nil returned).
-func (u *ui) confirm(title, message, action string, act func()) *confirmWindow {
+func (u *UI) confirm(title, message, action string, act func()) *confirmWindow {
 	var c *confirmWindow
-	u.window(windowSpec{Kind: windowConfirm, Title: title, Message: message, Action: action, answered: act}, func() (fyne.Window, func()) {
+	u.window(Spec{Kind: KindConfirm, Title: title, Message: message, Action: action, Answered: act}, func() (fyne.Window, func()) {
 		c = &confirmWindow{win: u.app.NewWindow("CodeHydra: " + title)}
 		head := widget.NewLabelWithStyle(title, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 		c.message = widget.NewLabel(message)
@@ -43,21 +43,6 @@ func (u *ui) confirm(title, message, action string, act func()) *confirmWindow {
 		return c.win, nil
 	})
 	return c
-}
-
-// busyAgents names the workspaces whose agents are in the middle of a turn
-// (working, or waiting for the user's answer), in the menu's order.
-func busyAgents(s State) []string {
-	var names []string
-	for _, p := range s.Projects {
-		for _, w := range p.Workspaces {
-			switch w.Phase() {
-			case PhaseBusy, PhaseNeedsInput:
-				names = append(names, w.Workspace.Name)
-			}
-		}
-	}
-	return names
 }
 
 // BusyWarning is the sentence that names the busy agents ("featA and
@@ -78,10 +63,10 @@ func BusyWarning(names []string) string {
 	return fmt.Sprintf("%s and %s are working.", strings.Join(head, ", "), last)
 }
 
-// unlessBusy runs act at once when no agent is in a turn; otherwise it
+// UnlessBusy runs act at once when no agent is in a turn; otherwise it
 // first asks, naming the agents, whether to do what (e.g. "Quit") anyway.
-func (u *ui) unlessBusy(what string, act func()) {
-	names := busyAgents(u.tray.State())
+func (u *UI) UnlessBusy(what string, act func()) {
+	names := u.deps.Tray.BusyAgents()
 	if len(names) == 0 {
 		act()
 		return

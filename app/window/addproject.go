@@ -1,4 +1,4 @@
-package app
+package window
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 // projectDialog is the "Add project" window: a path, typed or chosen in a
 // folder dialog, checked by the manager when added.
 type projectDialog struct {
-	u   *ui
+	u   *UI
 	win fyne.Window
 
 	path   *field
@@ -39,16 +39,16 @@ type projectDialog struct {
 
 // openAddProject opens the "Add project" window, or brings the open one
 // forward (and returns nil).
-func (u *ui) openAddProject() *projectDialog {
+func (u *UI) openAddProject() *projectDialog {
 	var d *projectDialog
-	u.window(windowSpec{Kind: windowAddProject}, func() (fyne.Window, func()) {
+	u.window(Spec{Kind: KindAddProject}, func() (fyne.Window, func()) {
 		d = u.newProjectDialog()
 		return d.win, nil
 	})
 	return d
 }
 
-func (u *ui) newProjectDialog() *projectDialog {
+func (u *UI) newProjectDialog() *projectDialog {
 	d := &projectDialog{u: u, win: u.app.NewWindow("Add project")}
 	d.path = newField(checkFolder)
 	d.path.SetPlaceHolder("/path/to/a/git/repository")
@@ -162,7 +162,7 @@ func (d *projectDialog) submit() {
 			d.busy = false
 			d.refresh()
 			if err != nil {
-				say(d.status, "Could not add the project: "+userMessage(err), true)
+				say(d.status, "Could not add the project: "+UserMessage(err), true)
 				return
 			}
 			// The manager answers an add of a known project with that

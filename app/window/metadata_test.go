@@ -1,13 +1,15 @@
-package app
+package window
 
 import (
 	"context"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
 	"fyne.io/fyne/v2/test"
 
+	"codehydra/app/internal/uitest"
 	"codehydra/internal/testenv"
 	"codehydra/workspace"
 )
@@ -29,7 +31,7 @@ func gitConfig(t *testing.T, repo, name string) (value string, ok bool) {
 
 func TestMetadataEditorRoundTripsToGitConfig(t *testing.T) {
 	repo := testenv.GitRepo(t, "repo")
-	m := realManager(t, repo)
+	m := uitest.RealManager(t, repo)
 	ctx := context.Background()
 	ws, err := m.Create(ctx, workspace.CreateOptions{ProjectPath: repo, Name: "feat"})
 	if err != nil {
@@ -84,7 +86,7 @@ func TestMetadataEditorRoundTripsToGitConfig(t *testing.T) {
 
 	// Delete.
 	test.Tap(e.rowOf["note"].del)
-	test.Tap(question(h, "Delete note?").ok)
+	test.Tap(h.app.AskedQuestion("Delete note?").OK)
 	h.waitFor("the note gone", func() bool { _, ok := e.rowOf["note"]; return !ok })
 	if v, ok := gitConfig(t, repo, "branch.feat.codehydra.note"); ok {
 		t.Errorf("git config note still %q", v)
@@ -101,8 +103,8 @@ func TestMetadataEditorRoundTripsToGitConfig(t *testing.T) {
 }
 
 func TestMetadataEditorValidatesLikeWorkspaceSetMetadata(t *testing.T) {
-	f := newFake()
-	ws := f.addWorkspace("proj", "feat")
+	f := uitest.NewWorkspaces()
+	ws := f.AddWorkspace("proj", "feat")
 	h := newHarness(t, Deps{Workspaces: f})
 	e := h.u.openSettings().meta
 
@@ -139,5 +141,25 @@ func TestMetadataEditorValidatesLikeWorkspaceSetMetadata(t *testing.T) {
 	}
 	if md, _ := f.Metadata(context.Background(), ws.Path); len(md) != 1 {
 		t.Errorf("metadata changed: %v", md)
+	}
+}
+
+// The manager's order (by name, case-folded, then path) is the only one:
+// the metadata editor lists workspaces as the manager does, as the tray
+// does (app's TestTrayShowsTheManagersOrder). "Gamma" after "beta" is what
+// a byte-wise sort gets wrong.
+func TestMetadataEditorShowsTheManagersOrder(t *testing.T) {
+	zoo, apps := testenv.GitRepo(t, "zoo"), testenv.GitRepo(t, "Apps")
+	m := uitest.RealManager(t, zoo, apps)
+	for _, name := range []string{"beta", "Gamma", "Alpha", "alpha2"} {
+		if _, err := m.Create(context.Background(), workspace.CreateOptions{ProjectPath: zoo, Name: name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := newHarness(t, Deps{Workspaces: m})
+	e := h.u.openSettings().meta
+	want := []string{"zoo / Alpha", "zoo / alpha2", "zoo / beta", "zoo / Gamma"}
+	if got := e.workspace.Options; !slices.Equal(got, want) {
+		t.Errorf("metadata editor offers %q, want %q", got, want)
 	}
 }

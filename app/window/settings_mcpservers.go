@@ -1,4 +1,4 @@
-package app
+package window
 
 import (
 	"context"
@@ -27,7 +27,7 @@ const mcpStatusEvery = 2 * time.Second
 // to add, edit or remove one. It saves on its own, like the Projects tab;
 // main reconfigures the running servers on each save.
 type mcpServersEditor struct {
-	u       *ui
+	u       *UI
 	rows    *fyne.Container
 	empty   *widget.Label
 	status  *widget.Label
@@ -55,7 +55,7 @@ type mcpServerRow struct {
 
 // newMCPServersEditor builds the tab and starts refreshing the servers'
 // state until stop is called; Escape in its fields runs cancel.
-func (u *ui) newMCPServersEditor(cancel func()) *mcpServersEditor {
+func (u *UI) newMCPServersEditor(cancel func()) *mcpServersEditor {
 	e := &mcpServersEditor{u: u, rows: container.NewVBox(), status: statusLabel(), byName: map[string]*mcpServerRow{}}
 	e.empty = widget.NewLabel("No MCP server yet. Add one, and every agent can call its tools through CodeHydra.")
 	e.empty.Wrapping = fyne.TextWrapWord

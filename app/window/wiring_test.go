@@ -1,4 +1,4 @@
-package app
+package window
 
 import (
 	"codehydra/internal/settings"

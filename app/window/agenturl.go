@@ -1,4 +1,4 @@
-package app
+package window
 
 import (
 	"fyne.io/fyne/v2"
@@ -15,15 +15,15 @@ import (
 // by this label.
 const LabelCopyURL = "Copy address"
 
-// agentURLTitle is the title of the agent-address window.
-const agentURLTitle = "CodeHydra: " + LabelOpenAgent
-
-// showAgentURL shows link, the agent's web UI of the workspace at path,
-// for the user to open by hand. It is on the user's own screen, so the
-// whole link, password and all, is shown: it is what a browser needs.
-func (u *ui) showAgentURL(path, link string) {
-	u.window(windowSpec{Kind: windowAgentURL, Path: path, Link: link}, func() (fyne.Window, func()) {
-		w := u.app.NewWindow(agentURLTitle)
+// showAgentURL shows s.Link, the agent's web UI of the workspace at
+// s.Path, for the user to open by hand, in a window titled after s.Title
+// (the menu item that could not open it). It is on the user's own screen,
+// so the whole link, password and all, is shown: it is what a browser
+// needs.
+func (u *UI) showAgentURL(s Spec) {
+	link := s.Link
+	u.window(s, func() (fyne.Window, func()) {
+		w := u.app.NewWindow("CodeHydra: " + s.Title)
 		head := widget.NewLabelWithStyle("No browser could be opened", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 		why := widget.NewLabel("Neither $BROWSER nor xdg-open could start a browser. Open this address in your browser; it holds the agent's password, so paste it nowhere else:")
 		why.Wrapping = fyne.TextWrapWord
@@ -32,7 +32,7 @@ func (u *ui) showAgentURL(path, link string) {
 		addr.Selectable = true
 		var copyBtn *widget.Button
 		copyBtn = widget.NewButton(LabelCopyURL, func() {
-			u.copyText(link)
+			u.CopyText(link)
 			copyBtn.SetText("Copied")
 		})
 		copyBtn.Importance = widget.HighImportance

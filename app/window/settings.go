@@ -1,4 +1,4 @@
-package app
+package window
 
 import (
 	"context"
@@ -44,7 +44,7 @@ const (
 // (Metadata tab), projects' setup (Projects tab) and the user's MCP servers
 // (MCP servers tab). It shows the saved settings each time it opens.
 type settingsWindow struct {
-	u   *ui
+	u   *UI
 	win fyne.Window
 
 	mcpMode       *widget.RadioGroup
@@ -78,16 +78,16 @@ type settingsWindow struct {
 
 // openSettings opens the settings window, or brings the open one forward
 // (and returns nil).
-func (u *ui) openSettings() *settingsWindow {
+func (u *UI) openSettings() *settingsWindow {
 	var w *settingsWindow
-	u.window(windowSpec{Kind: windowSettings}, func() (fyne.Window, func()) {
+	u.window(Spec{Kind: KindSettings}, func() (fyne.Window, func()) {
 		w = u.newSettingsWindow()
 		return w.win, func() { w.meta.stop(); w.servers.stop() }
 	})
 	return w
 }
 
-func (u *ui) newSettingsWindow() *settingsWindow {
+func (u *UI) newSettingsWindow() *settingsWindow {
 	w := &settingsWindow{u: u, win: u.app.NewWindow("CodeHydra settings")}
 
 	w.mcpPort, w.mcpMode = portField("MCP port")
@@ -103,8 +103,8 @@ func (u *ui) newSettingsWindow() *settingsWindow {
 		def = "the default folder"
 	}
 	w.worktreeRoot.SetPlaceHolder("empty: " + def)
-	w.editorCmd = commandEntry("editorCommand", openEditor, newFinder(u.deps.Getenv))
-	w.terminalCmd = commandEntry("terminalCommand", openTerminal, newFinder(u.deps.Getenv))
+	w.editorCmd = commandEntry("editorCommand", Editor, newFinder(u.deps.Getenv))
+	w.terminalCmd = commandEntry("terminalCommand", Terminal, newFinder(u.deps.Getenv))
 	w.notifications = widget.NewCheck("Notify when an agent finishes or needs input", nil)
 	w.ratePerSecond = newField(func(s string) error { _, err := parseRate(s); return err })
 	w.rateBurst = newField(func(s string) error { _, err := parseBurst(s); return err })
@@ -126,7 +126,7 @@ func (u *ui) newSettingsWindow() *settingsWindow {
 	w.restartNote.Hide()
 	w.restartNow = widget.NewButton("Restart now", func() {
 		if u.deps.Restart != nil {
-			u.unlessBusy("Restart", func() {
+			u.UnlessBusy("Restart", func() {
 				u.deps.Restart()
 				u.app.Quit()
 			})
@@ -408,7 +408,7 @@ const RotateTokenNote = "A new MCP access token replaces the current one. Every 
 // restart would stop.
 func (w *settingsWindow) confirmRotate() {
 	msg := RotateTokenNote
-	if busy := BusyWarning(busyAgents(w.u.tray.State())); busy != "" {
+	if busy := BusyWarning(w.u.deps.Tray.BusyAgents()); busy != "" {
 		msg += "\n\n" + busy + " Their work in progress stops."
 	}
 	w.u.confirm("Rotate the access token?", msg, "Rotate token", w.rotateToken)
@@ -429,7 +429,7 @@ func (w *settingsWindow) rotateToken() {
 			w.rotate.Enable()
 			switch {
 			case err != nil:
-				say(w.rotateStatus, "The token was not rotated: "+userMessage(err), true)
+				say(w.rotateStatus, "The token was not rotated: "+UserMessage(err), true)
 			case u.deps.Agents == nil:
 				say(w.rotateStatus, "Token rotated. Copy the MCP config again for other clients.", false)
 			default:

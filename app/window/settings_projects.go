@@ -1,4 +1,4 @@
-package app
+package window
 
 import (
 	"fmt"
@@ -19,7 +19,7 @@ import (
 // before its agent starts (settings' projectSetup). It saves on its own,
 // like the Metadata tab.
 type projectSetupEditor struct {
-	u        *ui
+	u        *UI
 	projects []workspace.Project
 	project  *widget.Select
 	copy     *widget.Entry
@@ -31,7 +31,7 @@ type projectSetupEditor struct {
 	path     string
 }
 
-func (u *ui) newProjectSetupEditor() *projectSetupEditor {
+func (u *UI) newProjectSetupEditor() *projectSetupEditor {
 	e := &projectSetupEditor{u: u, projects: u.deps.Workspaces.Projects(), status: statusLabel()}
 	e.project = projectSelect(e.projects, e.load)
 	e.copy = widget.NewMultiLineEntry()

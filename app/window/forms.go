@@ -1,6 +1,9 @@
-package app
+package window
 
 import (
+	"codehydra/workspace"
+	"fmt"
+
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/widget"
@@ -116,5 +119,69 @@ func fitHeight(win fyne.Window) {
 	}
 	if size := win.Canvas().Size(); size.Height > c.MinSize().Height+1 {
 		win.Resize(fyne.NewSize(size.Width, c.MinSize().Height))
+	}
+}
+
+// projectSelect is a select of projects, labelled as projectChoices does,
+// that calls pick with the path of the project chosen. The New workspace
+// window and Settings → Projects pick a project this way.
+func projectSelect(projects []workspace.Project, pick func(path string)) *widget.Select {
+	labels := projectChoices(projects)
+	s := widget.NewSelect(labels, func(label string) {
+		for i, l := range labels {
+			if l == label {
+				pick(projects[i].Path)
+			}
+		}
+	})
+	s.PlaceHolder = "Choose a project"
+	return s
+}
+
+// projectChoices are the labels of projects in a select: their names, with
+// the path added where two share a name.
+func projectChoices(ps []workspace.Project) []string {
+	count := map[string]int{}
+	for _, p := range ps {
+		count[p.Name]++
+	}
+	labels := make([]string, len(ps))
+	for i, p := range ps {
+		labels[i] = p.Name
+		if count[p.Name] > 1 {
+			labels[i] = fmt.Sprintf("%s (%s)", p.Name, p.Path)
+		}
+	}
+	return labels
+}
+
+// setEnabled enables or disables a widget.
+func setEnabled(w fyne.Disableable, on bool) {
+	if on {
+		w.Enable()
+	} else {
+		w.Disable()
+	}
+}
+
+// statusLabel is a wrapping label for progress and errors.
+func statusLabel() *widget.Label {
+	l := widget.NewLabel("")
+	l.Wrapping = fyne.TextWrapWord
+	return l
+}
+
+// say shows text in a status label, in red when it reports a failure.
+func say(l *widget.Label, text string, bad bool) {
+	l.Importance = widget.MediumImportance
+	if bad {
+		l.Importance = widget.DangerImportance
+	}
+	l.SetText(text)
+	// An empty label still takes a row.
+	if text == "" {
+		l.Hide()
+	} else {
+		l.Show()
 	}
 }

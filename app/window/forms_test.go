@@ -1,4 +1,4 @@
-package app
+package window
 
 import (
 	"context"
@@ -10,26 +10,13 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 
+	"codehydra/app/internal/uitest"
 	"codehydra/internal/testenv"
 	"codehydra/workspace"
 )
 
-var escape = &fyne.KeyEvent{Name: fyne.KeyEscape}
-
-// pressEscape presses Escape in w as the desktop driver does: to the
-// focused widget when there is one, else to the canvas.
-func pressEscape(w fyne.Window) {
-	if f := w.Canvas().Focused(); f != nil {
-		f.TypedKey(escape)
-		return
-	}
-	if fn := w.Canvas().OnTypedKey(); fn != nil {
-		fn(escape)
-	}
-}
-
 func TestSettingsShowAFieldsReasonNextToItAsItIsTyped(t *testing.T) {
-	h := newHarness(t, Deps{Workspaces: newFake()})
+	h := newHarness(t, Deps{Workspaces: uitest.NewWorkspaces()})
 	w := h.u.openSettings()
 	for _, f := range []*field{w.mcpPort, w.ocPort, w.ocBin, w.worktreeRoot, w.ratePerSecond, w.rateBurst} {
 		if f.reason.Visible() {
@@ -69,8 +56,8 @@ func TestSettingsShowAFieldsReasonNextToItAsItIsTyped(t *testing.T) {
 }
 
 func TestMetadataEditorShowsReasonsAndLeavesTheEmptiedKeyUnflaggedAfterASet(t *testing.T) {
-	f := newFake()
-	ws := f.addWorkspace("proj", "feat")
+	f := uitest.NewWorkspaces()
+	ws := f.AddWorkspace("proj", "feat")
 	h := newHarness(t, Deps{Workspaces: f})
 	e := h.u.openSettings().meta
 	e.selectWorkspace(ws.Path)
@@ -97,63 +84,64 @@ func TestMetadataEditorShowsReasonsAndLeavesTheEmptiedKeyUnflaggedAfterASet(t *t
 }
 
 func TestDeletingAMetadataKeyAsksFirst(t *testing.T) {
-	f := newFake()
-	ws := f.addWorkspace("proj", "feat")
-	f.metadata[ws.Path]["note"] = "keep me"
+	f := uitest.NewWorkspaces()
+	ws := f.AddWorkspace("proj", "feat")
+	keep := "keep me"
+	if err := f.SetMetadata(context.Background(), ws.Path, "note", &keep); err != nil {
+		t.Fatal(err)
+	}
 	h := newHarness(t, Deps{Workspaces: f})
 	e := h.u.openSettings().meta
 	e.selectWorkspace(ws.Path)
 	h.waitFor("the rows", func() bool { _, ok := e.rowOf["note"]; return ok })
 
 	test.Tap(e.rowOf["note"].del)
-	q := question(h, "Delete note?")
+	q := h.app.AskedQuestion("Delete note?")
 	if q == nil {
 		t.Fatal("Delete removed the key without asking")
 	}
-	if !strings.Contains(q.message.Text, "note") {
-		t.Errorf("the question does not name the key: %q", q.message.Text)
+	if !strings.Contains(q.Message.Text, "note") {
+		t.Errorf("the question does not name the key: %q", q.Message.Text)
 	}
-	test.Tap(q.cancel)
+	test.Tap(q.Cancel)
 	h.drain()
-	if question(h, "Delete note?") != nil {
+	if h.app.AskedQuestion("Delete note?") != nil {
 		t.Error("Cancel left the question open")
 	}
-	f.mu.Lock()
-	v := f.metadata[ws.Path]["note"]
-	f.mu.Unlock()
-	if v != "keep me" {
+	md, _ := f.Metadata(context.Background(), ws.Path)
+	if v := md["note"]; v != keep {
 		t.Fatalf("Cancel deleted the key (now %q)", v)
 	}
 
 	test.Tap(e.rowOf["note"].del)
-	test.Tap(question(h, "Delete note?").ok)
+	test.Tap(h.app.AskedQuestion("Delete note?").OK)
 	h.waitFor("the key gone", func() bool { _, ok := e.rowOf["note"]; return !ok })
 }
 
 func TestEveryDialogHasCancelAndClosesOnEscape(t *testing.T) {
-	f := newFake()
-	ws := f.addWorkspace("proj", "feat")
+	f := uitest.NewWorkspaces()
+	ws := f.AddWorkspace("proj", "feat")
 	tests := []struct {
 		title string
-		open  func(u *ui) fyne.Focusable // the entry to focus, if any
+		open  func(u *UI) fyne.Focusable // the entry to focus, if any
 	}{
-		{"New workspace", func(u *ui) fyne.Focusable { return u.openCreate("").name }},
-		{"Add project", func(u *ui) fyne.Focusable { return u.openAddProject().path }},
-		{"Delete workspace", func(u *ui) fyne.Focusable { u.openDelete(ws); return nil }},
-		{"CodeHydra settings", func(u *ui) fyne.Focusable { return u.openSettings().ocBin }},
-		{"CodeHydra settings", func(u *ui) fyne.Focusable { return u.openSettings().meta.value }},
-		{"CodeHydra: Quit?", func(u *ui) fyne.Focusable { u.confirm("Quit?", "a is working.", "Quit anyway", func() {}); return nil }},
+		{"New workspace", func(u *UI) fyne.Focusable { return u.openCreate("").name }},
+		{"Add project", func(u *UI) fyne.Focusable { return u.openAddProject().path }},
+		{"Delete workspace", func(u *UI) fyne.Focusable { u.openDelete(ws); return nil }},
+		{"CodeHydra settings", func(u *UI) fyne.Focusable { return u.openSettings().ocBin }},
+		{"CodeHydra settings", func(u *UI) fyne.Focusable { return u.openSettings().meta.value }},
+		{"CodeHydra: Quit?", func(u *UI) fyne.Focusable { u.confirm("Quit?", "a is working.", "Quit anyway", func() {}); return nil }},
 	}
 	for _, tt := range tests {
 		for _, how := range []string{"Cancel", "Escape"} {
 			h := newHarness(t, Deps{Workspaces: f})
 			focus := tt.open(h.u)
 			h.drain()
-			w := window(h, tt.title)
+			w := h.app.Window(tt.title)
 			if w == nil {
 				t.Fatalf("%s did not open", tt.title)
 			}
-			cancel := findButton(w.Content(), "Cancel")
+			cancel := uitest.FindButton(w.Content(), "Cancel")
 			if cancel == nil {
 				t.Errorf("%s has no Cancel", tt.title)
 				continue
@@ -164,7 +152,7 @@ func TestEveryDialogHasCancelAndClosesOnEscape(t *testing.T) {
 				if focus != nil {
 					w.Canvas().Focus(focus)
 				}
-				pressEscape(w)
+				uitest.PressEscape(w)
 			}
 			if h.windowOpen(tt.title) {
 				t.Errorf("%s (focus on %T) stays open after %s", tt.title, focus, how)
@@ -173,24 +161,14 @@ func TestEveryDialogHasCancelAndClosesOnEscape(t *testing.T) {
 	}
 }
 
-// window is the open window titled title, nil when none is.
-func window(h *harness, title string) fyne.Window {
-	for _, w := range h.app.Driver().AllWindows() {
-		if w.Title() == title {
-			return w
-		}
-	}
-	return nil
-}
-
 func TestAnErrorWindowClosesOnEscape(t *testing.T) {
-	h := newHarness(t, Deps{Workspaces: newFake()})
-	h.u.showError("Open agent", errors.New("no browser"))
-	w := window(h, "CodeHydra: Open agent")
-	if w == nil || findButton(w.Content(), "Close") == nil {
+	h := newHarness(t, Deps{Workspaces: uitest.NewWorkspaces()})
+	h.u.ShowError("Open agent", errors.New("no browser"))
+	w := h.app.Window("CodeHydra: Open agent")
+	if w == nil || uitest.FindButton(w.Content(), "Close") == nil {
 		t.Fatal("no error window with Close")
 	}
-	pressEscape(w)
+	uitest.PressEscape(w)
 	if h.windowOpen("CodeHydra: Open agent") {
 		t.Error("Escape did not close the error window")
 	}
@@ -214,84 +192,50 @@ func TestBusyWarningNamesTheAgents(t *testing.T) {
 	}
 }
 
-func TestQuitAsksFirstWhenAgentsAreBusyAndCancelKeepsTheAppRunning(t *testing.T) {
-	f := newFake()
-	a := f.addWorkspace("proj", "featA")
-	b := f.addWorkspace("proj", "featB")
-	idle := f.addWorkspace("proj", "featC")
-	agents := newFakeAgents()
-	agents.set(a.Path, agentBusy)
-	agents.set(b.Path, agentInput)
-	agents.set(idle.Path, agentIdle)
-	h := newHarness(t, Deps{Workspaces: f, Agents: agents})
-	h.startTray()
-	h.waitFor("the menu", func() bool { return h.view.menu() != nil && find(h.view.menu(), LabelQuit) != nil })
-
-	find(h.view.menu(), LabelQuit).Action()
-	q := question(h, "Quit?")
-	if q == nil {
-		t.Fatal("Quit did not ask though featA and featB are working")
-	}
-	if want := "featA and featB are working. Quit anyway?"; !strings.HasPrefix(q.message.Text, want) {
-		t.Errorf("question = %q, want it to start with %q", q.message.Text, want)
-	}
-	test.Tap(q.cancel)
-	if h.app.quits != 0 || h.windowOpen("CodeHydra: Quit?") {
-		t.Fatalf("after Cancel: %d quits, question open %v", h.app.quits, h.windowOpen("CodeHydra: Quit?"))
-	}
-	find(h.view.menu(), LabelQuit).Action()
-	test.Tap(question(h, "Quit?").ok)
-	if h.app.quits != 1 {
-		t.Errorf("Quit anyway quit %d times", h.app.quits)
-	}
-}
-
-func TestQuitRestartAndRotateActAtOnceWhenNoAgentIsBusy(t *testing.T) {
-	f, _, agents := oneWorkspace(agentIdle)
+// Quit's half of this is app's TestQuitActsAtOnceWhenNoAgentIsBusy.
+func TestRestartNowActsAtOnceWhenNoAgentIsBusy(t *testing.T) {
+	f, _, agents := uitest.OneWorkspace(uitest.AgentIdle)
 	restarts := 0
 	h := newHarness(t, Deps{Workspaces: f, Agents: agents, Restart: func() { restarts++ }})
-	h.startTray()
-	h.waitFor("the menu", func() bool { return h.view.menu() != nil && find(h.view.menu(), LabelQuit) != nil })
-	find(h.view.menu(), LabelQuit).Action()
 	w := h.u.openSettings()
 	test.Tap(w.restartNow)
-	if h.app.quits != 2 || restarts != 1 || len(h.u.windows) != 1 {
-		t.Errorf("with idle agents: %d quits, %d restarts, windows %v; want 2, 1 and no question", h.app.quits, restarts, h.u.windows)
+	if h.app.Quits() != 1 || restarts != 1 || len(h.u.windows) != 1 {
+		t.Errorf("with idle agents: %d quits, %d restarts, windows %v; want 1, 1 and no question", h.app.Quits(), restarts, h.u.windows)
 	}
 }
 
 func TestRestartNowAndRotateTokenNameTheBusyAgents(t *testing.T) {
-	f, _, agents := oneWorkspace(agentBusy)
+	f, _, agents := uitest.OneWorkspace(uitest.AgentBusy)
 	restarts := 0
 	h := newHarness(t, Deps{Workspaces: f, Agents: agents, Restart: func() { restarts++ }, RotateToken: func() error { return nil }})
-	h.startTray()
-	h.waitFor("the busy agent", func() bool { return len(busyAgents(h.u.tray.State())) == 1 })
+	// The tray names feat busy (app's TestTrayTellsTheWindowsWhichAgentsAreBusy).
+	h.tray.setBusy("feat")
 	w := h.u.openSettings()
 
 	test.Tap(w.restartNow)
-	q := question(h, "Restart?")
-	if q == nil || !strings.HasPrefix(q.message.Text, "feat is working. Restart anyway?") {
+	q := h.app.AskedQuestion("Restart?")
+	if q == nil || !strings.HasPrefix(q.Message.Text, "feat is working. Restart anyway?") {
 		t.Fatalf("Restart now did not ask, naming feat: %+v", q)
 	}
-	pressEscape(q.win)
-	if restarts != 0 || h.app.quits != 0 {
-		t.Fatalf("Escape restarted (%d) or quit (%d)", restarts, h.app.quits)
+	uitest.PressEscape(q.Win)
+	if restarts != 0 || h.app.Quits() != 0 {
+		t.Fatalf("Escape restarted (%d) or quit (%d)", restarts, h.app.Quits())
 	}
 	test.Tap(w.restartNow)
-	test.Tap(question(h, "Restart?").ok)
-	if restarts != 1 || h.app.quits != 1 {
-		t.Errorf("Restart anyway: %d restarts, %d quits", restarts, h.app.quits)
+	test.Tap(h.app.AskedQuestion("Restart?").OK)
+	if restarts != 1 || h.app.Quits() != 1 {
+		t.Errorf("Restart anyway: %d restarts, %d quits", restarts, h.app.Quits())
 	}
 
 	test.Tap(w.rotate)
-	if q := question(h, "Rotate the access token?"); q == nil || !strings.Contains(q.message.Text, "feat is working.") {
+	if q := h.app.AskedQuestion("Rotate the access token?"); q == nil || !strings.Contains(q.Message.Text, "feat is working.") {
 		t.Errorf("Rotate token does not name the busy agent: %+v", q)
 	}
 }
 
 func TestDeleteWarningNamesTheChangedAndUntrackedFiles(t *testing.T) {
 	repo := testenv.GitRepo(t, "repo")
-	m := realManager(t, repo)
+	m := uitest.RealManager(t, repo)
 	ws, err := m.Create(context.Background(), workspace.CreateOptions{ProjectPath: repo, Name: "dirty"})
 	if err != nil {
 		t.Fatal(err)
@@ -314,8 +258,8 @@ func TestDeleteWarningNamesTheChangedAndUntrackedFiles(t *testing.T) {
 }
 
 func TestDeleteDialogOpensTheFolderOrSaysWhyItCannot(t *testing.T) {
-	f := newFake()
-	ws := f.addWorkspace("proj", "feat")
+	f := uitest.NewWorkspaces()
+	ws := f.AddWorkspace("proj", "feat")
 	h := newHarness(t, Deps{Workspaces: f})
 	opened := make(chan string, 1)
 	real := h.u.openFolder

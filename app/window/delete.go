@@ -1,4 +1,4 @@
-package app
+package window
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // keep-branch choice, then the delete's progress, step by step, from the
 // manager's delete-progress events, with Retry when a step fails.
 type deleteDialog struct {
-	u   *ui
+	u   *UI
 	win fyne.Window
 	ws  workspace.Workspace
 
@@ -52,30 +52,25 @@ type deleteDialog struct {
 
 // openDelete opens the delete window of ws, or brings its open one forward
 // (and returns nil).
-func (u *ui) openDelete(ws workspace.Workspace) *deleteDialog {
+func (u *UI) openDelete(ws workspace.Workspace) *deleteDialog {
 	var d *deleteDialog
-	u.window(windowSpec{Kind: windowDelete, Workspace: ws}, func() (fyne.Window, func()) {
+	u.window(Spec{Kind: KindDelete, Workspace: ws}, func() (fyne.Window, func()) {
 		d = u.newDeleteDialog(ws)
 		// A delete that runs already (an agent's) or failed shows as such.
-		for _, p := range u.tray.State().Projects {
-			for _, w := range p.Workspaces {
-				switch {
-				case w.Workspace.Path != ws.Path:
-				case w.Deleting:
-					d.showStep(w.DeleteStep)
-				case w.DeleteErr != "":
-					d.showFailure(w.DeleteStep, w.DeleteErr)
-				}
-			}
+		switch p := u.deps.Tray.DeleteProgress(ws.Path); {
+		case p.Running:
+			d.showStep(p.Step)
+		case p.Err != "":
+			d.showFailure(p.Step, p.Err)
 		}
 		return d.win, d.stop
 	})
 	return d
 }
 
-func (u *ui) newDeleteDialog(ws workspace.Workspace) *deleteDialog {
+func (u *UI) newDeleteDialog(ws workspace.Workspace) *deleteDialog {
 	d := &deleteDialog{u: u, ws: ws, win: u.app.NewWindow("Delete workspace")}
-	intro := widget.NewLabel(fmt.Sprintf("Delete workspace %s?\nIts folder %s is removed, with its agent.", workspaceTitle(ws), ws.Path))
+	intro := widget.NewLabel(fmt.Sprintf("Delete workspace %s?\nIts folder %s is removed, with its agent.", WorkspaceTitle(ws), ws.Path))
 	intro.Wrapping = fyne.TextWrapWord
 	d.warning = statusLabel()
 	say(d.warning, "Checking for work that would be lost…", false)
@@ -218,7 +213,7 @@ func (d *deleteDialog) showFolder() {
 
 func (d *deleteDialog) showStatus(st workspace.Status, c workspace.Changes, err error) {
 	if err != nil {
-		say(d.warning, "Could not check for uncommitted changes or unmerged commits ("+userMessage(err)+"); look before you delete.", true)
+		say(d.warning, "Could not check for uncommitted changes or unmerged commits ("+UserMessage(err)+"); look before you delete.", true)
 		return
 	}
 	if w := Warnings(st, c); len(w) > 0 {
@@ -251,7 +246,7 @@ func (d *deleteDialog) submit() {
 				d.showStep(workspace.StepDone)
 				return
 			}
-			d.showFailure("", userMessage(err))
+			d.showFailure("", UserMessage(err))
 		})
 	})
 }

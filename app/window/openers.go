@@ -1,4 +1,4 @@
-package app
+package window
 
 // Opening a workspace's or a project's folder in the desktop's programs:
 // the file manager, a terminal, an editor. Each runs without a shell, in
@@ -21,11 +21,14 @@ import (
 	"codehydra/internal/settings"
 )
 
-// What the opener opens a folder in.
+// Program is what a folder opens in.
+type Program string
+
+// The programs a folder opens in.
 const (
-	openFolder   = "folder"
-	openTerminal = "terminal"
-	openEditor   = "editor"
+	FileManager Program = "folder"
+	Terminal    Program = "terminal"
+	Editor      Program = "editor"
 )
 
 // defaultTerminals are tried in order when neither terminalCommand nor
@@ -61,6 +64,27 @@ func newFinder(getenv func(string) string) finder {
 	return finder{getenv: getenv, lookPath: exec.LookPath, goos: runtime.GOOS}
 }
 
+// OpenIn opens the folder at path in prog, with the user's settings;
+// what goes wrong is shown in an error window titled title (the item that
+// asked).
+func (u *UI) OpenIn(prog Program, title, path string) {
+	failed := func(err error) { u.do(func() { u.ShowError(title, err) }) }
+	if err := u.open(prog, path, failed); err != nil {
+		u.ShowError(title, err)
+	}
+}
+
+// open opens path in prog with the user's settings. A program that cannot
+// start is returned; one that fails soon after goes to failed, later.
+func (u *UI) open(prog Program, path string, failed func(error)) error {
+	l, err := newFinder(u.deps.Getenv).command(prog, path, u.deps.Settings.Get())
+	if err != nil {
+		return err
+	}
+	u.log.Info("open", "what", l.what, "argv0", l.argv[0], "dir", path)
+	return l.run(failed)
+}
+
 // launch is a program to run in dir; what says what it is, for messages.
 type launch struct {
 	argv []string
@@ -79,12 +103,12 @@ func sayOpen(format string, args ...any) error {
 	return &openError{msg: fmt.Sprintf(format, args...)}
 }
 
-// command is what opens dir as kind, with the settings s.
-func (f finder) command(kind, dir string, s settings.Settings) (launch, error) {
-	switch kind {
-	case openTerminal:
+// command is what opens dir in prog, with the settings s.
+func (f finder) command(prog Program, dir string, s settings.Settings) (launch, error) {
+	switch prog {
+	case Terminal:
 		return f.terminal(dir, s.TerminalCommand)
-	case openEditor:
+	case Editor:
 		return f.editor(dir, s.EditorCommand)
 	default:
 		return f.folder(dir)
@@ -277,11 +301,11 @@ func (t *tailBuffer) lastLine() string {
 }
 
 // commandEntry is the settings window's field for editorCommand or
-// terminalCommand (key), opening as kind; its placeholder says what an
+// terminalCommand (key), opening in prog; its placeholder says what an
 // empty field runs on this machine.
-func commandEntry(key, kind string, f finder) *field {
+func commandEntry(key string, prog Program, f finder) *field {
 	e := newField(func(s string) error { _, err := readCommand(key, s); return err })
-	e.SetPlaceHolder("empty: " + f.defaultNote(kind))
+	e.SetPlaceHolder("empty: " + f.defaultNote(prog))
 	return e
 }
 
@@ -291,9 +315,9 @@ func readCommand(key, s string) (string, error) {
 	return s, settings.CheckCommand(key, s)
 }
 
-// defaultNote says what opens a folder as kind when its setting is empty.
-func (f finder) defaultNote(kind string) string {
-	l, err := f.command(kind, settings.PathPlaceholder, settings.Settings{})
+// defaultNote says what opens a folder in prog when its setting is empty.
+func (f finder) defaultNote(prog Program) string {
+	l, err := f.command(prog, settings.PathPlaceholder, settings.Settings{})
 	switch {
 	case err != nil:
 		return "none found on this machine; enter a command"

@@ -1,4 +1,4 @@
-package app
+package window
 
 import (
 	"context"
@@ -13,23 +13,11 @@ import (
 	"codehydra/workspace"
 )
 
-// Preparation is the readying of created workspaces before their agent
-// starts (*prepare.Preparer implements it).
-type Preparation interface {
-	// State is the preparation of the workspace at path; false when it
-	// has none (yet, or at all).
-	State(path string) (prepare.State, bool)
-	// Retry runs a failed copy and setup again.
-	Retry(path string) error
-	// StartAnyway starts the agent of a workspace whose setup failed.
-	StartAnyway(path string) error
-}
-
 // setupProgress is the part of the New workspace window that follows the
 // new workspace's copy and setup, and after a failure says why and offers
 // to retry the setup or to start the agent anyway.
 type setupProgress struct {
-	u        *ui
+	u        *UI
 	win      fyne.Window
 	progress *widget.Label
 	retry    *widget.Button
@@ -39,7 +27,7 @@ type setupProgress struct {
 	path     string
 }
 
-func newSetupProgress(u *ui, win fyne.Window) *setupProgress {
+func newSetupProgress(u *UI, win fyne.Window) *setupProgress {
 	p := &setupProgress{u: u, win: win, progress: statusLabel(), stop: func() {}}
 	p.retry = widget.NewButton("Retry setup", func() { p.act(u.deps.Prepare.Retry) })
 	p.anyway = widget.NewButton("Start agent anyway", func() { p.act(u.deps.Prepare.StartAnyway) })
