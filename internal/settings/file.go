@@ -4,13 +4,14 @@ package settings
 // aside, never overwritten) and writing it atomically.
 
 import (
-	"codehydra/internal/atomicfile"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"time"
+
+	"codehydra/internal/atomicfile"
 )
 
 // CorruptError reports a settings file that was not valid JSON or held
