@@ -36,13 +36,14 @@ test: setup lint cross fuzz-short
 
 # Builds the app for Windows (with MinGW's gcc: Fyne needs cgo; the tools
 # under build/ are Linux-only) and vets for macOS every package that needs
-# no cgo, which is all but the two that import Fyne (DARWIN_CGO); neither
-# is run here (README "Systems"). GOCACHE keeps the Windows build of Fyne,
-# so only a first run is slow (about 6 minutes of CPU).
-DARWIN_CGO := codehydra codehydra/app
+# no cgo, which is all but those that depend on Fyne (NO_FYNE lists the
+# others; e2e's tests import the app); neither is run here (README "Systems"). GOCACHE keeps the
+# Windows build of Fyne, so only a first run is slow (about 6 minutes of
+# CPU).
+NO_FYNE = go list -f '{{.ImportPath}} {{join .Deps " "}}' ./... | grep -v ' fyne\.io/' | cut -d' ' -f1 | grep -vx codehydra/e2e
 cross:
 	CGO_ENABLED=1 GOOS=windows GOARCH=amd64 CC=x86_64-w64-mingw32-gcc go build -o $(or $(TMPDIR),/tmp)/$(BINARY).exe .
-	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 go vet $$(go list ./... | grep -vxF $(DARWIN_CGO:%=-e %))
+	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 go vet $$($(NO_FYNE))
 
 # Every fuzzer for FUZZTIME; go test -fuzz takes one package and one fuzzer
 # at a time. The seed corpora are in <package>/testdata/fuzz/<fuzzer>/.
@@ -75,7 +76,7 @@ SOAK_TESTS := TestDeletesKilledAtRandom|TestADeleteKilledAtAnyStep|TestLoadMany|
 
 soak: setup
 	CODEHYDRA_SOAK=1 go test -count=1 -p 1 -v -timeout=60m -run '$(SOAK_TESTS)' \
-		./workspace ./mcp ./opencode . 2>&1 | tee $(SOAK_LOG) | grep -E '^(ok|FAIL|--- FAIL)|FIGURE'
+		./workspace ./mcp ./opencode ./e2e 2>&1 | tee $(SOAK_LOG) | grep -E '^(ok|FAIL|--- FAIL)|FIGURE'
 	$(MAKE) --no-print-directory fuzz-short FUZZTIME=200000x | tee -a $(SOAK_LOG)
 	@echo "figures (full log in $(SOAK_LOG)):"; grep -hoE 'FIGURE.*|^fuzz .*|^fuzz: elapsed.*' $(SOAK_LOG)
 

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"codehydra/app/window"
 	"codehydra/internal/instance"
 )
 
@@ -49,41 +50,43 @@ type browser struct {
 
 // openAgent opens the web UI of the agent of the workspace at path. When
 // no browser can be started it shows the address in a window instead.
-func (u *ui) openAgent(path string) {
-	port, password, ok := u.deps.Agents.OpencodeServer(path)
+func (t *Tray) openAgent(path string) {
+	port, password, ok := t.deps.Agents.OpencodeServer(path)
 	if !ok {
-		u.showError(LabelOpenAgent, errAgentGone)
+		t.win.ShowError(LabelOpenAgent, errAgentGone)
 		return
 	}
 	link := AgentURL(port, password)
-	b := u.browser
-	u.background(func(ctx context.Context) {
+	b := t.browser
+	t.background(func(ctx context.Context) {
 		page, err := b.writeRedirect(link, time.Now())
 		if err == nil {
 			if err = b.open(page); err != nil {
 				b.remove(page)
 			} else {
-				u.removeLater(ctx, page)
+				t.removeLater(ctx, page)
 			}
 		}
 		if err != nil {
 			// err names commands and files, never the link.
-			u.log.Warn("no browser could be opened", slog.Any("err", err))
-			u.do(func() { u.showAgentURL(path, link) })
+			t.log.Warn("no browser could be opened", slog.Any("err", err))
+			t.do(func() {
+				t.win.Open(window.Spec{Kind: window.KindAgentURL, Title: LabelOpenAgent, Path: path, Link: link})
+			})
 		}
 	})
 }
 
 // removeLater removes page once the browser had time to read it, or when
 // the UI stops, whichever comes first.
-func (u *ui) removeLater(ctx context.Context, page string) {
-	t := time.NewTimer(u.browser.keep)
-	defer t.Stop()
+func (t *Tray) removeLater(ctx context.Context, page string) {
+	timer := time.NewTimer(t.browser.keep)
+	defer timer.Stop()
 	select {
-	case <-t.C:
+	case <-timer.C:
 	case <-ctx.Done():
 	}
-	u.browser.remove(page)
+	t.browser.remove(page)
 }
 
 // writeRedirect writes a page that sends the browser on to link, readable

@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
-	"fyne.io/fyne/v2/widget"
 
+	"codehydra/app/internal/uitest"
+	"codehydra/app/window"
 	"codehydra/internal/testenv"
 )
 
@@ -48,13 +48,13 @@ func (r *recOpener) got() [][]string {
 // environment.
 func openAgentHarness(t *testing.T, rec *recOpener, env map[string]string) (*harness, *testenv.SyncBuffer) {
 	t.Helper()
-	f, _, agents := oneWorkspace(agentIdle)
+	f, _, agents := uitest.OneWorkspace(uitest.AgentIdle)
 	var log testenv.SyncBuffer
 	h := newHarness(t, Deps{Workspaces: f, Agents: agents, Logger: slog.New(slog.NewTextHandler(&log, nil))})
-	h.u.browser.dir = filepath.Join(t.TempDir(), "runtime")
-	h.u.browser.getenv = func(k string) string { return env[k] }
-	h.u.browser.run = rec.run
-	h.u.browser.platform = nil
+	h.tray.browser.dir = filepath.Join(t.TempDir(), "runtime")
+	h.tray.browser.getenv = func(k string) string { return env[k] }
+	h.tray.browser.run = rec.run
+	h.tray.browser.platform = nil
 	h.startTray()
 	h.waitFor("the menu", func() bool { return h.view.menu() != nil })
 	return h, &log
@@ -63,6 +63,9 @@ func openAgentHarness(t *testing.T, rec *recOpener, env map[string]string) (*har
 const (
 	testAgentURL      = "http://opencode:pw-4101@127.0.0.1:4101/"
 	testAgentPassword = "pw-4101"
+	// agentURLTitle is the window that shows the address when no browser
+	// opens: it is titled after the menu item.
+	agentURLTitle = "CodeHydra: " + LabelOpenAgent
 )
 
 // noPassword fails when s holds the agent's password in any form a
@@ -79,17 +82,17 @@ func noPassword(t *testing.T, what, s string) {
 func TestOpenAgentGivesTheOpenerOnlyAPrivatePageThatGoesOnToTheAgent(t *testing.T) {
 	rec := &recOpener{}
 	h, log := openAgentHarness(t, rec, nil)
-	h.u.browser.keep = 300 * time.Millisecond
+	h.tray.browser.keep = 300 * time.Millisecond
 
 	find(h.view.menu(), "○ feat (idle)", LabelOpenAgent).Action()
 	h.waitFor("the opener to run", func() bool { return len(rec.got()) == 1 })
 	argv := rec.got()[0]
 	noPassword(t, "the opener's command line", strings.Join(argv, " "))
 	page := argv[len(argv)-1]
-	if !slices.Equal(argv, []string{"xdg-open", page}) || filepath.Dir(page) != h.u.browser.dir {
-		t.Fatalf("opener ran %q, want xdg-open with a page in %s", argv, h.u.browser.dir)
+	if !slices.Equal(argv, []string{"xdg-open", page}) || filepath.Dir(page) != h.tray.browser.dir {
+		t.Fatalf("opener ran %q, want xdg-open with a page in %s", argv, h.tray.browser.dir)
 	}
-	if fi, err := os.Stat(h.u.browser.dir); err != nil || fi.Mode().Perm() != 0o700 {
+	if fi, err := os.Stat(h.tray.browser.dir); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("runtime folder mode = %v, %v; want 0700", fi.Mode(), err)
 	}
 	fi, err := os.Stat(page)
@@ -135,12 +138,19 @@ func TestOpenAgentTriesBROWSERThenXdgOpenThenShowsTheAddress(t *testing.T) {
 		t.Errorf("the page of a failed open is still there: %v", err)
 	}
 
-	w := windowTitled(h, agentURLTitle)
+	w := h.app.Window(agentURLTitle)
+	if w == nil {
+		t.Fatalf("no window %q", agentURLTitle)
+	}
 	markup := test.RenderObjectToMarkup(w.Content())
 	if !strings.Contains(markup, testAgentURL) {
 		t.Errorf("the window does not show the agent's address:\n%s", markup)
 	}
-	tapButton(t, w, LabelCopyURL)
+	copyURL := uitest.FindButton(w.Content(), window.LabelCopyURL)
+	if copyURL == nil {
+		t.Fatalf("no button %q in the window", window.LabelCopyURL)
+	}
+	test.Tap(copyURL)
 	if got := h.app.Clipboard().Content(); got != testAgentURL {
 		t.Errorf("clipboard = %q, want the agent's address", got)
 	}
@@ -154,7 +164,7 @@ func TestOpenAgentRefusesARuntimeFolderThatIsASymlinkAndShowsTheAddress(t *testi
 	rec := &recOpener{}
 	h, _ := openAgentHarness(t, rec, nil)
 	elsewhere := t.TempDir()
-	if err := os.Symlink(elsewhere, h.u.browser.dir); err != nil {
+	if err := os.Symlink(elsewhere, h.tray.browser.dir); err != nil {
 		t.Fatal(err)
 	}
 	find(h.view.menu(), "○ feat (idle)", LabelOpenAgent).Action()
@@ -185,10 +195,10 @@ func TestRedirectPagesGoWhenTheUIStopsAndStaleOnesWithTheNextOpen(t *testing.T) 
 	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a page older than keep survived the next open: %v", err)
 	}
-	u := &ui{browser: b}
+	tr := &Tray{browser: b}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { u.removeLater(ctx, page); close(done) }()
+	go func() { tr.removeLater(ctx, page); close(done) }()
 	cancel()
 	select {
 	case <-done:
@@ -210,40 +220,4 @@ func TestStartOpenerReportsAMissingOrFailingCommand(t *testing.T) {
 	if err := startOpener([]string{"true"}); err != nil {
 		t.Errorf("an opener that exits 0: %v", err)
 	}
-}
-
-// windowTitled is the open window titled title.
-func windowTitled(h *harness, title string) fyne.Window {
-	h.t.Helper()
-	for _, w := range h.app.Driver().AllWindows() {
-		if w.Title() == title {
-			return w
-		}
-	}
-	h.t.Fatalf("no window %q", title)
-	return nil
-}
-
-// tapButton taps the button labelled label in w.
-func tapButton(t *testing.T, w fyne.Window, label string) {
-	t.Helper()
-	var found *widget.Button
-	var walk func(o fyne.CanvasObject)
-	walk = func(o fyne.CanvasObject) {
-		switch v := o.(type) {
-		case *widget.Button:
-			if v.Text == label {
-				found = v
-			}
-		case *fyne.Container:
-			for _, c := range v.Objects {
-				walk(c)
-			}
-		}
-	}
-	walk(w.Content())
-	if found == nil {
-		t.Fatalf("no button %q in the window", label)
-	}
-	test.Tap(found)
 }

@@ -75,22 +75,22 @@ func CopiedConfigNotice(client, wsName string) Notice {
 // copyConfigActions are the tray's copy actions: copy the config for the
 // user or a workspace, and confirm it with a notification. They run on
 // the Fyne thread.
-func (u *ui) copyConfigActions(a *Actions) {
-	config := u.deps.MCPConfig
+func (t *Tray) copyConfigActions(a *Actions) {
+	config := t.deps.MCPConfig
 	if config == nil {
 		return
 	}
 	copyConfig := func(client, wsPath, wsName string) {
 		text, err := config(client, wsPath)
 		if err != nil {
-			u.showError("Copy MCP config", err)
+			t.win.ShowError("Copy MCP config", err)
 			return
 		}
-		u.copyText(text)
+		t.copyText(text)
 		// A confirmation of what the user just did, so it is shown even
 		// with agent notifications turned off.
 		n := CopiedConfigNotice(client, wsName)
-		u.app.SendNotification(fyne.NewNotification(n.Title, n.Content))
+		t.app.SendNotification(fyne.NewNotification(n.Title, n.Content))
 	}
 	a.CopyMCPConfig = func(client string) { copyConfig(client, "", "") }
 	a.CopyWorkspaceMCPConfig = func(client string, ws workspace.Workspace) { copyConfig(client, ws.Path, ws.Name) }

@@ -39,9 +39,9 @@ func createdByItems(s State, w WorkspaceState) []*fyne.MenuItem {
 // createdBy reads which workspace's agent created the workspace at path
 // (its createdBy metadata); "" when none did or it cannot be read.
 func (t *Tray) createdBy(ctx context.Context, path string) string {
-	md, err := t.u.deps.Workspaces.Metadata(ctx, path)
+	md, err := t.deps.Workspaces.Metadata(ctx, path)
 	if err != nil {
-		t.u.log.DebugContext(ctx, "read the creator of a workspace", slog.String("workspace", path), slog.Any("err", err))
+		t.log.DebugContext(ctx, "read the creator of a workspace", slog.String("workspace", path), slog.Any("err", err))
 		return ""
 	}
 	return md[workspace.MetadataCreatedBy]

@@ -12,8 +12,8 @@ type mainWindow struct {
 	win fyne.Window
 }
 
-func (u *ui) newMainWindow() *mainWindow {
-	w := u.app.NewWindow("CodeHydra")
+func newMainWindow(a fyne.App) *mainWindow {
+	w := a.NewWindow("CodeHydra")
 	// Closing the only window must end the app, or it would run on unseen.
 	w.SetMaster()
 	w.Resize(fyne.NewSize(440, 520))

@@ -8,22 +8,8 @@ import (
 
 	"fyne.io/fyne/v2"
 
+	"codehydra/app/internal/uitest"
 	"codehydra/workspace"
-)
-
-// agent statuses as the supervisor reports them.
-var (
-	agentIdle     = workspace.AgentStatus{Type: workspace.AgentIdle, State: workspace.AgentStateReady, Port: 4101, Counts: workspace.AgentCounts{Idle: 1, Total: 1}}
-	agentBusy     = workspace.AgentStatus{Type: workspace.AgentBusy, State: workspace.AgentStateReady, Port: 4102, Counts: workspace.AgentCounts{Busy: 1, Total: 1}}
-	agentMixed    = workspace.AgentStatus{Type: workspace.AgentMixed, State: workspace.AgentStateReady, Port: 4103, Counts: workspace.AgentCounts{Idle: 1, Busy: 1, Total: 2}}
-	agentInput    = workspace.AgentStatus{Type: workspace.AgentBusy, State: workspace.AgentStateReady, Port: 4104, NeedsInput: 1, Counts: workspace.AgentCounts{Busy: 1, Total: 1}}
-	agentFailed   = workspace.AgentStatus{Type: workspace.AgentNone, State: workspace.AgentStateFailed, Detail: "exited with status 1"}
-	agentNotFound = workspace.AgentStatus{Type: workspace.AgentNone, State: workspace.AgentStateNotFound, Detail: "opencode not found"}
-	agentStarting = workspace.AgentStatus{Type: workspace.AgentNone, State: workspace.AgentStateStarting}
-	agentReady    = workspace.AgentStatus{Type: workspace.AgentNone, State: workspace.AgentStateReady, Port: 4105}
-	// agentRetrying's model cannot be reached: opencode retries its turn.
-	agentRetrying = workspace.AgentStatus{Type: workspace.AgentBusy, State: workspace.AgentStateReady, Port: 4106, Counts: workspace.AgentCounts{Busy: 1, Total: 1},
-		Retry: workspace.AgentRetry{Sessions: 1, Attempt: 3, Message: "Cannot connect to API", Next: 1767225600123}}
 )
 
 func wsState(name string, a workspace.AgentStatus) WorkspaceState {
@@ -62,9 +48,9 @@ func allActions(calls *[]string) Actions {
 }
 
 func TestBuildMenuShowsEachWorkspacePhaseWithItsMarkAndActions(t *testing.T) {
-	deleting := wsState("going", agentIdle)
+	deleting := wsState("going", uitest.AgentIdle)
 	deleting.Deleting, deleting.DeleteStep = true, workspace.StepRemoveWorktree
-	deleteFailed := wsState("stuck", agentIdle)
+	deleteFailed := wsState("stuck", uitest.AgentIdle)
 	deleteFailed.DeleteErr = "device busy"
 
 	tests := []struct {
@@ -75,23 +61,23 @@ func TestBuildMenuShowsEachWorkspacePhaseWithItsMarkAndActions(t *testing.T) {
 		// enabled are the submenu items that can be used.
 		enabled []string
 	}{
-		{"idle", wsState("a", agentIdle), "○ a (idle)", TrayIdle,
+		{"idle", wsState("a", uitest.AgentIdle), "○ a (idle)", TrayIdle,
 			[]string{LabelOpenAgent, LabelCopyPath, LabelCopyAttach, LabelCopyWorkspaceMCPConfig, LabelRestartAgent, LabelDelete}},
-		{"ready without sessions is idle", wsState("a", agentReady), "○ a (idle)", TrayIdle,
+		{"ready without sessions is idle", wsState("a", uitest.AgentReady), "○ a (idle)", TrayIdle,
 			[]string{LabelOpenAgent, LabelCopyPath, LabelCopyAttach, LabelCopyWorkspaceMCPConfig, LabelRestartAgent, LabelDelete}},
-		{"busy", wsState("b", agentBusy), "● b (busy)", TrayBusy,
+		{"busy", wsState("b", uitest.AgentBusy), "● b (busy)", TrayBusy,
 			[]string{LabelOpenAgent, LabelCopyPath, LabelCopyAttach, LabelCopyWorkspaceMCPConfig, LabelRestartAgent, LabelDelete}},
-		{"mixed is busy", wsState("b", agentMixed), "● b (busy)", TrayBusy,
+		{"mixed is busy", wsState("b", uitest.AgentMixed), "● b (busy)", TrayBusy,
 			[]string{LabelOpenAgent, LabelCopyPath, LabelCopyAttach, LabelCopyWorkspaceMCPConfig, LabelRestartAgent, LabelDelete}},
-		{"retrying is not busy", wsState("r", agentRetrying), "↻ r (retrying)", TrayInput,
+		{"retrying is not busy", wsState("r", uitest.AgentRetrying), "↻ r (retrying)", TrayInput,
 			[]string{LabelOpenAgent, LabelCopyPath, LabelCopyAttach, LabelCopyWorkspaceMCPConfig, LabelRestartAgent, LabelDelete}},
-		{"needs input", wsState("c", agentInput), "? c (needs input)", TrayInput,
+		{"needs input", wsState("c", uitest.AgentInput), "? c (needs input)", TrayInput,
 			[]string{LabelOpenAgent, LabelCopyPath, LabelCopyAttach, LabelCopyWorkspaceMCPConfig, LabelRestartAgent, LabelDelete}},
-		{"failed has no port", wsState("d", agentFailed), "✕ d (failed)", TrayFailed,
+		{"failed has no port", wsState("d", uitest.AgentFailed), "✕ d (failed)", TrayFailed,
 			[]string{LabelCopyPath, LabelCopyWorkspaceMCPConfig, LabelRestartAgent, LabelDelete}},
-		{"opencode not found is failed", wsState("d", agentNotFound), "✕ d (failed)", TrayFailed,
+		{"opencode not found is failed", wsState("d", uitest.AgentNotFound), "✕ d (failed)", TrayFailed,
 			[]string{LabelCopyPath, LabelCopyWorkspaceMCPConfig, LabelRestartAgent, LabelDelete}},
-		{"starting has no port yet", wsState("e", agentStarting), "◌ e (starting)", TrayIdle,
+		{"starting has no port yet", wsState("e", uitest.AgentStarting), "◌ e (starting)", TrayIdle,
 			[]string{LabelCopyPath, LabelCopyWorkspaceMCPConfig, LabelRestartAgent, LabelDelete}},
 		{"no agent has no port and nothing to restart", wsState("f", workspace.NoAgent), "– f (no agent)", TrayIdle,
 			[]string{LabelCopyPath, LabelCopyWorkspaceMCPConfig, LabelDelete}},
@@ -157,7 +143,7 @@ func TestBuildMenuListsProjectsWithTheirWorkspacesInOrder(t *testing.T) {
 	s := State{
 		Projects: []ProjectState{
 			{Project: workspace.Project{Name: "alpha", Path: "/src/alpha"}, Workspaces: []WorkspaceState{
-				wsState("feature/login", agentBusy), wsState("fix", agentInput),
+				wsState("feature/login", uitest.AgentBusy), wsState("fix", uitest.AgentInput),
 			}},
 			{Project: workspace.Project{Name: "beta", Path: "/src/beta"}},
 			{Project: workspace.Project{Name: "gamma", Path: "/src/gamma"}, Err: "cannot list the worktrees"},
@@ -245,7 +231,7 @@ func TestBuildMenuListsProjectsWithTheirWorkspacesInOrder(t *testing.T) {
 
 func TestBuildMenuItemsCallTheirActionsWithTheirWorkspace(t *testing.T) {
 	var calls []string
-	s := oneProject(wsState("a", agentIdle))
+	s := oneProject(wsState("a", uitest.AgentIdle))
 	m := BuildMenu(s, allActions(&calls))
 	ws := "○ a (idle)"
 	for _, path := range [][]string{
@@ -293,7 +279,7 @@ func TestBuildMenuItemsCallTheirActionsWithTheirWorkspace(t *testing.T) {
 }
 
 func TestBuildMenuDisablesWhatTheAppCannotDo(t *testing.T) {
-	s := oneProject(wsState("a", agentIdle))
+	s := oneProject(wsState("a", uitest.AgentIdle))
 	s.CanCopyMCPConfig, s.CanRestartAgents = false, false
 	m := BuildMenu(s, allActions(new([]string)))
 	for _, path := range [][]string{
@@ -308,7 +294,7 @@ func TestBuildMenuDisablesWhatTheAppCannotDo(t *testing.T) {
 		}
 	}
 	// Without actions nothing is clickable, but the structure stays.
-	bare := BuildMenu(oneProject(wsState("a", agentIdle)), Actions{})
+	bare := BuildMenu(oneProject(wsState("a", uitest.AgentIdle)), Actions{})
 	var walk func(*fyne.Menu)
 	walk = func(m *fyne.Menu) {
 		for _, it := range m.Items {
@@ -329,13 +315,13 @@ func TestOverallRanksFailedAboveInputAboveBusy(t *testing.T) {
 		ws   []WorkspaceState
 		want string
 	}{
-		{"all idle", []WorkspaceState{wsState("a", agentIdle), wsState("b", agentIdle)}, TrayIdle},
-		{"some busy", []WorkspaceState{wsState("a", agentIdle), wsState("b", agentBusy)}, TrayBusy},
-		{"input over busy", []WorkspaceState{wsState("a", agentBusy), wsState("b", agentInput)}, TrayInput},
-		{"failed over input", []WorkspaceState{wsState("a", agentFailed), wsState("b", agentInput), wsState("c", agentBusy)}, TrayFailed},
-		{"starting is not busy", []WorkspaceState{wsState("a", agentStarting)}, TrayIdle},
-		{"retrying over busy", []WorkspaceState{wsState("a", agentBusy), wsState("b", agentRetrying)}, TrayInput},
-		{"failed over retrying", []WorkspaceState{wsState("a", agentRetrying), wsState("b", agentFailed)}, TrayFailed},
+		{"all idle", []WorkspaceState{wsState("a", uitest.AgentIdle), wsState("b", uitest.AgentIdle)}, TrayIdle},
+		{"some busy", []WorkspaceState{wsState("a", uitest.AgentIdle), wsState("b", uitest.AgentBusy)}, TrayBusy},
+		{"input over busy", []WorkspaceState{wsState("a", uitest.AgentBusy), wsState("b", uitest.AgentInput)}, TrayInput},
+		{"failed over input", []WorkspaceState{wsState("a", uitest.AgentFailed), wsState("b", uitest.AgentInput), wsState("c", uitest.AgentBusy)}, TrayFailed},
+		{"starting is not busy", []WorkspaceState{wsState("a", uitest.AgentStarting)}, TrayIdle},
+		{"retrying over busy", []WorkspaceState{wsState("a", uitest.AgentBusy), wsState("b", uitest.AgentRetrying)}, TrayInput},
+		{"failed over retrying", []WorkspaceState{wsState("a", uitest.AgentRetrying), wsState("b", uitest.AgentFailed)}, TrayFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -354,12 +340,12 @@ func TestSummaryCountsWorkspacesByPhase(t *testing.T) {
 	}{
 		{"no projects", State{}, "CodeHydra: no projects"},
 		{"no workspaces", oneProject(), "CodeHydra: no workspaces"},
-		{"all idle", oneProject(wsState("a", agentIdle)), "CodeHydra: 1 workspace, all idle"},
-		{"mixed", oneProject(wsState("a", agentBusy), wsState("b", agentBusy), wsState("c", agentInput), wsState("d", agentFailed), wsState("e", agentStarting), wsState("f", agentIdle)),
+		{"all idle", oneProject(wsState("a", uitest.AgentIdle)), "CodeHydra: 1 workspace, all idle"},
+		{"mixed", oneProject(wsState("a", uitest.AgentBusy), wsState("b", uitest.AgentBusy), wsState("c", uitest.AgentInput), wsState("d", uitest.AgentFailed), wsState("e", uitest.AgentStarting), wsState("f", uitest.AgentIdle)),
 			"CodeHydra: 6 workspaces, 2 busy, 1 needs input, 1 failed, 1 starting"},
-		{"retrying apart from busy", oneProject(wsState("a", agentBusy), wsState("b", agentRetrying)),
+		{"retrying apart from busy", oneProject(wsState("a", uitest.AgentBusy), wsState("b", uitest.AgentRetrying)),
 			"CodeHydra: 2 workspaces, 1 busy, 1 retrying"},
-		{"without agents", oneProject(wsState("a", workspace.NoAgent), wsState("b", agentIdle)),
+		{"without agents", oneProject(wsState("a", workspace.NoAgent), wsState("b", uitest.AgentIdle)),
 			"CodeHydra: 2 workspaces, 1 without agent"},
 	}
 	for _, tt := range tests {
@@ -402,12 +388,12 @@ func TestAFailedAgentsReasonIsTheFirstLineOfItsSubmenu(t *testing.T) {
 		st   workspace.AgentStatus
 		want string // "" for no reason line
 	}{
-		{"failed", agentFailed, "⚠ exited with status 1"},
-		{"not found", agentNotFound, "⚠ opencode not found"},
+		{"failed", uitest.AgentFailed, "⚠ exited with status 1"},
+		{"not found", uitest.AgentNotFound, "⚠ opencode not found"},
 		{"a long reason, cut to one line", long, "⚠ not started: 20 agents run already (maxAgents in the settings); it starts when one of the…"},
-		{"idle", agentIdle, ""},
-		{"starting", agentStarting, ""},
-		{"retrying, with opencode's reason and attempt", agentRetrying, "⚠ retrying (attempt 3): Cannot connect to API"},
+		{"idle", uitest.AgentIdle, ""},
+		{"starting", uitest.AgentStarting, ""},
+		{"retrying, with opencode's reason and attempt", uitest.AgentRetrying, "⚠ retrying (attempt 3): Cannot connect to API"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := State{Projects: []ProjectState{{Project: workspace.Project{Name: "proj", Path: "/src/proj"}, Workspaces: []WorkspaceState{wsState("a", tc.st)}}}}

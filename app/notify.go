@@ -6,6 +6,7 @@ import (
 
 	"fyne.io/fyne/v2"
 
+	"codehydra/app/window"
 	"codehydra/workspace"
 )
 
@@ -28,16 +29,16 @@ const (
 func AgentNotices(ws workspace.Workspace, prev, next workspace.AgentStatus) []Notice {
 	var notes []Notice
 	if next.NeedsInput > prev.NeedsInput {
-		notes = append(notes, Notice{NoticeNeedsInput, workspaceTitle(ws) + " is waiting for your answer."})
+		notes = append(notes, Notice{NoticeNeedsInput, window.WorkspaceTitle(ws) + " is waiting for your answer."})
 	}
 	switch {
 	case busy(prev) && next.Type == workspace.AgentIdle && next.NeedsInput == 0 && prev.Retry.Sessions > 0:
 		// It went idle straight from retrying: opencode gave up on the
 		// model, so the turn ended without an answer.
 		notes = append(notes, Notice{NoticeGaveUp, fmt.Sprintf("%s gave up after %d attempts: %s",
-			workspaceTitle(ws), prev.Retry.Attempt, prev.Retry.Message)})
+			window.WorkspaceTitle(ws), prev.Retry.Attempt, prev.Retry.Message)})
 	case busy(prev) && next.Type == workspace.AgentIdle && next.NeedsInput == 0:
-		notes = append(notes, Notice{NoticeFinished, workspaceTitle(ws) + " has finished its work."})
+		notes = append(notes, Notice{NoticeFinished, window.WorkspaceTitle(ws) + " has finished its work."})
 	}
 	return notes
 }
@@ -59,10 +60,10 @@ func fyneNotifier(a fyne.App) func(Notice) error {
 // sendNotices shows notes on the desktop. One that fails goes to the log,
 // where a user looking for a missing notification finds why; it is not
 // worth a window of its own.
-func (u *ui) sendNotices(notes []Notice) {
+func (t *Tray) sendNotices(notes []Notice) {
 	for _, n := range notes {
-		if err := u.notify(n); err != nil {
-			u.log.Warn("desktop notification failed", slog.String("title", n.Title), slog.Any("err", err))
+		if err := t.notifier(n); err != nil {
+			t.log.Warn("desktop notification failed", slog.String("title", n.Title), slog.Any("err", err))
 		}
 	}
 }

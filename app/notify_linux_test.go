@@ -9,6 +9,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
+	"codehydra/app/internal/uitest"
 	"codehydra/internal/testenv"
 	"codehydra/workspace"
 )
@@ -53,18 +54,18 @@ func (s *notificationService) iconHints() []string {
 // bus at addr, lets its agent finish a turn, and returns the UI's log.
 func finishAgentUnderTray(t *testing.T, addr string) string {
 	t.Helper()
-	f, ws, agents := oneWorkspace(agentIdle)
+	f, ws, agents := uitest.OneWorkspace(uitest.AgentIdle)
 	var log testenv.SyncBuffer
 	h := newHarness(t, Deps{Workspaces: f, Agents: agents, Logger: slog.New(slog.NewTextHandler(&log, nil))})
-	h.u.notify = desktopNotifier(h.app, func(k string) string {
+	h.tray.notifier = desktopNotifier(h.app, func(k string) string {
 		if k == "DBUS_SESSION_BUS_ADDRESS" {
 			return addr
 		}
 		return ""
 	})
 	h.startTray()
-	for _, st := range []workspace.AgentStatus{agentBusy, agentIdle} {
-		agents.set(ws.Path, st)
+	for _, st := range []workspace.AgentStatus{uitest.AgentBusy, uitest.AgentIdle} {
+		agents.Set(ws.Path, st)
 		f.Publish(workspace.Event{Kind: workspace.EventAgentChanged, Workspace: ws})
 		h.waitFor("the new status", func() bool {
 			return find(h.view.menu(), WorkspaceLabel(WorkspaceState{Workspace: ws, Agent: st})) != nil

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"codehydra/app/internal/uitest"
 	"codehydra/workspace"
 )
 
@@ -15,21 +16,21 @@ func TestAgentNoticesTellFinishedAndNeedsInput(t *testing.T) {
 		prev, next workspace.AgentStatus
 		want       []string
 	}{
-		{"busy to idle finished", agentBusy, agentIdle, []string{NoticeFinished}},
-		{"mixed to idle finished", agentMixed, agentIdle, []string{NoticeFinished}},
-		{"busy to mixed is still working", agentBusy, agentMixed, nil},
-		{"idle to busy says nothing", agentIdle, agentBusy, nil},
-		{"idle stays idle", agentIdle, agentIdle, nil},
-		{"busy to asking", agentBusy, agentInput, []string{NoticeNeedsInput}},
-		{"a second question", agentInput, withInput(agentInput, 2), []string{NoticeNeedsInput}},
-		{"answered question says nothing", withInput(agentInput, 2), agentInput, nil},
-		{"asking to idle: answered, then done", agentInput, agentIdle, []string{NoticeFinished}},
-		{"busy to failed is no finish", agentBusy, agentFailed, nil},
-		{"busy to stopped is no finish", agentBusy, workspace.NoAgent, nil},
-		{"busy to ready without sessions is no finish", agentBusy, idleNoSessions, nil},
-		{"first report of an idle agent", workspace.NoAgent, agentIdle, nil},
-		{"retrying to idle: gave up, no answer", agentRetrying, agentIdle, []string{NoticeGaveUp}},
-		{"retrying to busy says nothing", agentRetrying, agentBusy, nil},
+		{"busy to idle finished", uitest.AgentBusy, uitest.AgentIdle, []string{NoticeFinished}},
+		{"mixed to idle finished", uitest.AgentMixed, uitest.AgentIdle, []string{NoticeFinished}},
+		{"busy to mixed is still working", uitest.AgentBusy, uitest.AgentMixed, nil},
+		{"idle to busy says nothing", uitest.AgentIdle, uitest.AgentBusy, nil},
+		{"idle stays idle", uitest.AgentIdle, uitest.AgentIdle, nil},
+		{"busy to asking", uitest.AgentBusy, uitest.AgentInput, []string{NoticeNeedsInput}},
+		{"a second question", uitest.AgentInput, withInput(uitest.AgentInput, 2), []string{NoticeNeedsInput}},
+		{"answered question says nothing", withInput(uitest.AgentInput, 2), uitest.AgentInput, nil},
+		{"asking to idle: answered, then done", uitest.AgentInput, uitest.AgentIdle, []string{NoticeFinished}},
+		{"busy to failed is no finish", uitest.AgentBusy, uitest.AgentFailed, nil},
+		{"busy to stopped is no finish", uitest.AgentBusy, workspace.NoAgent, nil},
+		{"busy to ready without sessions is no finish", uitest.AgentBusy, idleNoSessions, nil},
+		{"first report of an idle agent", workspace.NoAgent, uitest.AgentIdle, nil},
+		{"retrying to idle: gave up, no answer", uitest.AgentRetrying, uitest.AgentIdle, []string{NoticeGaveUp}},
+		{"retrying to busy says nothing", uitest.AgentRetrying, uitest.AgentBusy, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

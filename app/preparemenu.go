@@ -55,17 +55,21 @@ func setupItems(w WorkspaceState, a Actions) []*fyne.MenuItem {
 // setupFailed is what the tray keeps of a failed setup (WorkspaceState's
 // SetupFailed): its reason, and on a second line the last line of its
 // output; "" when the workspace's setup did not fail.
-func (u *ui) setupFailed(path string) string {
-	if u.deps.Prepare == nil {
+func (t *Tray) setupFailed(path string) string {
+	if t.deps.Prepare == nil {
 		return ""
 	}
-	st, ok := u.deps.Prepare.State(path)
+	st, ok := t.deps.Prepare.State(path)
 	if !ok || st.Phase != prepare.PhaseFailed {
 		return ""
 	}
 	var se *prepare.SetupError
 	if !errors.As(st.Err, &se) {
-		return strings.ReplaceAll(errorText(st.Err), "\n", " ")
+		why := "its setup failed"
+		if st.Err != nil {
+			why = "its " + st.Err.Error()
+		}
+		return strings.ReplaceAll(why, "\n", " ")
 	}
 	why := "setup " + se.Reason
 	if n := len(se.Tail); n > 0 {
@@ -74,19 +78,19 @@ func (u *ui) setupFailed(path string) string {
 	return why
 }
 
-// prepareActions are the UI's PrepareActions; they run on the Fyne thread
+// prepareActions are the tray's PrepareActions; they run on the Fyne thread
 // and show what failed (the setup having been answered meanwhile, e.g. in
 // the New workspace window, is no failure).
-func (u *ui) prepareActions() PrepareActions {
-	p := u.deps.Prepare
+func (t *Tray) prepareActions() PrepareActions {
+	p := t.deps.Prepare
 	if p == nil {
 		return PrepareActions{}
 	}
 	act := func(title string, fn func(string) error) func(string) {
 		return func(path string) {
-			u.background(func(context.Context) {
+			t.background(func(context.Context) {
 				if err := fn(path); err != nil && !errors.Is(err, prepare.ErrNotFailed) {
-					u.do(func() { u.showError(title, err) })
+					t.do(func() { t.win.ShowError(title, err) })
 				}
 			})
 		}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"codehydra/app/internal/uitest"
 	"codehydra/internal/settings"
 	"codehydra/internal/testenv"
 	"codehydra/prepare"
@@ -28,7 +29,7 @@ type failedSetupTray struct {
 func newFailedSetupTray(t *testing.T) *failedSetupTray {
 	t.Helper()
 	repo := testenv.GitRepo(t, "repo")
-	m := realManager(t, repo)
+	m := uitest.RealManager(t, repo)
 	f := &failedSetupTray{store: settings.NewStore(filepath.Join(t.TempDir(), "settings.json"))}
 	if err := f.store.Update(func(s *settings.Settings) {
 		s.ProjectSetup = map[string]settings.ProjectSetup{repo: {Setup: `sh -c "echo npm ERR! missing script; exit 3"`}}
@@ -121,10 +122,10 @@ func TestSetupItemsAppearOnlyForAFailedSetupAndNotWhileDeleting(t *testing.T) {
 		w    WorkspaceState
 		want bool
 	}{
-		{"a failed agent", wsState("a", agentFailed), false},
-		{"a failed setup", func() WorkspaceState { w := wsState("a", agentFailed); w.SetupFailed = "setup failed"; return w }(), true},
+		{"a failed agent", wsState("a", uitest.AgentFailed), false},
+		{"a failed setup", func() WorkspaceState { w := wsState("a", uitest.AgentFailed); w.SetupFailed = "setup failed"; return w }(), true},
 		{"a failed setup being deleted", func() WorkspaceState {
-			w := wsState("a", agentFailed)
+			w := wsState("a", uitest.AgentFailed)
 			w.SetupFailed, w.Deleting = "setup failed", true
 			return w
 		}(), false},

@@ -6,15 +6,16 @@ import (
 
 	"fyne.io/fyne/v2"
 
+	"codehydra/app/internal/uitest"
 	"codehydra/workspace"
 )
 
 func TestAnUnconfinedAgentIsMarkedAndItsSubmenuSaysWhy(t *testing.T) {
-	confined := agentIdle
+	confined := uitest.AgentIdle
 	confined.Sandbox = workspace.AgentSandbox{Enforced: true, ABI: 7}
-	open := agentBusy
+	open := uitest.AgentBusy
 	open.Sandbox = workspace.AgentSandbox{Reason: "not confined: this kernel has no Landlock"}
-	gone := agentFailed
+	gone := uitest.AgentFailed
 	gone.Sandbox = open.Sandbox // an agent that does not run confines nothing either way
 	s := oneProject(wsState("safe", confined), wsState("open", open), wsState("gone", gone))
 	m := BuildMenu(s, Actions{})

@@ -3,15 +3,20 @@ package app
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
+	"os"
 	"reflect"
 	"slices"
 	"sync"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/systray"
 
+	"codehydra/app/window"
 	"codehydra/assets"
+	"codehydra/internal/paths"
 	"codehydra/workspace"
 )
 
@@ -24,20 +29,31 @@ type trayView interface {
 
 // Tray owns what the tray shows. Its event loop turns the manager's events
 // into a new State, and every change rebuilds the whole menu from that
-// State (BuildMenu) rather than patching items.
+// State (BuildMenu) rather than patching items. It opens the windows the
+// menu asks for (win), and tells them what it knows (window.Tray).
 type Tray struct {
-	u *ui
-	// view is the system tray, nil when there is none; window is the main
+	ctx  context.Context // done when the UI stops
+	app  fyne.App
+	deps Deps
+	log  *slog.Logger
+	// do runs fn on the Fyne thread: fyne.Do, or a queue in tests.
+	do func(fn func())
+	// win opens the windows: in window processes (procs) when there are
+	// any, else in this process.
+	win   *window.UI
+	procs *windowProcs
+	// notifier shows a desktop notification (notify.go).
+	notifier func(Notice) error
+	// browser opens the agents' web UIs (agenturl.go).
+	browser *browser
+	// view is the system tray, nil when there is none; main is the main
 	// window shown instead, nil when there is a tray.
-	view   trayView
-	window *mainWindow
+	view trayView
+	main *mainWindow
 	// setTooltip sets the tray's hover text; Fyne offers no tooltip API, so
 	// this goes to the systray library underneath it.
 	setTooltip func(string)
-	// remote, when set, is where State comes from: a window process asks
-	// the app's tray, which follows every event, rather than following
-	// them itself.
-	remote func() State
+	wg         sync.WaitGroup
 
 	mu    sync.Mutex
 	state State
@@ -47,19 +63,62 @@ type Tray struct {
 	icons    map[string]fyne.Resource
 }
 
-func newTray(u *ui) *Tray {
-	return &Tray{u: u, setTooltip: systray.SetTooltip, icons: map[string]fyne.Resource{}}
+// newTray makes the tray of app a until ctx is done; its windows open in
+// window processes run as windowCommand, or here when it is empty.
+func newTray(ctx context.Context, a fyne.App, deps Deps, do func(fn func()), windowCommand []string) *Tray {
+	log := deps.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	getenv := deps.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	t := &Tray{
+		ctx:        ctx,
+		app:        a,
+		deps:       deps,
+		log:        log,
+		do:         do,
+		notifier:   fyneNotifier(a),
+		browser:    &browser{dir: paths.RuntimeDir(), keep: time.Minute, getenv: getenv, run: startOpener, platform: a.OpenURL},
+		setTooltip: systray.SetTooltip,
+		icons:      map[string]fyne.Resource{},
+	}
+	opts := window.Options{Do: do}
+	if len(windowCommand) > 0 {
+		t.procs = newWindowProcs(t, windowCommand)
+		opts.Elsewhere = t.procs.open
+	}
+	t.win = window.New(ctx, a, deps.windows(t, log), opts)
+	return t
 }
 
 // start loads the state, shows it, and follows the manager's events in
-// the background until the UI stops.
+// the background until the UI stops. Subscribing first means no change
+// falls between what the load reads and the first batch.
 func (t *Tray) start() {
-	t.u.follow(t.u.ctx, func() {
-		t.mu.Lock()
-		t.reload(t.u.ctx)
-		t.mu.Unlock()
-		t.publish()
-	}, t.onEvents)
+	events, unsubscribe := t.deps.Workspaces.Subscribe()
+	t.mu.Lock()
+	t.reload(t.ctx)
+	t.mu.Unlock()
+	t.publish()
+	t.background(func(ctx context.Context) {
+		defer unsubscribe()
+		workspace.Follow(ctx, events, t.onEvents)
+	})
+}
+
+// background runs fn on its own goroutine; fn gets the UI's context and
+// must return soon after it is done.
+func (t *Tray) background(fn func(ctx context.Context)) {
+	t.wg.Go(func() { fn(t.ctx) })
+}
+
+// wait waits for the background work of the tray and its windows.
+func (t *Tray) wait() {
+	t.wg.Wait()
+	t.win.Wait()
 }
 
 // onEvents turns a batch of events into one rebuild: D-Bus menus flicker on
@@ -68,7 +127,7 @@ func (t *Tray) start() {
 func (t *Tray) onEvents(batch []workspace.Event) {
 	var notes []Notice
 	for _, e := range batch {
-		notes = append(notes, t.handle(t.u.ctx, e)...)
+		notes = append(notes, t.handle(t.ctx, e)...)
 	}
 	t.publish()
 	t.notify(notes)
@@ -89,7 +148,7 @@ func (t *Tray) handle(ctx context.Context, e workspace.Event) []Notice {
 			next := t.agentStatus(w.Workspace.Path)
 			notes = AgentNotices(w.Workspace, w.Agent, next)
 			w.Agent = next
-			w.SetupFailed = t.u.setupFailed(w.Workspace.Path)
+			w.SetupFailed = t.setupFailed(w.Workspace.Path)
 			w.Prompt = t.promptDelivery(w.Workspace.Path)
 		})
 		return notes
@@ -114,7 +173,7 @@ func (t *Tray) handle(ctx context.Context, e workspace.Event) []Notice {
 // reload re-reads projects and workspaces, in the manager's order; what
 // only events tell (delete progress) carries over by path. t.mu is held.
 func (t *Tray) reload(ctx context.Context) {
-	d := t.u.deps
+	d := t.deps
 	prev := map[string]WorkspaceState{}
 	for _, p := range t.state.Projects {
 		for _, w := range p.Workspaces {
@@ -132,12 +191,12 @@ func (t *Tray) reload(ctx context.Context) {
 		ps := ProjectState{Project: p}
 		list, err := d.Workspaces.Workspaces(p.Path)
 		if err != nil {
-			t.u.log.WarnContext(ctx, "list workspaces", slog.String("project", p.Path), slog.Any("err", err))
-			ps.Err = userMessage(err)
+			t.log.WarnContext(ctx, "list workspaces", slog.String("project", p.Path), slog.Any("err", err))
+			ps.Err = window.UserMessage(err)
 		}
 		for _, w := range list {
 			ws := WorkspaceState{Workspace: w, Agent: t.agentStatus(w.Path), CreatedBy: t.createdBy(ctx, w.Path)}
-			ws.SetupFailed = t.u.setupFailed(w.Path)
+			ws.SetupFailed = t.setupFailed(w.Path)
 			ws.Prompt = t.promptDelivery(w.Path)
 			if old, ok := prev[w.Path]; ok {
 				ws.Deleting, ws.DeleteStep, ws.DeleteErr = old.Deleting, old.DeleteStep, old.DeleteErr
@@ -169,7 +228,7 @@ func (t *Tray) update(path string, fn func(*WorkspaceState)) {
 
 // agentStatus asks the supervisor about a workspace's agent.
 func (t *Tray) agentStatus(path string) workspace.AgentStatus {
-	a := t.u.deps.Agents
+	a := t.deps.Agents
 	if a == nil {
 		return workspace.NoAgent
 	}
@@ -185,18 +244,15 @@ func (t *Tray) agentStatus(path string) workspace.AgentStatus {
 // promptDelivery asks the supervisor what became of a workspace's first
 // prompt; the supervisor reports each change of it as an agent change.
 func (t *Tray) promptDelivery(path string) workspace.PromptDelivery {
-	if t.u.deps.Agents == nil {
+	if t.deps.Agents == nil {
 		return workspace.PromptDelivery{}
 	}
-	d, _ := t.u.deps.Agents.PromptDelivery(path)
+	d, _ := t.deps.Agents.PromptDelivery(path)
 	return d
 }
 
 // State returns the current state.
 func (t *Tray) State() State {
-	if t.remote != nil {
-		return t.remote()
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.state
@@ -216,7 +272,7 @@ func (t *Tray) publish() {
 
 	menu := BuildMenu(s, t.actions())
 	summary := Summary(s)
-	t.u.do(func() {
+	t.do(func() {
 		if t.view != nil {
 			t.view.SetSystemTrayMenu(menu)
 			if icon != nil {
@@ -224,8 +280,8 @@ func (t *Tray) publish() {
 			}
 			t.setTooltip(summary)
 		}
-		if t.window != nil {
-			t.window.update(menu)
+		if t.main != nil {
+			t.main.update(menu)
 		}
 	})
 }
@@ -247,10 +303,10 @@ func (t *Tray) icon(state string) fyne.Resource {
 
 // notify shows notices, unless the user turned notifications off.
 func (t *Tray) notify(notes []Notice) {
-	if len(notes) == 0 || !t.u.deps.Settings.Get().Notifications {
+	if len(notes) == 0 || !t.deps.Settings.Get().Notifications {
 		return
 	}
-	t.u.do(func() { t.u.sendNotices(notes) })
+	t.do(func() { t.sendNotices(notes) })
 }
 
 // errAgentGone is what an agent action says when the agent stopped after
@@ -259,35 +315,69 @@ var errAgentGone = errors.New("the agent is not ready now; wait until it is, or 
 
 // actions are the menu's actions; they run on the Fyne thread.
 func (t *Tray) actions() Actions {
-	u := t.u
+	open := func(s window.Spec) func() { return func() { t.win.Open(s) } }
 	a := Actions{
-		CopyText:     u.copyText,
-		Delete:       func(ws workspace.Workspace) { u.openDelete(ws) },
-		NewWorkspace: func() { u.openCreate("") },
-		AddProject:   func() { u.openAddProject() },
-		Settings:     func() { u.openSettings() },
-		Quit:         func() { u.unlessBusy(LabelQuit, u.app.Quit) },
+		CopyText:     t.copyText,
+		Delete:       func(ws workspace.Workspace) { t.win.Open(window.Spec{Kind: window.KindDelete, Workspace: ws}) },
+		NewWorkspace: open(window.Spec{Kind: window.KindCreate}),
+		AddProject:   open(window.Spec{Kind: window.KindAddProject}),
+		Settings:     open(window.Spec{Kind: window.KindSettings}),
+		Quit:         func() { t.win.UnlessBusy(LabelQuit, t.app.Quit) },
 	}
-	a.FolderActions = u.folderActions()
-	a.PrepareActions = u.prepareActions()
-	if agents := u.deps.Agents; agents != nil {
-		a.OpenAgent = u.openAgent
+	a.FolderActions = t.folderActions()
+	a.PrepareActions = t.prepareActions()
+	if agents := t.deps.Agents; agents != nil {
+		a.OpenAgent = t.openAgent
 		a.CopyAttach = func(path string) {
 			port, password, ok := agents.OpencodeServer(path)
 			if !ok {
-				u.showError("Copy attach command", errAgentGone)
+				t.win.ShowError("Copy attach command", errAgentGone)
 				return
 			}
-			u.copyText(AttachCommand(port, password))
+			t.copyText(AttachCommand(port, password))
 		}
 		a.RestartAgent = func(path string) {
-			u.background(func(ctx context.Context) {
+			t.background(func(ctx context.Context) {
 				if err := agents.Restart(path); err != nil {
-					u.do(func() { u.showError("Restart agent", err) })
+					t.do(func() { t.win.ShowError("Restart agent", err) })
 				}
 			})
 		}
 	}
-	u.copyConfigActions(&a)
+	t.copyConfigActions(&a)
 	return a
+}
+
+// copyText puts text on the clipboard.
+func (t *Tray) copyText(text string) { t.app.Clipboard().SetContent(text) }
+
+// BusyAgents names the workspaces whose agents are in the middle of a
+// turn (working, or waiting for the user's answer), in the menu's order.
+func (t *Tray) BusyAgents() []string { return busyAgents(t.State()) }
+
+// busyAgents names the workspaces of s whose agents are in a turn.
+func busyAgents(s State) []string {
+	var names []string
+	for _, p := range s.Projects {
+		for _, w := range p.Workspaces {
+			switch w.Phase() {
+			case PhaseBusy, PhaseNeedsInput:
+				names = append(names, w.Workspace.Name)
+			}
+		}
+	}
+	return names
+}
+
+// DeleteProgress is how the delete of the workspace at path goes, as its
+// events told.
+func (t *Tray) DeleteProgress(path string) window.DeleteProgress {
+	for _, p := range t.State().Projects {
+		for _, w := range p.Workspaces {
+			if w.Workspace.Path == path {
+				return window.DeleteProgress{Running: w.Deleting, Step: w.DeleteStep, Err: w.DeleteErr}
+			}
+		}
+	}
+	return window.DeleteProgress{}
 }

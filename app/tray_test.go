@@ -9,13 +9,15 @@ import (
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
+	"codehydra/app/internal/uitest"
+	"codehydra/app/window"
 	"codehydra/internal/settings"
 	"codehydra/internal/testenv"
 	"codehydra/workspace"
 )
 
 func TestTrayRebuildsTheMenuFromManagerEvents(t *testing.T) {
-	f, ws, agents := oneWorkspace(agentIdle)
+	f, ws, agents := uitest.OneWorkspace(uitest.AgentIdle)
 	h := newHarness(t, Deps{Workspaces: f, Agents: agents, MCPConfig: func(string, string) (string, error) { return "{}", nil }})
 	h.startTray()
 
@@ -27,16 +29,16 @@ func TestTrayRebuildsTheMenuFromManagerEvents(t *testing.T) {
 		t.Errorf("tooltip = %q", got)
 	}
 
-	agents.set(ws.Path, agentBusy)
+	agents.Set(ws.Path, uitest.AgentBusy)
 	f.Publish(workspace.Event{Kind: workspace.EventAgentChanged, Workspace: ws})
 	h.waitFor("the busy workspace", hasItem("● feat (busy)"))
 
-	created, err := f.Create(h.u.ctx, workspace.CreateOptions{ProjectPath: "/src/proj", Name: "second"})
+	created, err := f.Create(h.tray.ctx, workspace.CreateOptions{ProjectPath: "/src/proj", Name: "second"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.waitFor("the created workspace", hasItem("– second (no agent)"))
-	agents.set(created.Path, agentStarting)
+	agents.Set(created.Path, uitest.AgentStarting)
 	f.Publish(workspace.Event{Kind: workspace.EventAgentChanged, Workspace: created})
 	h.waitFor("its agent starting", hasItem("◌ second (starting)"))
 
@@ -45,7 +47,7 @@ func TestTrayRebuildsTheMenuFromManagerEvents(t *testing.T) {
 	f.Publish(workspace.Event{Kind: workspace.EventDeleteFailed, Workspace: ws, Step: workspace.StepRemoveWorktree, Err: "busy"})
 	h.waitFor("the failed delete", hasItem("✕ feat (delete failed)"))
 
-	if err := f.Delete(h.u.ctx, ws.Path, workspace.DeleteOptions{}); err != nil {
+	if err := f.Delete(h.tray.ctx, ws.Path, workspace.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitFor("the workspace gone", func() bool {
@@ -55,12 +57,12 @@ func TestTrayRebuildsTheMenuFromManagerEvents(t *testing.T) {
 }
 
 func TestTrayIconFollowsTheOverallState(t *testing.T) {
-	f := newFake()
-	a := f.addWorkspace("proj", "a")
-	b := f.addWorkspace("proj", "b")
-	agents := newFakeAgents()
-	agents.set(a.Path, agentIdle)
-	agents.set(b.Path, agentIdle)
+	f := uitest.NewWorkspaces()
+	a := f.AddWorkspace("proj", "a")
+	b := f.AddWorkspace("proj", "b")
+	agents := uitest.NewAgents()
+	agents.Set(a.Path, uitest.AgentIdle)
+	agents.Set(b.Path, uitest.AgentIdle)
 	h := newHarness(t, Deps{Workspaces: f, Agents: agents})
 	h.startTray()
 
@@ -77,39 +79,29 @@ func TestTrayIconFollowsTheOverallState(t *testing.T) {
 		st   workspace.AgentStatus
 		icon string
 	}{
-		{a, agentBusy, "codehydra-busy.png"},
-		{b, agentInput, "codehydra-input.png"},
-		{a, agentFailed, "codehydra-failed.png"},
-		{a, agentIdle, "codehydra-input.png"},
-		{b, agentIdle, "codehydra-idle.png"},
+		{a, uitest.AgentBusy, "codehydra-busy.png"},
+		{b, uitest.AgentInput, "codehydra-input.png"},
+		{a, uitest.AgentFailed, "codehydra-failed.png"},
+		{a, uitest.AgentIdle, "codehydra-input.png"},
+		{b, uitest.AgentIdle, "codehydra-idle.png"},
 	} {
-		agents.set(step.ws.Path, step.st)
+		agents.Set(step.ws.Path, step.st)
 		f.Publish(workspace.Event{Kind: workspace.EventAgentChanged, Workspace: step.ws})
 		h.waitFor(step.icon, func() bool { return lastIcon() == step.icon })
 	}
 }
 
-// oneWorkspace is a fake manager with one workspace, proj/feat, whose
-// agent is in st.
-func oneWorkspace(st workspace.AgentStatus) (*fakeWorkspaces, workspace.Workspace, *fakeAgents) {
-	f := newFake()
-	ws := f.addWorkspace("proj", "feat")
-	agents := newFakeAgents()
-	agents.set(ws.Path, st)
-	return f, ws, agents
-}
-
 // handDrivenTray is a tray over one idle workspace, loaded and shown once
 // without its event loop, so that a test hands it events itself and
 // counts rebuilds exactly.
-func handDrivenTray(t *testing.T) (*harness, workspace.Workspace, *fakeAgents) {
+func handDrivenTray(t *testing.T) (*harness, workspace.Workspace, *uitest.Agents) {
 	t.Helper()
-	f, ws, agents := oneWorkspace(agentIdle)
+	f, ws, agents := uitest.OneWorkspace(uitest.AgentIdle)
 	h := newHarness(t, Deps{Workspaces: f, Agents: agents})
-	tr := h.u.tray
+	tr := h.tray
 	tr.view = h.view
 	tr.mu.Lock()
-	tr.reload(h.u.ctx)
+	tr.reload(h.tray.ctx)
 	tr.mu.Unlock()
 	tr.publish()
 	return h, ws, agents
@@ -127,13 +119,13 @@ func TestTrayDoesNotRebuildWhenNothingChanged(t *testing.T) {
 		{Kind: workspace.EventMetadataChanged, Workspace: ws},
 		{Kind: workspace.EventWorkspaceAdded, Workspace: ws},
 	} {
-		h.u.tray.onEvents([]workspace.Event{e})
+		h.tray.onEvents([]workspace.Event{e})
 		if n := built(); n != 1 {
 			t.Errorf("%s without a change rebuilt the menu (%d builds)", e.Kind, n)
 		}
 	}
-	agents.set(ws.Path, agentBusy)
-	h.u.tray.onEvents([]workspace.Event{{Kind: workspace.EventAgentChanged, Workspace: ws}})
+	agents.Set(ws.Path, uitest.AgentBusy)
+	h.tray.onEvents([]workspace.Event{{Kind: workspace.EventAgentChanged, Workspace: ws}})
 	if n := built(); n != 2 {
 		t.Errorf("a change built %d menus in all, want 2", n)
 	}
@@ -149,8 +141,8 @@ func TestTrayRebuildsOnceForABatchOfEvents(t *testing.T) {
 	if n := h.menusBuilt(); n != 1 {
 		t.Fatalf("first show built %d menus", n)
 	}
-	agents.set(ws.Path, agentBusy)
-	h.u.tray.onEvents([]workspace.Event{
+	agents.Set(ws.Path, uitest.AgentBusy)
+	h.tray.onEvents([]workspace.Event{
 		{Kind: workspace.EventAgentChanged, Workspace: ws},
 		{Kind: workspace.EventDeleteProgress, Workspace: ws, Step: workspace.StepStopAgent},
 		{Kind: workspace.EventDeleteProgress, Workspace: ws, Step: workspace.StepRemoveWorktree},
@@ -158,7 +150,7 @@ func TestTrayRebuildsOnceForABatchOfEvents(t *testing.T) {
 	if n := h.menusBuilt(); n != 2 {
 		t.Errorf("a batch of three changes built %d menus in all, want 2", n)
 	}
-	if w := h.u.tray.State().Projects[0].Workspaces[0]; !w.Deleting || w.DeleteStep != workspace.StepRemoveWorktree || w.Agent.State != agentBusy.State {
+	if w := h.tray.State().Projects[0].Workspaces[0]; !w.Deleting || w.DeleteStep != workspace.StepRemoveWorktree || w.Agent.State != uitest.AgentBusy.State {
 		t.Errorf("after the batch the workspace is %+v, want busy and deleting at %s", w, workspace.StepRemoveWorktree)
 	}
 }
@@ -166,7 +158,7 @@ func TestTrayRebuildsOnceForABatchOfEvents(t *testing.T) {
 func TestTrayNotifiesOnFinishAndInputUnlessSwitchedOff(t *testing.T) {
 	for _, on := range []bool{true, false} {
 		t.Run(map[bool]string{true: "on", false: "off"}[on], func(t *testing.T) {
-			f, ws, agents := oneWorkspace(agentIdle)
+			f, ws, agents := uitest.OneWorkspace(uitest.AgentIdle)
 			store := settings.NewStore(t.TempDir() + "/settings.json")
 			if err := store.Update(func(s *settings.Settings) { s.Notifications = on }); err != nil {
 				t.Fatal(err)
@@ -174,15 +166,15 @@ func TestTrayNotifiesOnFinishAndInputUnlessSwitchedOff(t *testing.T) {
 			h := newHarness(t, Deps{Workspaces: f, Agents: agents, Settings: store})
 			h.startTray()
 
-			for _, st := range []workspace.AgentStatus{agentBusy, agentInput, agentIdle} {
-				agents.set(ws.Path, st)
+			for _, st := range []workspace.AgentStatus{uitest.AgentBusy, uitest.AgentInput, uitest.AgentIdle} {
+				agents.Set(ws.Path, st)
 				f.Publish(workspace.Event{Kind: workspace.EventAgentChanged, Workspace: ws})
 				h.waitFor("the new status", func() bool {
 					return find(h.view.menu(), WorkspaceLabel(WorkspaceState{Workspace: ws, Agent: st})) != nil
 				})
 			}
 			var got []string
-			for _, n := range h.app.notifications() {
+			for _, n := range h.app.Notifications() {
 				got = append(got, n.Title)
 			}
 			want := []string{NoticeNeedsInput, NoticeFinished}
@@ -197,14 +189,14 @@ func TestTrayNotifiesOnFinishAndInputUnlessSwitchedOff(t *testing.T) {
 }
 
 func TestTrayActionsOpenCopyAndRestart(t *testing.T) {
-	f, ws, agents := oneWorkspace(agentIdle)
+	f, ws, agents := uitest.OneWorkspace(uitest.AgentIdle)
 	h := newHarness(t, Deps{Workspaces: f, Agents: agents, MCPConfig: func(c, ws string) (string, error) { return "config for " + c + " " + ws, nil }})
 	h.startTray()
 	h.waitFor("the menu", func() bool { return h.view.menu() != nil })
 	m := h.view.menu()
 	label := "○ feat (idle)"
 
-	// Open agent in browser: agenturl_test.go.
+	// Open agent in browser: agenturl_open_test.go.
 	clip := h.app.Clipboard()
 	find(m, label, LabelCopyPath).Action()
 	if got := clip.Content(); got != ws.Path {
@@ -222,7 +214,7 @@ func TestTrayActionsOpenCopyAndRestart(t *testing.T) {
 	if got := clip.Content(); got != "config for opencode "+ws.Path {
 		t.Errorf("clipboard = %q, want the workspace's OpenCode config", got)
 	}
-	notes := h.app.notifications()
+	notes := h.app.Notifications()
 	if len(notes) != 2 || notes[0].Content != CopiedConfigNotice("claude-code", "").Content || notes[1].Content != CopiedConfigNotice("opencode", ws.Name).Content {
 		t.Errorf("notifications %+v, want one confirmation per copy", notes)
 	}
@@ -230,29 +222,29 @@ func TestTrayActionsOpenCopyAndRestart(t *testing.T) {
 		t.Errorf("the notification says %q, want it to start with %q", notes[len(notes)-1].Content, want)
 	}
 	find(m, label, LabelRestartAgent).Action()
-	h.waitFor("the restart", func() bool { return slices.Equal(agents.restarted(), []string{ws.Path}) })
+	h.waitFor("the restart", func() bool { return slices.Equal(agents.Restarted(), []string{ws.Path}) })
 
 	find(m, LabelSettings).Action()
 	if !h.windowOpen("CodeHydra settings") {
 		t.Error("Settings… did not open the settings window")
 	}
 	find(m, LabelQuit).Action()
-	if h.app.quits != 1 {
+	if h.app.Quits() != 1 {
 		t.Error("Quit did not quit the app")
 	}
 }
 
 func TestMainWindowShowsTheMenuAsWidgets(t *testing.T) {
-	f, _, agents := oneWorkspace(agentBusy)
+	f, _, agents := uitest.OneWorkspace(uitest.AgentBusy)
 	h := newHarness(t, Deps{Workspaces: f, Agents: agents})
-	h.u.tray.window = h.u.newMainWindow()
-	h.u.tray.start()
+	h.tray.main = newMainWindow(h.app)
+	h.tray.start()
 	h.drain()
 
 	var texts, buttons []string
 	// actions are the Actions buttons by the label of their row.
 	actions := map[string]*widget.Button{}
-	for _, o := range test.LaidOutObjects(h.u.tray.window.win.Content()) {
+	for _, o := range test.LaidOutObjects(h.tray.main.win.Content()) {
 		switch w := o.(type) {
 		case *widget.Label:
 			texts = append(texts, w.Text)
@@ -281,7 +273,7 @@ func TestMainWindowShowsTheMenuAsWidgets(t *testing.T) {
 			t.Fatalf("no Actions button for %q", row)
 		}
 		test.Tap(actions[row])
-		overlay := h.u.tray.window.win.Canvas().Overlays().Top()
+		overlay := h.tray.main.win.Canvas().Overlays().Top()
 		if overlay == nil {
 			t.Fatalf("Actions did not pop up the menu of %q", row)
 		}
@@ -291,17 +283,17 @@ func TestMainWindowShowsTheMenuAsWidgets(t *testing.T) {
 				t.Errorf("the popup of %q does not show %q:\n%s", row, label, markup)
 			}
 		}
-		h.u.tray.window.win.Canvas().Overlays().Remove(overlay)
+		h.tray.main.win.Canvas().Overlays().Remove(overlay)
 	}
 }
 
 // The manager's order (by name, case-folded, then path) is the only one:
-// the tray and the metadata editor show projects and workspaces as the
-// manager lists them. "Gamma" after "beta" is what a byte-wise sort gets
-// wrong.
-func TestTrayAndMetadataEditorShowTheManagersOrder(t *testing.T) {
+// the tray shows projects and workspaces as the manager lists them, as
+// the metadata editor does (window's TestMetadataEditorShowsTheManagersOrder).
+// "Gamma" after "beta" is what a byte-wise sort gets wrong.
+func TestTrayShowsTheManagersOrder(t *testing.T) {
 	zoo, apps := testenv.GitRepo(t, "zoo"), testenv.GitRepo(t, "Apps")
-	m := realManager(t, zoo, apps)
+	m := uitest.RealManager(t, zoo, apps)
 	for _, name := range []string{"beta", "Gamma", "Alpha", "alpha2"} {
 		if _, err := m.Create(context.Background(), workspace.CreateOptions{ProjectPath: zoo, Name: name}); err != nil {
 			t.Fatal(err)
@@ -320,12 +312,6 @@ func TestTrayAndMetadataEditorShowTheManagersOrder(t *testing.T) {
 	if len(got) < len(want) || !slices.Equal(got[:len(want)], want) {
 		t.Errorf("menu lists\n%s\nwant it to begin with\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-
-	e := h.u.openSettings().meta
-	want = []string{"zoo / Alpha", "zoo / alpha2", "zoo / beta", "zoo / Gamma"}
-	if got := e.workspace.Options; !slices.Equal(got, want) {
-		t.Errorf("metadata editor offers %q, want %q", got, want)
-	}
 }
 
 func TestTraySaysWhenTheFixedMCPPortWasTaken(t *testing.T) {
@@ -335,8 +321,8 @@ func TestTraySaysWhenTheFixedMCPPortWasTaken(t *testing.T) {
 		notice string
 	}{{"the port set up", ""}, {"another port", notice}} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, _, agents := oneWorkspace(agentIdle)
-			h := newHarness(t, Deps{Workspaces: f, Agents: agents, MCP: fakeMCP{port: 38211, notice: tc.notice}})
+			f, _, agents := uitest.OneWorkspace(uitest.AgentIdle)
+			h := newHarness(t, Deps{Workspaces: f, Agents: agents, MCP: uitest.MCP{InUse: 38211, Notice: tc.notice}})
 			h.startTray()
 			h.waitFor("the workspace", func() bool { return find(h.view.menu(), "○ feat (idle)") != nil })
 			m := h.view.menu()
@@ -349,4 +335,82 @@ func TestTraySaysWhenTheFixedMCPPortWasTaken(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The windows ask the tray which agents are in a turn (Quit, Restart now
+// and Rotate token name them): working or waiting for an answer, in the
+// menu's order.
+func TestTrayTellsTheWindowsWhichAgentsAreBusy(t *testing.T) {
+	f := uitest.NewWorkspaces()
+	agents := uitest.NewAgents()
+	for _, w := range []struct {
+		name string
+		st   workspace.AgentStatus
+	}{
+		{"a-idle", uitest.AgentIdle}, {"b-busy", uitest.AgentBusy}, {"c-input", uitest.AgentInput},
+		{"d-failed", uitest.AgentFailed}, {"e-mixed", uitest.AgentMixed}, {"f-starting", uitest.AgentStarting},
+	} {
+		agents.Set(f.AddWorkspace("proj", w.name).Path, w.st)
+	}
+	h := newHarness(t, Deps{Workspaces: f, Agents: agents})
+	h.startTray()
+	if got, want := h.tray.BusyAgents(), []string{"b-busy", "c-input", "e-mixed"}; !slices.Equal(got, want) {
+		t.Errorf("busy agents %q, want %q", got, want)
+	}
+}
+
+// A delete window opened while a delete runs (an agent's) or after one
+// failed shows it as the tray saw its events.
+func TestTrayTellsTheWindowsHowADeleteGoes(t *testing.T) {
+	f := uitest.NewWorkspaces()
+	running, failed, still := f.AddWorkspace("proj", "running"), f.AddWorkspace("proj", "failed"), f.AddWorkspace("proj", "still")
+	h := newHarness(t, Deps{Workspaces: f})
+	h.startTray()
+	f.Publish(workspace.Event{Kind: workspace.EventDeleteProgress, Workspace: running, Step: workspace.StepRemoveWorktree})
+	f.Publish(workspace.Event{Kind: workspace.EventDeleteFailed, Workspace: failed, Step: workspace.StepDeleteBranch, Err: "busy"})
+	h.waitFor("the tray to see both", func() bool {
+		return find(h.view.menu(), "… running (deleting)") != nil && find(h.view.menu(), "✕ failed (delete failed)") != nil
+	})
+	for _, tc := range []struct {
+		ws   workspace.Workspace
+		want window.DeleteProgress
+	}{
+		{running, window.DeleteProgress{Running: true, Step: workspace.StepRemoveWorktree}},
+		{failed, window.DeleteProgress{Step: workspace.StepDeleteBranch, Err: "busy"}},
+		{still, window.DeleteProgress{}},
+		{workspace.Workspace{Path: "/wt/proj/unknown"}, window.DeleteProgress{}},
+	} {
+		if got := h.tray.DeleteProgress(tc.ws.Path); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.ws.Path, got, tc.want)
+		}
+	}
+}
+
+// What the windows do goes through the manager, and the tray shows it as
+// the manager reports it: a workspace created (its agent starting), one
+// deleted, a project added.
+func TestTrayFollowsWhatTheWindowsDoToARealManager(t *testing.T) {
+	repo, other := testenv.GitRepo(t, "repo"), testenv.GitRepo(t, "other")
+	m := uitest.RealManager(t, repo)
+	agents := uitest.NewAgents()
+	agents.SetDefault(uitest.AgentStarting)
+	h := newHarness(t, Deps{Workspaces: m, Agents: agents})
+	h.startTray()
+	ctx := context.Background()
+
+	ws, err := m.Create(ctx, workspace.CreateOptions{ProjectPath: repo, Name: "feature/login"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the new workspace in the menu", func() bool {
+		return find(h.view.menu(), "◌ feature/login (starting)") != nil
+	})
+	if err := m.Delete(ctx, ws.Path, workspace.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the menu without it", func() bool { return find(h.view.menu(), "    "+LabelNoWorkspaces) != nil })
+	if _, err := m.AddProject(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the project in the menu", func() bool { return find(h.view.menu(), "other") != nil })
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/godbus/dbus/v5"
 	"github.com/godbus/dbus/v5/prop"
 
+	"codehydra/app/internal/uitest"
+	"codehydra/internal/settings"
 	"codehydra/internal/testenv"
 )
 
@@ -136,16 +138,16 @@ func TestTrayHostGivesUpOnASilentBus(t *testing.T) {
 
 func TestRunWithoutADisplayReturnsErrNoDisplay(t *testing.T) {
 	err := Run(context.Background(), Deps{
-		Workspaces: newFake(),
+		Workspaces: uitest.NewWorkspaces(),
 		Settings:   nil,
 		Getenv:     func(string) string { return "" },
 	})
 	if err == nil || err == ErrNoDisplay {
 		t.Fatalf("Run without Settings = %v, want a missing-deps error", err)
 	}
-	store, _ := newStore(t)
+	store := settings.NewStore(filepath.Join(t.TempDir(), "settings.json"))
 	err = Run(context.Background(), Deps{
-		Workspaces: newFake(),
+		Workspaces: uitest.NewWorkspaces(),
 		Settings:   store,
 		Getenv:     func(string) string { return "" },
 	})

@@ -91,7 +91,7 @@ func (r *Remote) Call(ctx context.Context, tool string, args any) (json.RawMessa
 	if err != nil {
 		return nil, fmt.Errorf("call %s: %w", tool, err)
 	}
-	text := resultText(res)
+	text := ResultText(res)
 	if res.IsError {
 		var body errorResult
 		if err := json.Unmarshal([]byte(text), &body); err != nil || body.Error.Code == "" {
@@ -115,7 +115,8 @@ func (r *Remote) Close() error {
 	return err
 }
 
-func resultText(res *sdk.CallToolResult) string {
+// ResultText is the first text content of res, "" when it has none.
+func ResultText(res *sdk.CallToolResult) string {
 	for _, c := range res.Content {
 		if t, ok := c.(*sdk.TextContent); ok {
 			return t.Text

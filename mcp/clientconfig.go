@@ -71,7 +71,7 @@ func StdioArgs(workspace string) []string {
 //   - claude-desktop: a claude_desktop_config.json entry.
 //
 // Without it, it holds c's URL and token (HTTP): opencode's "remote" server
-// (DESIGN.md's shape, with values instead of {env:…} placeholders) or
+// (docs/DESIGN.md's shape, with values instead of {env:…} placeholders) or
 // Claude Code's "http" server. Claude Desktop's config file starts only
 // commands, so it has no HTTP form.
 func RenderClientConfig(client string, c ClientConfig) ([]byte, error) {

@@ -53,9 +53,15 @@ type harnessOption func(*Options)
 
 func newHarness(t testing.TB, opts ...harnessOption) *harness {
 	t.Helper()
+	return newHarnessWith(t, nil, opts...)
+}
+
+// newHarnessWith is newHarness with agents for the manager.
+func newHarnessWith(t testing.TB, agents workspace.Agents, opts ...harnessOption) *harness {
+	t.Helper()
 	isolateGit(t)
 	project := testenv.GitRepo(t, "proj")
-	mgr := workspace.NewManager(workspace.Options{Projects: []string{project}, WorktreeRoot: t.TempDir()})
+	mgr := workspace.NewManager(workspace.Options{Projects: []string{project}, WorktreeRoot: t.TempDir(), Agents: agents})
 	if err := mgr.Load(context.Background()); err != nil {
 		t.Fatalf("load manager: %v", err)
 	}
@@ -85,6 +91,17 @@ func startHarness(t testing.TB, ws Workspaces, project string, opts ...harnessOp
 	if err != nil {
 		t.Fatal(err)
 	}
+	h := &harness{t: t, srv: srv, token: token, project: project, audit: o.AuditPath, logs: logs, outputs: serveForTest(t, srv)}
+	if m, ok := ws.(*workspace.Manager); ok {
+		h.mgr = m
+	}
+	return h
+}
+
+// serveForTest checks the outputs of srv's tools (checkOutputs), serves
+// it on its port and shuts it down at the end of the test.
+func serveForTest(t testing.TB, srv *Server) *outputChecker {
+	t.Helper()
 	outputs := checkOutputs(t, srv)
 	if err := srv.Listen(); err != nil {
 		t.Fatal(err)
@@ -101,11 +118,7 @@ func startHarness(t testing.TB, ws Workspaces, project string, opts ...harnessOp
 			t.Errorf("serve: %v", err)
 		}
 	})
-	h := &harness{t: t, srv: srv, token: token, project: project, audit: o.AuditPath, logs: logs, outputs: outputs}
-	if m, ok := ws.(*workspace.Manager); ok {
-		h.mgr = m
-	}
-	return h
+	return outputs
 }
 
 // create makes a workspace through the manager.

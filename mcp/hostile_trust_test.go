@@ -12,7 +12,7 @@ import (
 	"codehydra/workspace"
 )
 
-// The hostile battery's rows for the trust cases (DESIGN.md "Trust"): a
+// The hostile battery's rows for the trust cases (docs/DESIGN.md "Trust"): a
 // workspace's own token aimed at what is not its own. The separate trust
 // tests (trust_test.go, ratelimit_test.go) show each case at length; here
 // each is one more request that must be refused, cleanly and in time.

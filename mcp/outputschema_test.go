@@ -55,7 +55,7 @@ func (c *outputChecker) check(tool string, r *sdk.CallToolResult) {
 	}
 	schema, key := def.tool.OutputSchema, tool
 	if schema == nil {
-		// A tool that answers text only still fails with DESIGN.md's
+		// A tool that answers text only still fails with docs/DESIGN.md's
 		// structured error result.
 		if !r.IsError {
 			c.t.Errorf("%s has no output schema but answered structuredContent %s", tool, mustJSON(c.t, r.StructuredContent))

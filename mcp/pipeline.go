@@ -21,7 +21,7 @@ import (
 // caller's bucket (rateLimit), and every tools/call passes through
 // callTool, which checks what the caller (as its token proves) may do,
 // resolves the workspace the call acts on, applies the rate limit and the
-// call timeout, turns every failure into DESIGN.md's error result and
+// call timeout, turns every failure into docs/DESIGN.md's error result and
 // writes one audit line. The handlers (tools_*.go) only adapt domain
 // calls. callTool is the one place where every tool call starts and ends
 // (recordCall runs as it returns), and toolCallMiddleware the one where
@@ -78,7 +78,7 @@ func (s *Server) rateLimitMessage(op string) string {
 // an unresolved one, nor for a workspace the caller's token is not for),
 // take a token from the caller's bucket of the tool (one bucket for all
 // unknown tools), run the handler under the call timeout, turn any
-// failure into DESIGN.md's error result, and write one audit line.
+// failure into docs/DESIGN.md's error result, and write one audit line.
 func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest, next func(context.Context) (sdk.Result, error)) (sdk.Result, error) {
 	start := s.now()
 	who := callerOf(req)
@@ -295,7 +295,7 @@ func errorSchema() *jsonschema.Schema {
 	return s
 }
 
-// failed records err's code for the audit and returns DESIGN.md's error
+// failed records err's code for the audit and returns docs/DESIGN.md's error
 // result, as JSON text and as structuredContent.
 func (s *Server) failed(rec *auditEntry, err error) *sdk.CallToolResult {
 	code := workspace.CodeOf(err)

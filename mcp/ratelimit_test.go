@@ -12,7 +12,7 @@ import (
 )
 
 // Every JSON-RPC method and every tool name, known or not, is limited per
-// caller (DESIGN.md "Trust": the caller is what its token proves).
+// caller (docs/DESIGN.md "Trust": the caller is what its token proves).
 
 func TestFloodOfAnyMethodIsLimitedPerCaller(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.RateLimit, o.Burst = 0.001, 3 })

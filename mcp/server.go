@@ -40,6 +40,11 @@ type Options struct {
 	// port is taken the server falls back to a free one and logs a warning.
 	// Default "127.0.0.1:0". Only loopback addresses are accepted.
 	Addr string
+	// Bound, when set, is the listener Bind made for Addr before the
+	// server was built (so that the agents' supervisor, which the server
+	// needs, can be given the port first); the server owns it once New
+	// succeeds (Shutdown closes it), the caller until then.
+	Bound *Binding
 	// Token is the master token, the user's. Every request must carry it
 	// or the token of a registered workspace (WorkspaceToken), which
 	// restricts the call to that workspace. Required.
@@ -205,6 +210,9 @@ func New(opts Options) (*Server, error) {
 	s.gw = newGatewayTools(s)
 	s.mcp.AddReceivingMiddleware(s.toolCallMiddleware)
 	s.http = s.newHTTPServer(sdkLogger)
+	if opts.Bound != nil {
+		s.use(opts.Bound)
+	}
 	return s, nil
 }
 
@@ -303,29 +311,59 @@ func (s *Server) Listen() error {
 	if s.ln != nil {
 		return nil
 	}
-	ln, err := s.listen("tcp", s.opts.Addr)
+	b, err := bindAddr(s.listen, s.opts.Addr)
 	if err != nil {
-		host, port, _ := net.SplitHostPort(s.opts.Addr)
-		if port == "0" {
-			return fmt.Errorf("listen on %s: %w", s.opts.Addr, err)
-		}
-		refused := err
-		ln, err = s.listen("tcp", net.JoinHostPort(host, "0"))
-		if err != nil {
-			return fmt.Errorf("listen on %s: %w", net.JoinHostPort(host, "0"), err)
-		}
-		err = refused
-		s.wantedPort, _ = strconv.Atoi(port)
+		return err
+	}
+	s.use(b)
+	return nil
+}
+
+// Binding is a listener on the MCP server's address, and the fixed port
+// that was wanted but taken (0: none).
+type Binding struct {
+	Listener net.Listener
+	// Wanted is the fixed port that was taken, and Refused why.
+	Wanted  int
+	Refused error
+}
+
+// Bind binds addr as Listen does: a fixed port that is taken falls back
+// to a free one, which the Binding says.
+func Bind(addr string) (*Binding, error) { return bindAddr(net.Listen, addr) }
+
+func bindAddr(listen func(network, addr string) (net.Listener, error), addr string) (*Binding, error) {
+	ln, err := listen("tcp", addr)
+	if err == nil {
+		return &Binding{Listener: ln}, nil
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	if port == "0" {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	refused := err
+	ln, err = listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", net.JoinHostPort(host, "0"), err)
+	}
+	wanted, _ := strconv.Atoi(port)
+	return &Binding{Listener: ln, Wanted: wanted, Refused: refused}, nil
+}
+
+// use takes b as the server's listener (under s.mu, or before anyone else
+// sees s).
+func (s *Server) use(b *Binding) {
+	if b.Wanted != 0 {
+		s.wantedPort = b.Wanted
 		s.log.Warn("the fixed MCP port is taken by another program: using another port. MCP clients set up with the fixed port now reach that program instead; give them a new config (codehydra mcp-config) or free the port and restart CodeHydra",
-			slog.String("wanted", s.opts.Addr), slog.String("using", ln.Addr().String()), slog.Any("error", err))
+			slog.String("wanted", s.opts.Addr), slog.String("using", b.Listener.Addr().String()), slog.Any("error", b.Refused))
 	}
 	// Connections that send nothing time out (ReadHeaderTimeout), idle
 	// ones too (IdleTimeout); one refused before its token is closed, and
 	// one without a token yet gives its place to a newer one (connGate),
 	// so only clients with a token can hold places.
-	s.ln = s.gate.listener(ln)
-	s.port.Store(int32(ln.Addr().(*net.TCPAddr).Port))
-	return nil
+	s.ln = s.gate.listener(b.Listener)
+	s.port.Store(int32(b.Listener.Addr().(*net.TCPAddr).Port))
 }
 
 // PortNotice says, when the fixed port of the settings was taken and

@@ -3,25 +3,41 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 
 	"codehydra/workspace"
 )
 
 // fixedAgents reports one agent status for every workspace.
-type fixedAgents struct{ st workspace.AgentStatus }
+type fixedAgents struct {
+	mu sync.Mutex
+	st workspace.AgentStatus
+}
 
-func (a fixedAgents) AgentStatus(string) workspace.AgentStatus { return a.st }
-func (a fixedAgents) StopAgent(context.Context, string) error  { return nil }
+func (a *fixedAgents) set(st workspace.AgentStatus) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.st = st
+}
+
+func (a *fixedAgents) AgentStatus(string) workspace.AgentStatus {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.st
+}
+
+func (a *fixedAgents) StopAgent(context.Context, string) error { return nil }
 
 func TestGetStatusSaysAnAgentRetriesWithOpencodesMessageAndAttempt(t *testing.T) {
-	h := newHarness(t)
+	agents := &fixedAgents{}
+	h := newHarnessWith(t, agents)
 	ws := h.create("stalled")
-	h.mgr.SetAgents(fixedAgents{workspace.AgentStatus{
+	agents.set(workspace.AgentStatus{
 		Type: workspace.AgentBusy, Counts: workspace.AgentCounts{Busy: 1, Total: 1},
 		State: workspace.AgentStateReady, Port: 4096,
 		Retry: workspace.AgentRetry{Sessions: 1, Attempt: 3, Message: "Cannot connect to API", Next: 1767225600123},
-	}})
+	})
 	var st struct {
 		Agent map[string]json.RawMessage `json:"agent"`
 	}
@@ -39,7 +55,7 @@ func TestGetStatusSaysAnAgentRetriesWithOpencodesMessageAndAttempt(t *testing.T)
 	}
 
 	// An agent that does not retry has no retry key.
-	h.mgr.SetAgents(fixedAgents{workspace.AgentStatus{Type: workspace.AgentBusy, Counts: workspace.AgentCounts{Busy: 1, Total: 1}}})
+	agents.set(workspace.AgentStatus{Type: workspace.AgentBusy, Counts: workspace.AgentCounts{Busy: 1, Total: 1}})
 	st.Agent = nil
 	okJSON(t, call(t, h.session(ws.Path), ToolGetStatus, nil), &st)
 	if r, ok := st.Agent["retry"]; ok {

@@ -14,31 +14,93 @@ import (
 	"codehydra/wsfs"
 )
 
-// Names of the file tools.
-const (
-	ToolReadFile      = "workspace_read_file"
-	ToolListDirectory = "workspace_list_directory"
-	ToolGetContext    = "workspace_get_context"
-)
-
 // contextCommits and readmeLines bound workspace_get_context's answer.
 const (
 	contextCommits = 5
 	readmeLines    = 40
 )
 
+// files is the confined view of the caller's workspace.
+func (s *Server) files(ctx context.Context) *wsfs.FS {
+	return wsfs.New(callerWorkspace(ctx).Path, s.opts.WorkspaceDeny, s.opts.Workspaces.Git)
+}
+
+func readFileTool() toolDef {
+	return toolDef{
+		tool: &sdk.Tool{
+			Name:  ToolReadFile,
+			Title: "Read a file of your workspace",
+			Description: "Reads a text file of your own workspace: path relative to it (or absolute inside it). Returns " +
+				"content (UTF-8) from offset, at most 256 KiB per call, with size (the whole file's bytes) and nextOffset " +
+				"when more follows: call again with offset=nextOffset. A binary file answers binary true and no content. " +
+				"Paths out of the workspace (.., symlinks out) are refused with \"Path outside workspace\", and so are " +
+				"secrets on the deny list (.git/, .env*, *.pem, *.key, id_*).",
+			Annotations: readOnly(),
+		},
+		handler:        typed((*Server).readFile),
+		needsWorkspace: true,
+	}
+}
+
+type readFileInput struct {
+	Path   string `json:"path" jsonschema:"file path relative to your workspace (or absolute inside it)"`
+	Offset int64  `json:"offset,omitempty" jsonschema:"byte offset to start at (default 0); pass the previous answer's nextOffset for the next page"`
+	Limit  int64  `json:"limit,omitempty" jsonschema:"most bytes to return (default and at most 262144)"`
+}
+
+func (s *Server) readFile(ctx context.Context, _ *sdk.CallToolRequest, in readFileInput) (*sdk.CallToolResult, wsfs.Page, error) {
+	page, err := s.files(ctx).Read(in.Path, in.Offset, in.Limit)
+	if err != nil {
+		return nil, wsfs.Page{}, fail(err)
+	}
+	return nil, page, nil
+}
+
+func listDirectoryTool() toolDef {
+	return toolDef{
+		tool: &sdk.Tool{
+			Name:  ToolListDirectory,
+			Title: "List a folder of your workspace",
+			Description: "Lists a folder of your own workspace (default its top) down to depth levels (default 1, at most " +
+				"10): entries with path, type (file, dir, symlink; symlinks are not followed) and size. It lists what git " +
+				"sees: files ignored by .gitignore and those on the deny list are left out. At most 5000 entries " +
+				"(truncated true past them).",
+			Annotations: readOnly(),
+		},
+		handler:        typed((*Server).listDirectory),
+		needsWorkspace: true,
+	}
+}
+
+type listDirectoryInput struct {
+	Path  string `json:"path,omitempty" jsonschema:"folder relative to your workspace (default: its top)"`
+	Depth int    `json:"depth,omitempty" jsonschema:"levels to list (default 1, at most 10)"`
+}
+
+func (s *Server) listDirectory(ctx context.Context, _ *sdk.CallToolRequest, in listDirectoryInput) (*sdk.CallToolResult, wsfs.Listing, error) {
+	l, err := s.files(ctx).List(ctx, in.Path, in.Depth)
+	if err != nil {
+		return nil, wsfs.Listing{}, fail(err)
+	}
+	return nil, l, nil
+}
+
+func getContextTool() toolDef {
+	return toolDef{
+		tool: &sdk.Tool{
+			Name:  ToolGetContext,
+			Title: "Get your workspace's context",
+			Description: "One call to find your bearings in your own workspace: its branch, base branch and how far it is " +
+				"ahead of or behind it, the changed and untracked files, the last 5 commits, the top-level files and " +
+				"folders, the tasks found (justfile, Makefile, package.json) and the first 40 lines of the README.",
+			Annotations: readOnly(),
+		},
+		handler:        typed((*Server).getContext),
+		needsWorkspace: true,
+	}
+}
+
 type (
-	readFileInput struct {
-		Path   string `json:"path" jsonschema:"file path relative to your workspace (or absolute inside it)"`
-		Offset int64  `json:"offset,omitempty" jsonschema:"byte offset to start at (default 0); pass the previous answer's nextOffset for the next page"`
-		Limit  int64  `json:"limit,omitempty" jsonschema:"most bytes to return (default and at most 262144)"`
-	}
-
-	listDirectoryInput struct {
-		Path  string `json:"path,omitempty" jsonschema:"folder relative to your workspace (default: its top)"`
-		Depth int    `json:"depth,omitempty" jsonschema:"levels to list (default 1, at most 10)"`
-	}
-
 	contextOutput struct {
 		Path      string         `json:"path" jsonschema:"absolute path of the workspace"`
 		Branch    string         `json:"branch,omitempty" jsonschema:"checked-out branch; absent on a detached HEAD"`
@@ -65,73 +127,6 @@ type (
 		Truncated bool   `json:"truncated,omitempty" jsonschema:"true: the README goes on; read it with workspace_read_file"`
 	}
 )
-
-// fileToolTable declares the file tools; registerTools adds them.
-func fileToolTable() []toolDef {
-	readOnly := &sdk.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(false)}
-	return []toolDef{
-		{
-			needsWorkspace: true,
-			register:       bind((*Server).readFile),
-			tool: &sdk.Tool{
-				Name:  ToolReadFile,
-				Title: "Read a file of your workspace",
-				Description: "Reads a text file of your own workspace: path relative to it (or absolute inside it). Returns " +
-					"content (UTF-8) from offset, at most 256 KiB per call, with size (the whole file's bytes) and nextOffset " +
-					"when more follows: call again with offset=nextOffset. A binary file answers binary true and no content. " +
-					"Paths out of the workspace (.., symlinks out) are refused with \"Path outside workspace\", and so are " +
-					"secrets on the deny list (.git/, .env*, *.pem, *.key, id_*).",
-				Annotations: readOnly,
-			},
-		},
-		{
-			needsWorkspace: true,
-			register:       bind((*Server).listDirectory),
-			tool: &sdk.Tool{
-				Name:  ToolListDirectory,
-				Title: "List a folder of your workspace",
-				Description: "Lists a folder of your own workspace (default its top) down to depth levels (default 1, at most " +
-					"10): entries with path, type (file, dir, symlink; symlinks are not followed) and size. It lists what git " +
-					"sees: files ignored by .gitignore and those on the deny list are left out. At most 5000 entries " +
-					"(truncated true past them).",
-				Annotations: readOnly,
-			},
-		},
-		{
-			needsWorkspace: true,
-			register:       bind((*Server).getContext),
-			tool: &sdk.Tool{
-				Name:  ToolGetContext,
-				Title: "Get your workspace's context",
-				Description: "One call to find your bearings in your own workspace: its branch, base branch and how far it is " +
-					"ahead of or behind it, the changed and untracked files, the last 5 commits, the top-level files and " +
-					"folders, the tasks found (justfile, Makefile, package.json) and the first 40 lines of the README.",
-				Annotations: readOnly,
-			},
-		},
-	}
-}
-
-// files is the confined view of the caller's workspace.
-func (s *Server) files(ctx context.Context) *wsfs.FS {
-	return wsfs.New(callerWorkspace(ctx).Path, s.opts.WorkspaceDeny, s.opts.Workspaces.Git)
-}
-
-func (s *Server) readFile(ctx context.Context, _ *sdk.CallToolRequest, in readFileInput) (*sdk.CallToolResult, wsfs.Page, error) {
-	page, err := s.files(ctx).Read(in.Path, in.Offset, in.Limit)
-	if err != nil {
-		return nil, wsfs.Page{}, fail(err)
-	}
-	return nil, page, nil
-}
-
-func (s *Server) listDirectory(ctx context.Context, _ *sdk.CallToolRequest, in listDirectoryInput) (*sdk.CallToolResult, wsfs.Listing, error) {
-	l, err := s.files(ctx).List(ctx, in.Path, in.Depth)
-	if err != nil {
-		return nil, wsfs.Listing{}, fail(err)
-	}
-	return nil, l, nil
-}
 
 func (s *Server) getContext(ctx context.Context, _ *sdk.CallToolRequest, _ noInput) (*sdk.CallToolResult, contextOutput, error) {
 	ws := callerWorkspace(ctx)

@@ -234,7 +234,7 @@ func (g *gatewayTools) register(t *sdk.Tool) {
 // call (a workspace's token: its own; the user's: none), the rate limit,
 // the checks of admitGateway, then the gateway under the call timeout. A
 // tool's own failure goes back as its server made it; CodeHydra's and the
-// gateway's failures are DESIGN.md's error results.
+// gateway's failures are docs/DESIGN.md's error results.
 func (s *Server) callGateway(ctx context.Context, rec *auditEntry, who caller, gt GatewayTool, req *sdk.CallToolRequest, next func(context.Context) (sdk.Result, error)) (sdk.Result, error) {
 	rec.Server = gt.Server
 	var ws workspace.Workspace

@@ -31,6 +31,21 @@ const (
 
 var logKeyPattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]*$`)
 
+func logTool() toolDef {
+	return toolDef{
+		tool: &sdk.Tool{
+			Name:  ToolLog,
+			Title: "Write to CodeHydra's log",
+			Description: "Writes one line into CodeHydra's log, attributed to you: level (debug, info, warn, error), a " +
+				"one-line message (cut at 1000 bytes) and an optional flat context map of string, number or boolean " +
+				"values. Use it to leave a trace the user can find later (e.g. a step of a long task); never log secrets.",
+			InputSchema: logSchema(),
+			Annotations: &sdk.ToolAnnotations{DestructiveHint: new(false), OpenWorldHint: new(false)},
+		},
+		handler: typed((*Server).logLine),
+	}
+}
+
 type logInput struct {
 	Level   string                     `json:"level" jsonschema:"debug, info, warn or error"`
 	Message string                     `json:"message" jsonschema:"the line to log (one line; longer than 1000 bytes is cut)"`

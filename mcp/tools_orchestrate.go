@@ -1,6 +1,6 @@
 package mcp
 
-// Handlers of the tools that let an agent follow the work it handed out
+// The tools that let an agent follow the work it handed out
 // (workspace_list) and manage its own agent (workspace_get_agent_session,
 // workspace_restart_agent). A workspace's token reads its project's
 // workspaces, and its own children's conversations, but acts on none of
@@ -78,6 +78,23 @@ type (
 // listParallel bounds how many workspaces workspace_list reads at once
 // (each read runs git, and may ask an agent's server).
 const listParallel = 4
+
+func workspaceListTool() toolDef {
+	return toolDef{
+		tool: &sdk.Tool{
+			Name:  ToolList,
+			Title: "List workspaces",
+			Description: "Lists the workspaces of your project (the user: of the project of the workspace X-Workspace-Path " +
+				"names, or of every project without it): name, branch, path, isDirty, ahead/behind its base, the agent's " +
+				"state (agent.state, agent.type idle|busy, agent.needsInput) and createdBy (the workspace whose agent created " +
+				"it). For the workspaces you created with workspace_create it also gives the first prompt's delivery " +
+				"(prompt.state pending|delivered|failed, prompt.error) and the agent's last reply (lastReply.text, cut at " +
+				"4 KiB with truncated true). Use it to follow the agents you handed work to; you can read them, not act on them.",
+			Annotations: readOnly(),
+		},
+		handler: typed((*Server).workspaceList),
+	}
+}
 
 func (s *Server) workspaceList(ctx context.Context, req *sdk.CallToolRequest, _ noInput) (*sdk.CallToolResult, WorkspaceList, error) {
 	who := callerFrom(ctx)
@@ -173,6 +190,20 @@ func (s *Server) listEntry(ctx context.Context, who caller, ws workspace.Workspa
 	return e
 }
 
+func agentSessionTool() toolDef {
+	return toolDef{
+		tool: &sdk.Tool{
+			Name:  ToolAgentSession,
+			Title: "Get your agent's session",
+			Description: "Returns the port of your own agent's OpenCode server on 127.0.0.1 and the ID of its current " +
+				"session (the one updated last): {\"port\":n,\"sessionId\":\"ses_…\"}, each null when there is none.",
+			Annotations: readOnly(),
+		},
+		handler:        typed((*Server).getAgentSession),
+		needsWorkspace: true,
+	}
+}
+
 func (s *Server) getAgentSession(ctx context.Context, _ *sdk.CallToolRequest, _ noInput) (*sdk.CallToolResult, agentSessionOutput, error) {
 	ws := callerWorkspace(ctx)
 	var out agentSessionOutput
@@ -192,6 +223,21 @@ func (s *Server) getAgentSession(ctx context.Context, _ *sdk.CallToolRequest, _ 
 		out.SessionID = &id
 	}
 	return nil, out, nil
+}
+
+func restartAgentTool() toolDef {
+	return toolDef{
+		tool: &sdk.Tool{
+			Name:  ToolRestartAgent,
+			Title: "Restart your agent",
+			Description: "Restarts your own agent (the OpenCode server you run in), e.g. to pick up a changed opencode " +
+				"config. It answers {\"restarting\":true} first; the restart then ends this turn, and the conversation " +
+				"continues in the restarted server. Only call it when the user asked for it or a config change needs it.",
+			Annotations: &sdk.ToolAnnotations{DestructiveHint: new(false), IdempotentHint: true, OpenWorldHint: new(false)},
+		},
+		handler:        typed((*Server).restartAgent),
+		needsWorkspace: true,
+	}
 }
 
 // restartAgent answers first and restarts after: the agent restarted is

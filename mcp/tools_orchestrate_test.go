@@ -80,8 +80,7 @@ type family struct {
 func newFamily(t *testing.T, opts ...harnessOption) *family {
 	t.Helper()
 	f := &family{sessions: &fakeSessions{}}
-	f.h = newHarness(t, append([]harnessOption{func(o *Options) { o.Sessions = f.sessions }}, opts...)...)
-	f.h.mgr.SetAgents(readyAgents{})
+	f.h = newHarnessWith(t, readyAgents{}, append([]harnessOption{func(o *Options) { o.Sessions = f.sessions }}, opts...)...)
 	f.a, f.child, f.sibling = f.h.create("featA"), f.h.create("child"), f.h.create("sibling")
 	ctx := context.Background()
 	// What Create records when A's agent creates the child (createdBy is
@@ -173,7 +172,7 @@ func TestWorkspaceTokenCannotActOnItsChildThroughAnyTool(t *testing.T) {
 	before := codehydraConfig(t, f.h.project)
 	cs := f.h.sessionAs(f.h.tokenOf(f.a.Path), f.child.Path)
 	args := map[string]map[string]any{ToolSetMetadata: {"key": "stolen", "value": "yes"}}
-	for _, d := range toolTable() {
+	for _, d := range toolDefs() {
 		if !d.needsWorkspace {
 			continue
 		}

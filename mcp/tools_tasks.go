@@ -1,7 +1,7 @@
 package mcp
 
-// Handlers of workspace_list_tasks and workspace_run_task: the tasks of
-// the caller's own workspace (package tasks finds and runs them), one run
+// The task tools, workspace_list_tasks and workspace_run_task: the tasks
+// of the caller's own workspace (package tasks finds and runs them), one run
 // of a task per workspace at a time, progress notifications while it runs.
 
 import (
@@ -20,12 +20,6 @@ import (
 	"codehydra/workspace"
 )
 
-// Tool names of the task tools.
-const (
-	ToolListTasks = "workspace_list_tasks"
-	ToolRunTask   = "workspace_run_task"
-)
-
 // DefaultTaskTimeout is Options.TaskTimeout when left zero.
 const DefaultTaskTimeout = 10 * time.Minute
 
@@ -36,13 +30,58 @@ const taskCallSlack = tasks.DefaultGrace + 10*time.Second
 // maxTasksNamed bounds the task names an unknown-task error lists.
 const maxTasksNamed = 50
 
-type (
-	listTasksOutput struct {
-		Tasks []tasks.Task `json:"tasks" jsonschema:"the tasks, sorted by name; name is what workspace_run_task takes"`
-		// Problems names task files that could not be read.
-		Problems string `json:"problems,omitempty" jsonschema:"task files that could not be read, and why"`
+func listTasksTool() toolDef {
+	return toolDef{
+		tool: &sdk.Tool{
+			Name:  ToolListTasks,
+			Title: "List workspace tasks",
+			Description: "Lists the tasks of your own workspace that workspace_run_task can run: justfile recipes " +
+				"(just:<recipe>), Makefile targets (make:<target>) and package.json scripts (npm:<script>), each with the " +
+				"file it comes from and the command it runs. Nothing is run to find them.",
+			Annotations: readOnly(),
+		},
+		handler:        typed((*Server).listTasks),
+		needsWorkspace: true,
 	}
+}
 
+type listTasksOutput struct {
+	Tasks []tasks.Task `json:"tasks" jsonschema:"the tasks, sorted by name; name is what workspace_run_task takes"`
+	// Problems names task files that could not be read.
+	Problems string `json:"problems,omitempty" jsonschema:"task files that could not be read, and why"`
+}
+
+func (s *Server) listTasks(ctx context.Context, _ *sdk.CallToolRequest, _ noInput) (*sdk.CallToolResult, listTasksOutput, error) {
+	found, err := tasks.Find(callerWorkspace(ctx).Path)
+	out := listTasksOutput{Tasks: found}
+	if out.Tasks == nil {
+		out.Tasks = []tasks.Task{}
+	}
+	if err != nil {
+		out.Problems = err.Error()
+	}
+	return nil, out, nil
+}
+
+func runTaskTool() toolDef {
+	return toolDef{
+		tool: &sdk.Tool{
+			Name:  ToolRunTask,
+			Title: "Run a workspace task",
+			Description: "Runs one task of your own workspace (a name from workspace_list_tasks, e.g. make:test) in the " +
+				"workspace folder, without a shell; args are appended as separate arguments. It waits for the end and " +
+				"returns the exit code and the last 64 KiB of output. The task is stopped, with every process it " +
+				"started, after taskTimeoutSeconds (default 600) or when you cancel the call; progress notifications " +
+				"carry its latest output line every second. A task already running in this workspace cannot be started again.",
+			Annotations: &sdk.ToolAnnotations{DestructiveHint: new(true), OpenWorldHint: new(true)},
+		},
+		handler:        typed((*Server).runTask),
+		needsWorkspace: true,
+		timeout:        func(s *Server) time.Duration { return s.opts.TaskTimeout + taskCallSlack },
+	}
+}
+
+type (
 	runTaskInput struct {
 		Name string   `json:"name" jsonschema:"the task's name as workspace_list_tasks gives it, e.g. make:test or npm:build"`
 		Args []string `json:"args,omitempty" jsonschema:"arguments appended to the task's command, each as one argument, never through a shell: a just recipe's parameters, VAR=value assignments for make, the script's arguments for npm"`
@@ -62,51 +101,6 @@ type (
 		DurationMs   int64  `json:"durationMs" jsonschema:"how long it ran"`
 	}
 )
-
-func listTasksTool(readOnly *sdk.ToolAnnotations) toolDef {
-	return toolDef{
-		needsWorkspace: true,
-		register:       bind((*Server).listTasks),
-		tool: &sdk.Tool{
-			Name:  ToolListTasks,
-			Title: "List workspace tasks",
-			Description: "Lists the tasks of your own workspace that workspace_run_task can run: justfile recipes " +
-				"(just:<recipe>), Makefile targets (make:<target>) and package.json scripts (npm:<script>), each with the " +
-				"file it comes from and the command it runs. Nothing is run to find them.",
-			Annotations: readOnly,
-		},
-	}
-}
-
-func runTaskTool() toolDef {
-	return toolDef{
-		needsWorkspace: true,
-		register:       bind((*Server).runTask),
-		timeout:        func(s *Server) time.Duration { return s.opts.TaskTimeout + taskCallSlack },
-		tool: &sdk.Tool{
-			Name:  ToolRunTask,
-			Title: "Run a workspace task",
-			Description: "Runs one task of your own workspace (a name from workspace_list_tasks, e.g. make:test) in the " +
-				"workspace folder, without a shell; args are appended as separate arguments. It waits for the end and " +
-				"returns the exit code and the last 64 KiB of output. The task is stopped, with every process it " +
-				"started, after taskTimeoutSeconds (default 600) or when you cancel the call; progress notifications " +
-				"carry its latest output line every second. A task already running in this workspace cannot be started again.",
-			Annotations: &sdk.ToolAnnotations{DestructiveHint: new(true), OpenWorldHint: new(true)},
-		},
-	}
-}
-
-func (s *Server) listTasks(ctx context.Context, _ *sdk.CallToolRequest, _ noInput) (*sdk.CallToolResult, listTasksOutput, error) {
-	found, err := tasks.Find(callerWorkspace(ctx).Path)
-	out := listTasksOutput{Tasks: found}
-	if out.Tasks == nil {
-		out.Tasks = []tasks.Task{}
-	}
-	if err != nil {
-		out.Problems = err.Error()
-	}
-	return nil, out, nil
-}
 
 func (s *Server) runTask(ctx context.Context, req *sdk.CallToolRequest, in runTaskInput) (*sdk.CallToolResult, runTaskOutput, error) {
 	ws := callerWorkspace(ctx)

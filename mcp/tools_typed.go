@@ -48,16 +48,15 @@ func newInputCheck(schema any) (inputCheck, error) {
 }
 
 // decode validates raw against the input schema, applying its defaults,
-// and decodes the result into in, as sdk.AddTool's handler does: struct
-// fields match case-sensitively. A failed validation is told as
-// sdk.AddTool tells it.
+// and decodes the result into in, as sdk.AddTool's handler does. A failed
+// validation is told as sdk.AddTool tells it (TestTypedToolsAnswerAsSDKAddToolDoes).
 func (c inputCheck) decode(raw json.RawMessage, in any) error {
 	if c.emptyOK && isEmptyArgs(raw) {
 		return nil
 	}
 	m := map[string]any{}
 	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &m); err != nil {
+		if err := unmarshal(raw, &m); err != nil {
 			return fmt.Errorf("validating \"arguments\": unmarshaling arguments: %w", err)
 		}
 	}
@@ -72,9 +71,17 @@ func (c inputCheck) decode(raw json.RawMessage, in any) error {
 	if err != nil {
 		return fmt.Errorf("validating \"arguments\": %w", err)
 	}
+	return unmarshal(data, in)
+}
+
+// unmarshal decodes data into v as the SDK decodes arguments (its
+// internal/json): with segmentio's decoder, whose errors it tells, struct
+// fields matched case-sensitively. The SDK's limit on nesting applies to
+// the whole request before a tool sees it.
+func unmarshal(data []byte, v any) error {
 	dec := segjson.NewDecoder(bytes.NewReader(data))
 	dec.DontMatchCaseInsensitiveStructFields()
-	return dec.Decode(in)
+	return dec.Decode(v)
 }
 
 // isEmptyArgs reports whether raw is no arguments at all: absent or {}.

@@ -1,17 +1,47 @@
 package mcp
 
-// Handlers of the workspace tools: each acts on the caller's own workspace,
-// which the call pipeline resolved from X-Workspace-Path.
+// The workspace tools: each acts on the caller's own workspace, which the
+// call pipeline resolved from X-Workspace-Path.
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strconv"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"codehydra/workspace"
 )
+
+func getStatusTool() toolDef {
+	return toolDef{
+		tool: &sdk.Tool{
+			Name:  ToolGetStatus,
+			Title: "Get workspace status",
+			Description: "Reports the state of your own workspace (the git worktree you are working in): its path and branch, " +
+				"whether it has uncommitted changes (isDirty), how far it is ahead of or behind its base branch, and what its " +
+				"agent sessions are doing (agent.type none|idle|busy|mixed with counts). Call it before committing, " +
+				"merging or asking to delete the workspace.",
+			Annotations: readOnly(),
+		},
+		handler:        typed((*Server).getStatus),
+		needsWorkspace: true,
+	}
+}
+
+type statusOutput struct {
+	Path        string                `json:"path" jsonschema:"absolute path of the workspace"`
+	Name        string                `json:"name" jsonschema:"workspace name (its branch)"`
+	Branch      string                `json:"branch,omitempty" jsonschema:"checked-out branch; absent on a detached HEAD"`
+	ProjectPath string                `json:"projectPath" jsonschema:"absolute path of the project"`
+	IsDirty     bool                  `json:"isDirty" jsonschema:"true when the worktree has uncommitted changes"`
+	Base        string                `json:"base,omitempty" jsonschema:"branch the workspace is compared with"`
+	Ahead       int                   `json:"ahead" jsonschema:"commits on the workspace branch that base lacks"`
+	Behind      int                   `json:"behind" jsonschema:"commits on base that the workspace branch lacks"`
+	Agent       workspace.AgentStatus `json:"agent" jsonschema:"what the workspace's agent sessions are doing"`
+}
 
 func (s *Server) getStatus(ctx context.Context, _ *sdk.CallToolRequest, _ noInput) (*sdk.CallToolResult, statusOutput, error) {
 	ws := callerWorkspace(ctx)
@@ -25,6 +55,21 @@ func (s *Server) getStatus(ctx context.Context, _ *sdk.CallToolRequest, _ noInpu
 	}, nil
 }
 
+func getMetadataTool() toolDef {
+	return toolDef{
+		tool: &sdk.Tool{
+			Name:  ToolGetMetadata,
+			Title: "Get workspace metadata",
+			Description: "Returns all metadata of your workspace as a flat object of string values. \"base\" is always present: " +
+				"the branch this workspace was created from and should be merged back into. Other keys are notes that " +
+				"you or the user stored with workspace_set_metadata (e.g. a ticket or a plan).",
+			Annotations: readOnly(),
+		},
+		handler:        typed((*Server).getMetadata),
+		needsWorkspace: true,
+	}
+}
+
 func (s *Server) getMetadata(ctx context.Context, _ *sdk.CallToolRequest, _ noInput) (*sdk.CallToolResult, map[string]string, error) {
 	md, err := s.opts.Workspaces.Metadata(ctx, callerWorkspace(ctx).Path)
 	if err != nil {
@@ -36,11 +81,62 @@ func (s *Server) getMetadata(ctx context.Context, _ *sdk.CallToolRequest, _ noIn
 	return nil, md, nil
 }
 
+func setMetadataTool() toolDef {
+	return toolDef{
+		tool: &sdk.Tool{
+			Name:  ToolSetMetadata,
+			Title: "Set workspace metadata",
+			Description: "Stores a string under a key in your workspace's metadata (kept in the project's git config, so it " +
+				"survives restarts); value null deletes the key. Keys start with a letter and contain only letters, digits " +
+				"and '-'. Use it to remember things about this workspace, such as a ticket ID or the state of your task. " +
+				"Returns null.",
+			InputSchema: setMetadataSchema(),
+			Annotations: &sdk.ToolAnnotations{IdempotentHint: true, DestructiveHint: new(false), OpenWorldHint: new(false)},
+		},
+		handler:        typed((*Server).setMetadata),
+		needsWorkspace: true,
+	}
+}
+
+type setMetadataInput struct {
+	Key   string  `json:"key" jsonschema:"metadata key: a letter, then letters, digits or '-'"`
+	Value *string `json:"value" jsonschema:"new value; null deletes the key"`
+}
+
+// metadataKeyPattern is docs/DESIGN.md's rule for metadata keys; the workspace
+// domain enforces it too, the schema tells the model up front.
+const metadataKeyPattern = `^[A-Za-z][A-Za-z0-9-]*$`
+
+// setMetadataSchema is workspace_set_metadata's input schema, with the
+// key's pattern that struct tags cannot express.
+func setMetadataSchema() *jsonschema.Schema {
+	in, err := jsonschema.For[setMetadataInput](nil)
+	if err != nil {
+		panic(fmt.Sprintf("schema of %s: %v", ToolSetMetadata, err))
+	}
+	in.Properties["key"].Pattern = metadataKeyPattern
+	return in
+}
+
 func (s *Server) setMetadata(ctx context.Context, _ *sdk.CallToolRequest, in setMetadataInput) (*sdk.CallToolResult, any, error) {
 	if err := s.opts.Workspaces.SetMetadata(ctx, callerWorkspace(ctx).Path, in.Key, in.Value); err != nil {
 		return nil, nil, fail(err)
 	}
 	return textResult("null"), nil, nil
+}
+
+func getOpencodePortTool() toolDef {
+	return toolDef{
+		tool: &sdk.Tool{
+			Name:  ToolGetOpencodePort,
+			Title: "Get OpenCode port",
+			Description: "Returns the TCP port (a bare number) of the OpenCode server that runs your workspace's agent on " +
+				"127.0.0.1, or null when none runs. Only needed to talk to that server's HTTP API directly.",
+			Annotations: readOnly(),
+		},
+		handler:        typed((*Server).getOpencodePort),
+		needsWorkspace: true,
+	}
 }
 
 func (s *Server) getOpencodePort(ctx context.Context, _ *sdk.CallToolRequest, _ noInput) (*sdk.CallToolResult, any, error) {
@@ -53,6 +149,35 @@ func (s *Server) getOpencodePort(ctx context.Context, _ *sdk.CallToolRequest, _ 
 	}
 	return textResult(strconv.Itoa(port)), nil, nil
 }
+
+func deleteTool() toolDef {
+	return toolDef{
+		tool: &sdk.Tool{
+			Name:  ToolDelete,
+			Title: "Delete this workspace",
+			Description: "Deletes your own workspace: stops its agent (you), removes its metadata and its git worktree " +
+				"(uncommitted changes are lost) and deletes its branch, if CodeHydra created it, unless keepBranch is true. It answers " +
+				"{\"started\":true} at once and the deletion continues in the background; this conversation ends " +
+				"with it. Only call it when the user asked for it or your work is merged and nothing is left to do.",
+			Annotations: &sdk.ToolAnnotations{DestructiveHint: new(true), OpenWorldHint: new(false)},
+		},
+		handler:        typed((*Server).deleteWorkspace),
+		needsWorkspace: true,
+	}
+}
+
+type (
+	deleteInput struct {
+		KeepBranch bool `json:"keepBranch,omitempty" jsonschema:"keep the git branch after removing the worktree (default false: the branch is deleted too if CodeHydra created it; a branch that existed before the workspace is kept unless deleteBranch)"`
+		// DeleteBranch asks to delete a branch that existed before the
+		// workspace too; keepBranch wins.
+		DeleteBranch bool `json:"deleteBranch,omitempty" jsonschema:"also delete the branch when it existed before the workspace (default false: such a branch is kept); keepBranch wins"`
+	}
+
+	deleteOutput struct {
+		Started bool `json:"started" jsonschema:"true: the deletion runs in the background"`
+	}
+)
 
 // deleteWorkspace reserves the delete at once, so that a delete already
 // running (from the tray or another call) is a conflict in this answer,

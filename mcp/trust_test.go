@@ -19,7 +19,7 @@ import (
 	"codehydra/workspace"
 )
 
-// Identity comes from the credential (DESIGN.md "Trust"): a workspace's
+// Identity comes from the credential (docs/DESIGN.md "Trust"): a workspace's
 // token acts on that workspace and its project only, whatever the request
 // says about itself. Real server, real HTTP, the real SDK client, real git.
 

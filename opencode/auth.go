@@ -9,7 +9,7 @@ import (
 )
 
 // An agent's server demands HTTP basic auth as serverUser with a password
-// of its own (DESIGN.md "OpenCode"): without one, opencode serves its
+// of its own (docs/DESIGN.md "OpenCode"): without one, opencode serves its
 // whole API (sessions, shell, files, provider keys) to anyone who reaches
 // the port.
 const serverUser = "opencode"

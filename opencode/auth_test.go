@@ -50,7 +50,7 @@ func authStatus(t *testing.T, port int, path, password string) int {
 	return resp.StatusCode
 }
 
-// TestEachAgentServerDemandsItsOwnPassword pins DESIGN.md's
+// TestEachAgentServerDemandsItsOwnPassword pins docs/DESIGN.md's
 // OPENCODE_SERVER_PASSWORD: each start of each agent gets a random one
 // (not an inherited one, not the MCP token), the supervisor reaches the
 // server only with it (readiness, MCP, the event stream), and it appears

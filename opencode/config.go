@@ -14,7 +14,7 @@ import (
 	"codehydra/internal/atomicfile"
 )
 
-// configJSON is DESIGN.md's OpenCode config file, byte for byte. opencode
+// configJSON is docs/DESIGN.md's OpenCode config file, byte for byte. opencode
 // substitutes the {env:…} references from each agent's environment, so one
 // file serves every workspace.
 const configJSON = `{

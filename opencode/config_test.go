@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// designConfig is DESIGN.md's OpenCode config, as data.
+// designConfig is docs/DESIGN.md's OpenCode config, as data.
 var designConfig = map[string]any{
 	"$schema": "https://opencode.ai/config.json",
 	"mcp": map[string]any{

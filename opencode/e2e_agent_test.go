@@ -283,7 +283,7 @@ func TestRealOpencodeReconnectsWithARotatedToken(t *testing.T) {
 	}
 }
 
-// TestRealOpencodeAgentServerIsLocked pins DESIGN.md's
+// TestRealOpencodeAgentServerIsLocked pins docs/DESIGN.md's
 // OPENCODE_SERVER_PASSWORD with the real opencode: an agent started by the
 // supervisor answers 401 on every route to a request without its password
 // (another user or process on the machine), 200 with it, and still became

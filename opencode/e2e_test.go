@@ -147,7 +147,7 @@ func (g *gate) open() {
 // app's order (MCP server, then the config file, then agents), isolated
 // from the machine: git and XDG for this process (the manager runs git)
 // and for opencode, which writes under HOME and the XDG folders. The
-// opencode config is DESIGN.md's plus the fake model as provider.
+// opencode config is docs/DESIGN.md's plus the fake model as provider.
 type realStack struct {
 	project string
 	mgr     *workspace.Manager
@@ -196,10 +196,7 @@ func newRealStack(t *testing.T, ctx context.Context, bin string, model *fakemode
 	project := testenv.GitRepo(t, "project")
 	logs := &testenv.SyncBuffer{}
 	logger := slog.New(slog.NewTextHandler(io.MultiWriter(testWriter{t}, logs), &slog.HandlerOptions{Level: slog.LevelInfo}))
-	mgr := workspace.NewManager(workspace.Options{Projects: []string{project}, WorktreeRoot: filepath.Join(tmp, "worktrees"), Logger: logger})
-	if err := mgr.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
+	events := workspace.NewEvents(logger)
 
 	token, err := mcp.LoadOrCreateToken(paths.TokenFile())
 	if err != nil {
@@ -217,9 +214,7 @@ func newRealStack(t *testing.T, ctx context.Context, bin string, model *fakemode
 			return tok
 		},
 		OnChange: func(path string) {
-			if ws, err := mgr.Resolve(path); err == nil {
-				mgr.Publish(workspace.Event{Kind: workspace.EventAgentChanged, ProjectPath: ws.ProjectPath, Workspace: ws})
-			}
+			events.Publish(workspace.Event{Kind: workspace.EventAgentChanged, Workspace: workspace.Workspace{Path: path}})
 		},
 		Logger: logger,
 		Env:    agentEnv,
@@ -228,7 +223,10 @@ func newRealStack(t *testing.T, ctx context.Context, bin string, model *fakemode
 		so.tune(&supOpts)
 	}
 	sup := opencode.NewSupervisor(supOpts)
-	mgr.SetAgents(sup)
+	mgr := workspace.NewManager(workspace.Options{Projects: []string{project}, WorktreeRoot: filepath.Join(tmp, "worktrees"), Logger: logger, Agents: sup, Events: events})
+	if err := mgr.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
 	mcpOpts := mcp.Options{Token: token, Workspaces: mgr, Agents: sup, Sessions: sup, Logger: logger}
 	if so.tuneMCP != nil {
 		so.tuneMCP(&mcpOpts)

@@ -73,7 +73,7 @@ func TestAnAgentKilledMidTurnIsReadyWithinFiveSecondsAndItsStatusRecovers(t *tes
 			// Every state published since the kill, as OnChange saw it: the
 			// crash is noticed first, the dead turn is not reported as
 			// running, nothing is "ready" without a port, and the type is
-			// always one of DESIGN.md's.
+			// always one of docs/DESIGN.md's.
 			seen := f.changes.published(ws.Path)[before:]
 			if len(seen) == 0 || seen[0].State != workspace.AgentStateStarting {
 				t.Errorf("the first state published after the kill is not the restart: %+v", seen)

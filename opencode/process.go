@@ -200,7 +200,7 @@ func (p *process) exitDescription() string {
 // agentEnv is the agent's environment: the user's own, without any
 // inherited CODEHYDRA_* or OPENCODE_CONFIG (a CodeHydra started from inside
 // an agent's terminal must not leak its parent's settings), plus the four
-// variables DESIGN.md names.
+// variables docs/DESIGN.md names.
 func agentEnv(base []string, configPath, wsPath string, mcpPort int, token string) []string {
 	env := make([]string, 0, len(base)+5)
 	inheritedContent := ""

@@ -58,13 +58,12 @@ func TestHelperDeleteProcess(t *testing.T) {
 	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
 		t.Fatal(err)
 	}
-	m := NewManager(Options{Projects: []string{spec.Repo}, WorktreeRoot: spec.Root})
 	mark := func() {
 		if err := os.WriteFile(spec.Mark, nil, 0o600); err != nil {
 			t.Error(err)
 		}
 	}
-	m.SetAgents(&blockingAgents{point: spec.Point == "stop-agent", mark: mark})
+	m := NewManager(Options{Projects: []string{spec.Repo}, WorktreeRoot: spec.Root, Agents: &blockingAgents{point: spec.Point == "stop-agent", mark: mark}})
 	when, gitArgs, _ := strings.Cut(spec.Point, ":")
 	if when == "step" {
 		// A step of the worktree's removal, which runs no git.

@@ -252,7 +252,7 @@ func (d *deletion) stopAgent(ctx context.Context) (entry worktreeEntry, register
 	if registered {
 		d.ws.Branch, d.ws.Detached = entry.Branch, entry.Branch == ""
 	}
-	if a := d.m.currentAgents(); a != nil {
+	if a := d.m.agents; a != nil {
 		if err := a.StopAgent(ctx, d.ws.Path); err != nil {
 			return entry, registered, &Error{Code: CodeInternal, Message: fmt.Sprintf("cannot stop the agent of %s; try the delete again", d.ws.Path), Err: err}
 		}

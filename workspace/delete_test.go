@@ -26,9 +26,8 @@ func registered(t *testing.T, repo, path string) bool {
 
 func TestDeleteRunsTheStepsInOrder(t *testing.T) {
 	t.Parallel()
-	m, p := setup(t)
 	agents := &fakeAgents{}
-	m.SetAgents(agents)
+	m, p := setupWith(t, agents)
 	ws := create(t, m, p, "doomed")
 	testenv.Git(t, p.Path, "config", "branch.doomed.codehydra.note", "hi")
 	ev := record(t, m)
@@ -251,9 +250,8 @@ func TestASecondDeleteFinishesAfterTheMetadataCouldNotBeRemoved(t *testing.T) {
 
 func TestDeleteStopsWhenTheAgentCannotBeStopped(t *testing.T) {
 	t.Parallel()
-	m, p := setup(t)
 	agents := &fakeAgents{stopErr: errors.New("still running")}
-	m.SetAgents(agents)
+	m, p := setupWith(t, agents)
 	ws := create(t, m, p, "agent")
 	ev := record(t, m)
 	if err := m.Delete(context.Background(), ws.Path, DeleteOptions{}); err == nil {
@@ -276,9 +274,8 @@ func TestDeleteStopsWhenTheAgentCannotBeStopped(t *testing.T) {
 
 func TestASecondConcurrentDeleteIsAConflict(t *testing.T) {
 	t.Parallel()
-	m, p := setup(t)
 	agents := &fakeAgents{entered: make(chan string, 1), gate: make(chan struct{})}
-	m.SetAgents(agents)
+	m, p := setupWith(t, agents)
 	ws := create(t, m, p, "twice")
 	first := make(chan error, 1)
 	go func() { first <- m.Delete(context.Background(), ws.Path, DeleteOptions{}) }()

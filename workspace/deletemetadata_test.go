@@ -64,23 +64,22 @@ func TestAFailedDeleteNeverLeavesAWorkspaceWithoutItsMetadata(t *testing.T) {
 	for _, tc := range []struct {
 		step DeleteStep
 		// fault makes step fail and returns what undoes it.
-		fault func(t *testing.T, m *Manager, p Project, ws Workspace) (undo func())
+		fault func(t *testing.T, agents *fakeAgents, p Project, ws Workspace) (undo func())
 	}{
-		{StepStopAgent, func(t *testing.T, m *Manager, _ Project, _ Workspace) func() {
-			agents := &fakeAgents{stopErr: errors.New("still running")}
-			m.SetAgents(agents)
-			return func() { m.SetAgents(&fakeAgents{}) }
+		{StepStopAgent, func(t *testing.T, agents *fakeAgents, _ Project, _ Workspace) func() {
+			agents.failStops(errors.New("still running"))
+			return func() { agents.failStops(nil) }
 		}},
-		{StepRemoveWorktree, func(t *testing.T, _ *Manager, p Project, ws Workspace) func() {
+		{StepRemoveWorktree, func(t *testing.T, _ *fakeAgents, p Project, ws Workspace) func() {
 			testenv.Git(t, p.Path, "worktree", "lock", "--reason", "on a stick", ws.Path)
 			return func() { testenv.Git(t, p.Path, "worktree", "unlock", ws.Path) }
 		}},
-		{StepDeleteBranch, func(t *testing.T, _ *Manager, p Project, _ Workspace) func() {
+		{StepDeleteBranch, func(t *testing.T, _ *fakeAgents, p Project, _ Workspace) func() {
 			lock := filepath.Join(p.Path, ".git", "refs", "heads", "doomed.lock")
 			testenv.WriteFile(t, lock, "")
 			return func() { os.Remove(lock) }
 		}},
-		{StepRemoveMetadata, func(t *testing.T, _ *Manager, p Project, _ Workspace) func() {
+		{StepRemoveMetadata, func(t *testing.T, _ *fakeAgents, p Project, _ Workspace) func() {
 			lock := filepath.Join(p.Path, ".git", "config.lock")
 			testenv.WriteFile(t, lock, "")
 			return func() { os.Remove(lock) }
@@ -88,13 +87,14 @@ func TestAFailedDeleteNeverLeavesAWorkspaceWithoutItsMetadata(t *testing.T) {
 	} {
 		t.Run(string(tc.step), func(t *testing.T) {
 			t.Parallel()
-			m, p := setup(t)
+			agents := &fakeAgents{}
+			m, p := setupWith(t, agents)
 			ws := create(t, m, p, "doomed")
 			if err := m.SetMetadata(context.Background(), ws.Path, "note", ptr("mine")); err != nil {
 				t.Fatal(err)
 			}
 			before := branchConfig(t, p.Path, "doomed")
-			undo := tc.fault(t, m, p, ws)
+			undo := tc.fault(t, agents, p, ws)
 			ev := record(t, m)
 			if err := m.Delete(context.Background(), ws.Path, DeleteOptions{}); err == nil {
 				t.Fatal("the delete succeeded despite the fault")

@@ -1,5 +1,10 @@
 package workspace
 
+import (
+	"log/slog"
+	"sync"
+)
+
 // EventKind names what changed.
 type EventKind string
 
@@ -54,4 +59,73 @@ type Event struct {
 	// made (not one found on disk): only those are prepared (package
 	// prepare) before their agent starts.
 	Created bool `json:"created,omitempty"`
+}
+
+// eventBuffer is the capacity of a subscriber's channel.
+const eventBuffer = 256
+
+// Events delivers change events to subscribers. The manager publishes its
+// own there; the app builds one first and hands it to every part that
+// publishes (agents, preparation, the status cache), so that none of them
+// needs the manager to tell the others of a change.
+type Events struct {
+	log  *slog.Logger
+	mu   sync.Mutex
+	subs map[*subscriber]struct{}
+}
+
+type subscriber struct {
+	ch      chan Event
+	dropped int
+}
+
+// NewEvents returns an Events with no subscriber; log (nil: discarded)
+// says when a subscriber falls behind.
+func NewEvents(log *slog.Logger) *Events {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Events{log: log, subs: map[*subscriber]struct{}{}}
+}
+
+// Subscribe returns a channel of change events and a function that ends the
+// subscription and closes the channel. The channel is buffered; events that
+// do not fit because the subscriber is not reading are dropped (and logged)
+// so that a slow subscriber never blocks the publisher. Subscribers re-read
+// the state an event names, so a dropped event costs freshness only until
+// the next one.
+func (h *Events) Subscribe() (events <-chan Event, cancel func()) {
+	s := &subscriber{ch: make(chan Event, eventBuffer)}
+	h.mu.Lock()
+	h.subs[s] = struct{}{}
+	h.mu.Unlock()
+	var once sync.Once
+	return s.ch, func() {
+		once.Do(func() {
+			h.mu.Lock()
+			delete(h.subs, s)
+			close(s.ch)
+			h.mu.Unlock()
+		})
+	}
+}
+
+// Publish sends e to every subscriber without blocking.
+func (h *Events) Publish(e Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.subs {
+		select {
+		case s.ch <- e:
+			if s.dropped > 0 {
+				h.log.Warn("event subscriber caught up", "dropped", s.dropped)
+				s.dropped = 0
+			}
+		default:
+			s.dropped++
+			if s.dropped == 1 {
+				h.log.Warn("event subscriber is not keeping up; dropping events", "kind", string(e.Kind))
+			}
+		}
+	}
 }

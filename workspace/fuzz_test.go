@@ -14,7 +14,7 @@ import (
 )
 
 // The fuzzers of this file check the domain's input rules against oracles
-// written independently of the implementation: DESIGN.md's regular
+// written independently of the implementation: docs/DESIGN.md's regular
 // expression and limits, the file system's own idea of "the same folder",
 // and git itself. Their seed corpora live under testdata/fuzz/<name>/;
 // `make fuzz-short` runs each for a few seconds, `make soak` for longer.
@@ -62,7 +62,7 @@ func newResolveFixture(t testing.TB) *resolveFixture {
 	}
 }
 
-// expectResolve is the oracle of Resolve: the request rules of DESIGN.md,
+// expectResolve is the oracle of Resolve: the request rules of docs/DESIGN.md,
 // then "the path names the same folder as a registered workspace" as the
 // kernel sees it (os.Stat follows symlinks; os.SameFile compares inodes),
 // which shares no code with Resolve's string handling.
@@ -204,7 +204,7 @@ func FuzzValidateName(f *testing.F) {
 	})
 }
 
-// designKeyRe is DESIGN.md's rule for metadata keys, as written there.
+// designKeyRe is docs/DESIGN.md's rule for metadata keys, as written there.
 var designKeyRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]*$`)
 
 func keyOK(key string) bool {
@@ -264,10 +264,10 @@ func FuzzValidateMetadataKey(f *testing.F) {
 		err := ValidateMetadataKey(key)
 		want := keyOK(key)
 		if design := designKeyRe.MatchString(key) && len(key) <= MaxMetadataKeyLength; design != want {
-			t.Fatalf("the test's oracle and DESIGN.md's rule disagree on %q", key)
+			t.Fatalf("the test's oracle and docs/DESIGN.md's rule disagree on %q", key)
 		}
 		if (err == nil) != want {
-			t.Fatalf("ValidateMetadataKey(%q) = %v; DESIGN.md says ok=%v", key, err, want)
+			t.Fatalf("ValidateMetadataKey(%q) = %v; docs/DESIGN.md says ok=%v", key, err, want)
 		}
 		if err != nil {
 			if CodeOf(err) != CodeInvalidInput {

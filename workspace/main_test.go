@@ -50,7 +50,13 @@ func newManager(t testing.TB, opts Options) (*Manager, *testenv.SyncBuffer) {
 // setup returns a manager with one loaded project.
 func setup(t testing.TB) (*Manager, Project) {
 	t.Helper()
-	m, _ := newManager(t, Options{})
+	return setupWith(t, nil)
+}
+
+// setupWith is setup with agents.
+func setupWith(t testing.TB, agents Agents) (*Manager, Project) {
+	t.Helper()
+	m, _ := newManager(t, Options{Agents: agents})
 	p, err := m.AddProject(context.Background(), testenv.GitRepo(t, "project"))
 	if err != nil {
 		t.Fatal(err)
@@ -205,6 +211,23 @@ type fakeAgents struct {
 	stopErr  error
 	entered  chan string   // receives the path when StopAgent starts; may be nil
 	gate     chan struct{} // StopAgent waits for it when non-nil
+}
+
+// set makes path's agent report st.
+func (a *fakeAgents) set(path string, st AgentStatus) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.statuses == nil {
+		a.statuses = map[string]AgentStatus{}
+	}
+	a.statuses[path] = st
+}
+
+// failStops makes StopAgent fail with err (nil: succeed).
+func (a *fakeAgents) failStops(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.stopErr = err
 }
 
 func (a *fakeAgents) AgentStatus(path string) AgentStatus {

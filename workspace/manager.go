@@ -29,6 +29,10 @@ type Options struct {
 	WorktreeRoot string
 	// Agents reports and stops agents; nil means no agents (status "none").
 	Agents Agents
+	// Events is where the manager publishes its changes, shared with the
+	// parts that publish theirs (agents, preparation, the status cache);
+	// nil gives the manager one of its own.
+	Events *Events
 	// Logger receives the manager's logs; nil discards them.
 	Logger *slog.Logger
 	// PollInterval is how often Run looks for worktrees added or removed
@@ -42,9 +46,6 @@ type Options struct {
 // DefaultPollInterval is Run's default interval: worktrees made or removed
 // outside the app show up within two intervals at most.
 const DefaultPollInterval = time.Second
-
-// eventBuffer is the capacity of a subscriber's channel.
-const eventBuffer = 256
 
 // Manager owns the projects and their workspaces. All methods are safe for
 // concurrent use; git runs outside the manager's lock.
@@ -66,25 +67,19 @@ type Manager struct {
 	// list is saved in the order it changes. It is taken before mu.
 	projMu sync.Mutex
 
-	mu          sync.Mutex
-	agents      Agents
-	statusCache StatusCache         // nil: Status asks git
-	stored      []string            // the persisted list, as given; includes projects that did not load
-	projects    map[string]*project // by pathKey(Project.Path)
+	// agents and events are set by NewManager and never change.
+	agents Agents
+	events *Events
+
+	mu       sync.Mutex
+	stored   []string            // the persisted list, as given; includes projects that did not load
+	projects map[string]*project // by pathKey(Project.Path)
 	// busy holds the workspace paths (pathKey) and branches (branchKey)
 	// that a create or a delete is working on, with what it is doing.
 	busy map[string]string
 	// tombstones are workspaces whose worktree a failed delete removed but
 	// whose branch is left, so that a second Delete can finish the job.
 	tombstones map[string]Workspace
-
-	subMu sync.Mutex
-	subs  map[*subscriber]struct{}
-}
-
-type subscriber struct {
-	ch      chan Event
-	dropped int
 }
 
 // NewManager returns a Manager. It is cheap and runs no git; call Load.
@@ -93,7 +88,12 @@ func NewManager(opts Options) *Manager {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	events := opts.Events
+	if events == nil {
+		events = NewEvents(log)
+	}
 	m := &Manager{
+		events:     events,
 		opts:       opts,
 		log:        log,
 		git:        newGitRunner(opts.Git),
@@ -103,7 +103,6 @@ func NewManager(opts Options) *Manager {
 		projects:   map[string]*project{},
 		busy:       map[string]string{},
 		tombstones: map[string]Workspace{},
-		subs:       map[*subscriber]struct{}{},
 	}
 	m.git.gone = m.workspaceGone
 	m.git.pin = m.pinnedGit
@@ -121,61 +120,21 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// SetAgents sets the agent supervisor, which is built after the manager.
-func (m *Manager) SetAgents(a Agents) {
-	m.mu.Lock()
-	m.agents = a
-	m.mu.Unlock()
-}
-
-func (m *Manager) currentAgents() Agents {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.agents
-}
-
-// Subscribe returns a channel of change events and a function that ends the
-// subscription and closes the channel. The channel is buffered; events that
-// do not fit because the subscriber is not reading are dropped (and logged)
-// so that a slow subscriber never blocks the manager. Subscribers re-read
-// the state an event names, so a dropped event costs freshness only until
-// the next one.
-func (m *Manager) Subscribe() (events <-chan Event, cancel func()) {
-	s := &subscriber{ch: make(chan Event, eventBuffer)}
-	m.subMu.Lock()
-	m.subs[s] = struct{}{}
-	m.subMu.Unlock()
-	var once sync.Once
-	return s.ch, func() {
-		once.Do(func() {
-			m.subMu.Lock()
-			delete(m.subs, s)
-			close(s.ch)
-			m.subMu.Unlock()
-		})
+// AgentStatus is the agent of the workspace at path as Options.Agents
+// reports it; NoAgent without agents.
+func (m *Manager) AgentStatus(path string) AgentStatus {
+	if m.agents == nil {
+		return NoAgent
 	}
+	return m.agents.AgentStatus(path)
 }
 
-// Publish sends e to every subscriber without blocking. Adapters use it for
-// events the manager does not produce itself, such as agent-changed.
-func (m *Manager) Publish(e Event) {
-	m.subMu.Lock()
-	defer m.subMu.Unlock()
-	for s := range m.subs {
-		select {
-		case s.ch <- e:
-			if s.dropped > 0 {
-				m.log.Warn("event subscriber caught up", "dropped", s.dropped)
-				s.dropped = 0
-			}
-		default:
-			s.dropped++
-			if s.dropped == 1 {
-				m.log.Warn("event subscriber is not keeping up; dropping events", "kind", string(e.Kind))
-			}
-		}
-	}
-}
+// Subscribe subscribes to the manager's events (Events.Subscribe): its
+// own, and those of the parts that share its Events.
+func (m *Manager) Subscribe() (events <-chan Event, cancel func()) { return m.events.Subscribe() }
+
+// Publish sends e to every subscriber (Events.Publish).
+func (m *Manager) Publish(e Event) { m.events.Publish(e) }
 
 // reserve marks keys as busy with what ("create" or "delete") and returns
 // the function that releases them. A key already busy is a CodeConflict.

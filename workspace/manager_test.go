@@ -66,9 +66,8 @@ func TestCancelClosesTheChannelAndStopsDelivery(t *testing.T) {
 
 func TestManagerIsSafeForConcurrentUse(t *testing.T) {
 	t.Parallel()
-	m, p := setup(t)
+	m, p := setupWith(t, &fakeAgents{})
 	m.opts.PollInterval = 5 * time.Millisecond
-	m.SetAgents(&fakeAgents{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	runManager(t, m)

@@ -42,7 +42,7 @@ func TestMetadataSetGetDelete(t *testing.T) {
 	if !maps.Equal(got, want) {
 		t.Fatalf("metadata = %q\nwant       %q", got, want)
 	}
-	// Stored where DESIGN.md says, in the project's config.
+	// Stored where docs/DESIGN.md says, in the project's config.
 	if v := testenv.Git(t, p.Path, "config", "--get", "branch.feature/md.codehydra.note"); v != "hello world" {
 		t.Fatalf("git config has %q", v)
 	}

@@ -15,9 +15,8 @@ import (
 
 func TestAMetadataWriteDuringADeleteIsRefusedAndLeavesNothing(t *testing.T) {
 	t.Parallel()
-	m, p := setup(t)
 	agents := &fakeAgents{entered: make(chan string, 1), gate: make(chan struct{})}
-	m.SetAgents(agents)
+	m, p := setupWith(t, agents)
 	ws := create(t, m, p, "doomed")
 	deleted := make(chan error, 1)
 	go func() { deleted <- m.Delete(context.Background(), ws.Path, DeleteOptions{}) }()

@@ -54,9 +54,8 @@ func TestStartDeleteReservesTheWorkspaceBeforeItsWorkRuns(t *testing.T) {
 
 func TestStartDeleteHoldsTheReservationWhileItsWorkRuns(t *testing.T) {
 	t.Parallel()
-	m, p := setup(t)
 	agents := &fakeAgents{entered: make(chan string, 1), gate: make(chan struct{})}
-	m.SetAgents(agents)
+	m, p := setupWith(t, agents)
 	ws := create(t, m, p, "ws")
 	ctx := context.Background()
 	run, err := m.StartDelete(ctx, ws.Path, DeleteOptions{})
@@ -80,9 +79,8 @@ func TestStartDeleteHoldsTheReservationWhileItsWorkRuns(t *testing.T) {
 
 func TestStartDeleteReleasesTheReservationWhenItsWorkFails(t *testing.T) {
 	t.Parallel()
-	m, p := setup(t)
 	agents := &fakeAgents{stopErr: errors.New("still running")}
-	m.SetAgents(agents)
+	m, p := setupWith(t, agents)
 	ws := create(t, m, p, "ws")
 	ctx := context.Background()
 	run, err := m.StartDelete(ctx, ws.Path, DeleteOptions{})

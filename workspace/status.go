@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"strings"
 )
@@ -13,29 +12,18 @@ import (
 // agents). It takes no git lock, so it never gets in the way of an agent's
 // own git commands.
 //
-// With a StatusCache set (SetStatusCache), the git part comes from it: a
-// warm call runs no git at all. Without one, or when it answers
-// ErrNotCached, the call asks git.
+// It asks git each time; package statuscache answers the git part from
+// memory in front of it.
 func (m *Manager) Status(ctx context.Context, wsPath string) (Status, error) {
 	ws, p, err := m.resolve(wsPath)
 	if err != nil {
 		return Status{}, err
 	}
-	var st Status
-	c := m.currentStatusCache()
-	if c != nil {
-		st, err = c.GitStatus(ctx, ws)
-	}
-	if c == nil || errors.Is(err, ErrNotCached) {
-		st, err = m.readStatus(ctx, ws, p, ws.Branch)
-	}
+	st, err := m.readStatus(ctx, ws, p, ws.Branch)
 	if err != nil {
 		return Status{}, err
 	}
-	st.Agent = NoAgent
-	if a := m.currentAgents(); a != nil {
-		st.Agent = a.AgentStatus(ws.Path)
-	}
+	st.Agent = m.AgentStatus(ws.Path)
 	return st, nil
 }
 

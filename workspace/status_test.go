@@ -131,7 +131,10 @@ func TestStatusReportsTheAgent(t *testing.T) {
 		t.Fatalf("without agents: %+v, %v", st.Agent, err)
 	}
 	busy := AgentStatus{Type: AgentBusy, Counts: AgentCounts{Busy: 1, Total: 1}, State: AgentStateReady, Port: 4100}
-	m.SetAgents(&fakeAgents{statuses: map[string]AgentStatus{ws.Path: busy}})
+	agents := &fakeAgents{}
+	m, p = setupWith(t, agents)
+	ws = create(t, m, p, "ws")
+	agents.set(ws.Path, busy)
 	st, err = m.Status(context.Background(), ws.Path)
 	if err != nil || st.Agent != busy {
 		t.Fatalf("with agents: %+v, %v", st.Agent, err)

@@ -47,7 +47,7 @@ type Workspace struct {
 // AgentType summarises the sessions of a workspace's agent.
 type AgentType string
 
-// The agent types of DESIGN.md's workspace_get_status.
+// The agent types of docs/DESIGN.md's workspace_get_status.
 const (
 	AgentNone  AgentType = "none"
 	AgentIdle  AgentType = "idle"
@@ -175,7 +175,7 @@ type Agents interface {
 }
 
 // Code classifies an error for callers such as the MCP server. The values
-// are DESIGN.md's error codes.
+// are docs/DESIGN.md's error codes.
 type Code string
 
 // Error codes.

@@ -139,9 +139,8 @@ func TestAFolderThatIsNotGitsWorktreeIsRefusedBeforeAnyStep(t *testing.T) {
 	for _, tc := range tamperings {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			m, p := setup(t)
 			agents := &fakeAgents{}
-			m.SetAgents(agents)
+			m, p := setupWith(t, agents)
 			ws := create(t, m, p, "ws")
 			other := create(t, m, p, "other")
 			tc.tamper(t, ws, other)

@@ -51,17 +51,18 @@ func newManager(projects []string, root string) *workspace.Manager {
 }
 
 // runManager runs m.Run and a status cache over m, as serve does, until
-// the returned stop is called; it returns once Status answers from the
-// cache.
-func runManager(m *workspace.Manager) (stop func()) {
+// the returned stop is called; it returns m in front of the cache, whose
+// Status answers from it already.
+func runManager(m *workspace.Manager) (cached statuscache.Workspaces, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	_, waitCache := statuscache.Start(ctx, m, statuscache.Options{})
+	c := statuscache.New(m, statuscache.Options{})
+	waitCache := c.Start(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		m.Run(ctx)
 	}()
-	return func() {
+	return statuscache.Over(m, c), func() {
 		cancel()
 		<-done
 		waitCache()
@@ -109,11 +110,11 @@ func (b *bench) benchStatus() error {
 		if err := m.Load(ctx); err != nil {
 			return err
 		}
-		stop := runManager(m)
-		err = b.measureWarm(m, r, &res)
+		cached, stop := runManager(m)
+		err = b.measureWarm(cached, r, &res)
 		var ch changeResult
 		if err == nil {
-			ch, err = b.measureChanges(m, r)
+			ch, err = b.measureChanges(cached, r)
 		}
 		stop()
 		if err != nil {
@@ -137,8 +138,8 @@ func (b *bench) measureCold(r benchRepo) (time.Duration, error) {
 			return 0, err
 		}
 		t0 := time.Now()
-		stop := runManager(m)
-		_, err := m.Status(b.ctx, r.Workspace)
+		cached, stop := runManager(m)
+		_, err := cached.Status(b.ctx, r.Workspace)
 		colds = append(colds, time.Since(t0))
 		stop()
 		if err != nil {
@@ -150,7 +151,7 @@ func (b *bench) measureCold(r benchRepo) (time.Duration, error) {
 
 // measureWarm times Status calls on a warm cache entry of m, which runs,
 // and counts the cache's inotify watches, into res.
-func (b *bench) measureWarm(m *workspace.Manager, r benchRepo, res *statusResult) error {
+func (b *bench) measureWarm(m statuscache.Workspaces, r benchRepo, res *statusResult) error {
 	if _, err := m.Status(b.ctx, r.Workspace); err != nil {
 		return err
 	}
@@ -172,7 +173,7 @@ func (b *bench) measureWarm(m *workspace.Manager, r benchRepo, res *statusResult
 
 // measureChanges times how long a change takes to show in a warm cache
 // (written by another process's view: a file appears, then goes).
-func (b *bench) measureChanges(m *workspace.Manager, r benchRepo) (changeResult, error) {
+func (b *bench) measureChanges(m statuscache.Workspaces, r benchRepo) (changeResult, error) {
 	ctx := b.ctx
 	res := changeResult{Files: r.Files}
 	waitFor := func(want bool) (time.Duration, error) {

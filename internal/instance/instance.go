@@ -1,7 +1,7 @@
 // Package instance keeps CodeHydra to one running instance per user and
 // tells other programs where it is: a lock file held with flock(2) for as
 // long as the process lives, and an instance file with the pid and the MCP
-// server's address and token (DESIGN.md "Files").
+// server's address and token (docs/DESIGN.md "Files").
 package instance
 
 import (
@@ -25,6 +25,15 @@ type Info struct {
 	MCPPort   int       `json:"mcpPort"`
 	Token     string    `json:"token"`
 	StartedAt time.Time `json:"startedAt"`
+}
+
+// Where says where the instance is: "pid N, MCP at URL" or "pid N, no MCP
+// server".
+func (i Info) Where() string {
+	if i.MCPURL == "" {
+		return fmt.Sprintf("pid %d, no MCP server", i.PID)
+	}
+	return fmt.Sprintf("pid %d, MCP at %s", i.PID, i.MCPURL)
 }
 
 // ErrNotRunning is returned (wrapped) by Read when there is no instance file.

@@ -265,3 +265,19 @@ func TestAlive(t *testing.T) {
 		})
 	}
 }
+
+func TestWhereNamesPidAndMCPAddress(t *testing.T) {
+	tests := []struct {
+		pid  int
+		url  string
+		want string
+	}{
+		{7, "http://127.0.0.1:4711/mcp", "pid 7, MCP at http://127.0.0.1:4711/mcp"},
+		{7, "", "pid 7, no MCP server"},
+	}
+	for _, tt := range tests {
+		if got := (Info{PID: tt.pid, MCPURL: tt.url}).Where(); got != tt.want {
+			t.Errorf("where(%d, %q) = %q, want %q", tt.pid, tt.url, got, tt.want)
+		}
+	}
+}

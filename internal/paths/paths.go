@@ -1,4 +1,4 @@
-// Package paths names the files CodeHydra keeps, as DESIGN.md lists them.
+// Package paths names the files CodeHydra keeps, as docs/DESIGN.md lists them.
 // Every path comes from github.com/adrg/xdg, so tests isolate the app by
 // setting XDG_* variables and calling xdg.Reload (see Reload).
 package paths

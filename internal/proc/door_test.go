@@ -44,7 +44,7 @@ var doorExceptions = []doorException{
 		"reads which of an agent's processes listen on its port; signals none"},
 	{"app/windowproc.go", []string{"exec.Command", ".Kill()"},
 		"the window process is CodeHydra's own binary showing one window, not a program run for a workspace: it ends when the bridge on its stdin closes, and is killed alone if it has not ended 2 s later"},
-	{"app/openers.go", []string{"exec.Command"},
+	{"app/window/openers.go", []string{"exec.Command"},
 		"opens a folder in the user's editor, terminal or file manager: the user's program, meant to outlive CodeHydra"},
 	{"app/agenturl.go", []string{"exec.Command"},
 		"opens an agent's page with the desktop's opener: the user's browser, meant to outlive CodeHydra"},

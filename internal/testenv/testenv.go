@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,36 @@ import (
 	"codehydra/internal/paths"
 	"codehydra/internal/sandbox"
 )
+
+// machineEnv is the environment the tests started in, before Main moved
+// HOME and XDG_* away from the machine.
+var machineEnv = os.Environ()
+
+// MachineEnv is the environment the test binary started in, before Main
+// moved HOME and XDG_* away from the machine: the go tool needs it to
+// find its build cache.
+func MachineEnv() []string { return machineEnv }
+
+// Isolate points every file of the app (HOME and XDG_*, the runtime
+// folder too), git's global config and the display at a fresh temp folder
+// of t, which it returns.
+func Isolate(t testing.TB) string {
+	t.Helper()
+	base := t.TempDir()
+	for _, v := range []string{"XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR", "HOME"} {
+		dir := filepath.Join(base, strings.ToLower(v))
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv(v, dir)
+	}
+	t.Setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	t.Setenv("DISPLAY", "")
+	t.Setenv("WAYLAND_DISPLAY", "")
+	paths.Reload()
+	return base
+}
 
 // inheritedGit are the variables that would point git at another
 // repository or add configuration when the tests run inside a git hook.
@@ -210,4 +241,46 @@ func FreePort(t testing.TB) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// WriteSettings writes content as the app's settings file.
+func WriteSettings(t testing.TB, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(paths.SettingsFile()), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(paths.SettingsFile(), []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ProcessesWith counts the live processes whose environment holds the
+// line env ("NAME=value").
+func ProcessesWith(t testing.TB, env string) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skip("needs /proc")
+	}
+	n := 0
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil {
+			continue
+		}
+		stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if bytes.Contains(stat, []byte(") Z ")) {
+			continue
+		}
+		if slices.ContainsFunc(bytes.Split(data, []byte{0}), func(v []byte) bool { return string(v) == env }) {
+			n++
+		}
+	}
+	return n
+}
+
+// Exists says whether path exists.
+func Exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

@@ -1,8 +1,8 @@
 // Package statuscache keeps the git part of every workspace's Status
 // (dirty, base, ahead, behind) in memory while it runs, so that
-// workspace_get_status and the tray answer without running git. It
-// implements workspace.StatusCache; the manager asks git itself whenever
-// the cache cannot answer.
+// workspace_get_status and the tray answer without running git. Over puts
+// it in front of the manager: Status answers from the cache, and asks the
+// manager (git) whenever the cache cannot answer.
 //
 // File-system events mark a workspace's entry stale; a refresh in the
 // background runs git status (or the base comparison) again:
@@ -138,7 +138,7 @@ func (cfg config) withDefaults() config {
 }
 
 // Cache is the status cache described above. It answers while Run runs;
-// otherwise GitStatus answers workspace.ErrNotCached.
+// otherwise GitStatus answers ErrNotCached.
 type Cache struct {
 	m     Manager
 	log   *slog.Logger
@@ -147,8 +147,6 @@ type Cache struct {
 	// cur is the cache of the Run in progress, nil when none is.
 	cur atomic.Pointer[cache]
 }
-
-var _ workspace.StatusCache = (*Cache)(nil)
 
 // New returns a cache over m's workspaces; it caches nothing until Run.
 func New(m Manager, o Options) *Cache {
@@ -163,11 +161,14 @@ func New(m Manager, o Options) *Cache {
 	return &Cache{m: m, log: log, clock: clock}
 }
 
-// GitStatus implements workspace.StatusCache.
+// GitStatus returns the git part of ws's Status (Agent left empty). A call
+// made right after a change waits for the refresh that change started, so
+// it never reports the state from before it. ErrNotCached means it cannot
+// answer.
 func (c *Cache) GitStatus(ctx context.Context, ws workspace.Workspace) (workspace.Status, error) {
 	r := c.cur.Load()
 	if r == nil {
-		return workspace.Status{}, workspace.ErrNotCached
+		return workspace.Status{}, ErrNotCached
 	}
 	return r.get(ctx, ws)
 }
@@ -188,23 +189,20 @@ func (c *Cache) Run(ctx context.Context) {
 	<-ctx.Done()
 }
 
-// Start makes a cache over m, hands it to m (SetStatusCache) and runs it
-// until ctx is done: the wiring of the app. The cache answers as soon as
-// Start returns; wait returns once it has stopped.
-func Start(ctx context.Context, m interface {
-	Manager
-	SetStatusCache(workspace.StatusCache)
-}, o Options) (c *Cache, wait func()) {
-	c = New(m, o)
-	stop, _ := c.start(ctx) // a new cache: nothing else runs it
-	m.SetStatusCache(c)
+// Start is Run in the background: the cache answers as soon as Start
+// returns (unless another Run runs it); wait returns once it has stopped,
+// after ctx ends.
+func (c *Cache) Start(ctx context.Context) (wait func()) {
+	stop, ok := c.start(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		defer stop()
-		<-ctx.Done()
+		if ok {
+			defer stop()
+			<-ctx.Done()
+		}
 	}()
-	return c, func() { <-done }
+	return func() { <-done }
 }
 
 // watchRole says why a folder is watched for an entry, which decides what
@@ -397,26 +395,26 @@ func (c *cache) close() {
 }
 
 // get returns the git part of ws's Status from the cache, waiting for a
-// refresh when the entry is stale. workspace.ErrNotCached means: ask git
+// refresh when the entry is stale. ErrNotCached means: ask git
 // directly.
 func (c *cache) get(ctx context.Context, ws workspace.Workspace) (workspace.Status, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return workspace.Status{}, workspace.ErrNotCached
+		return workspace.Status{}, ErrNotCached
 	}
 	e := c.entries[ws.Path]
 	if e == nil {
 		e = c.trackLocked(ws)
 		if e == nil {
-			return workspace.Status{}, workspace.ErrNotCached
+			return workspace.Status{}, ErrNotCached
 		}
 	}
 	wantTree, wantRefs, firstRun := e.treeGen, e.refsGen, e.runs
 	for {
 		switch {
 		case e.gone:
-			return workspace.Status{}, workspace.ErrNotCached
+			return workspace.Status{}, ErrNotCached
 		case e.treeDone >= wantTree && e.refsDone >= wantRefs:
 			return e.value, nil
 		case e.err != nil && e.errRun > firstRun:

@@ -516,8 +516,7 @@ func TestStatusCacheStopsWithRun(t *testing.T) {
 	goroutines, inotify := runtime.NumGoroutine(), inotifyInstances(t)
 
 	c := New(m.Manager, Options{})
-	m.cache = c
-	m.SetStatusCache(c)
+	m.cache, m.cached = c, Over(m.Manager, c)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -601,12 +600,13 @@ func TestStartAnswersAtOnceAndWaitReturnsOnceTheContextEnds(t *testing.T) {
 		cancel()
 		<-ran
 	}()
-	c, wait := Start(ctx, m.Manager, Options{})
+	c := New(m.Manager, Options{})
+	wait := c.Start(ctx)
 	if !c.Running() {
 		t.Fatal("the cache does not answer when Start returns")
 	}
 	testenv.WriteFile(t, filepath.Join(ws.Path, "new.txt"), "x")
-	m.cache = c
+	m.cache, m.cached = c, Over(m.Manager, c)
 	waitCached(t, m, ws.Path, time.Now(), soon, "the new file", func(st workspace.Status) bool { return st.IsDirty })
 
 	cancel()

@@ -35,8 +35,18 @@ type fixture struct {
 	clock Clock
 	// git, when set, counts the git reads of the cache and of Status.
 	git *gitCounter
-	// cache is the cache runCached runs.
-	cache *Cache
+	// cache is the cache runCached runs, and cached the manager in front
+	// of it, whose Status the tests call.
+	cache  *Cache
+	cached Workspaces
+}
+
+// Status is the manager's, through the cache once one runs.
+func (m *fixture) Status(ctx context.Context, path string) (workspace.Status, error) {
+	if m.cached.Manager == nil {
+		return m.Manager.Status(ctx, path)
+	}
+	return m.cached.Status(ctx, path)
 }
 
 // setup returns a manager with one loaded project.
@@ -85,10 +95,9 @@ func runCached(t testing.TB, m *fixture) *cache {
 	})
 	c.cfg = m.cfg
 	m.cache = c
+	m.cached = Over(m.Manager, c)
 	if m.git != nil {
-		m.SetStatusCache(countedCache{c, m.git})
-	} else {
-		m.SetStatusCache(c)
+		m.cached.cache = countedCache{c, m.git}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -167,7 +176,7 @@ type countedCache struct {
 
 func (c countedCache) GitStatus(ctx context.Context, ws workspace.Workspace) (workspace.Status, error) {
 	st, err := c.Cache.GitStatus(ctx, ws)
-	if errors.Is(err, workspace.ErrNotCached) {
+	if errors.Is(err, ErrNotCached) {
 		c.gc.add("fallback")
 	}
 	return st, err

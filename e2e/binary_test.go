@@ -1,0 +1,131 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"codehydra/internal/instance"
+	"codehydra/internal/paths"
+	"codehydra/internal/testenv"
+)
+
+// appBuild is the codehydra binary, built once for the tests that run it
+// as a separate process; TestMain removes it.
+var appBuild struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// builtApp returns the path of the codehydra binary, building it on the
+// first call.
+func builtApp(t *testing.T) string {
+	t.Helper()
+	appBuild.once.Do(func() {
+		dir, err := os.MkdirTemp("", "codehydra-bin-")
+		if err != nil {
+			appBuild.err = err
+			return
+		}
+		appBuild.dir, appBuild.path = dir, filepath.Join(dir, "codehydra")
+		appBuild.err = goBuild(appBuild.path, "codehydra")
+	})
+	if appBuild.err != nil {
+		t.Fatal(appBuild.err)
+	}
+	return appBuild.path
+}
+
+// goBuild builds the package pkg into the executable out.
+func goBuild(out, pkg string) error {
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Env = testenv.MachineEnv()
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %w\n%s", pkg, err, msg)
+	}
+	return nil
+}
+
+// servedApp is the built binary's `serve` running as a separate process.
+type servedApp struct {
+	cmd *exec.Cmd
+	// exited receives cmd.Wait's result; a reader puts it back for the
+	// cleanup that waits on it.
+	exited         chan error
+	stdout, stderr testenv.SyncBuffer
+	// info is the instance file it wrote: its pid, MCP port and token.
+	info instance.Info
+}
+
+// startServe runs the built binary's `serve` on repo in the environment
+// isolate made (XDG_*, HOME and git settings), and returns once it has
+// written its instance file. The process is killed at the end of the test.
+func startServe(t *testing.T, bin, repo string) *servedApp {
+	t.Helper()
+	app := &servedApp{cmd: exec.Command(bin, "serve", "--project", repo), exited: make(chan error, 1)}
+	app.cmd.Env = os.Environ()
+	app.cmd.Stdout, app.cmd.Stderr = &app.stdout, &app.stderr
+	if err := app.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { app.exited <- app.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = app.cmd.Process.Kill()
+		<-app.exited
+	})
+	testenv.WaitFor(t, "the instance file", 30*time.Second, func() bool {
+		select {
+		case err := <-app.exited:
+			app.exited <- err
+			t.Fatalf("codehydra exited early: %v\nstdout:\n%s\nstderr:\n%s", err, &app.stdout, &app.stderr)
+		default:
+		}
+		var err error
+		app.info, err = instance.Read(paths.InstanceFile())
+		return err == nil
+	})
+	return app
+}
+
+// TestBuiltBinaryServesAndStopsCleanlyOnSIGTERM runs the real program as a
+// separate process, as a user or a service manager would.
+func TestBuiltBinaryServesAndStopsCleanlyOnSIGTERM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := builtApp(t)
+	isolate(t)
+	repo := testenv.GitRepo(t, "repo")
+	app := startServe(t, bin, repo)
+	cmd, exited, stderr := app.cmd, app.exited, &app.stderr
+	if app.info.PID != cmd.Process.Pid {
+		t.Fatalf("instance file pid %d, want %d", app.info.PID, cmd.Process.Pid)
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		exited <- err
+		if err != nil {
+			t.Fatalf("codehydra did not exit cleanly: %v\nstderr:\n%s", err, stderr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("codehydra did not stop within 30 s of SIGTERM\nstderr:\n%s", stderr)
+	}
+	if testenv.Exists(paths.InstanceFile()) {
+		t.Fatal("instance file left after SIGTERM")
+	}
+	if !strings.Contains(stderr.String(), "shutting down") {
+		t.Errorf("stderr does not show the shutdown:\n%s", stderr)
+	}
+}

@@ -1,0 +1,167 @@
+package e2e
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	"google.golang.org/protobuf/proto"
+
+	"codehydra/mcp"
+)
+
+// otlpReceiver is an OTLP/HTTP collector of the test's own: it keeps every
+// span and metric it is sent.
+type otlpReceiver struct {
+	srv *httptest.Server
+
+	mu      sync.Mutex
+	posts   int
+	traces  []*coltracepb.ExportTraceServiceRequest
+	metrics []*colmetricpb.ExportMetricsServiceRequest
+}
+
+func newOTLPReceiver(t *testing.T) *otlpReceiver {
+	r := &otlpReceiver{}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, err := io.ReadAll(req.Body)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.posts++
+		var msg proto.Message
+		switch req.URL.Path {
+		case "/v1/traces":
+			m := &coltracepb.ExportTraceServiceRequest{}
+			r.traces, msg = append(r.traces, m), m
+		case "/v1/metrics":
+			m := &colmetricpb.ExportMetricsServiceRequest{}
+			r.metrics, msg = append(r.metrics, m), m
+		default:
+			http.NotFound(w, req)
+			return
+		}
+		if err == nil {
+			err = proto.Unmarshal(body, msg)
+		}
+		if err != nil {
+			t.Errorf("OTLP %s: %v", req.URL.Path, err)
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func attrsOf(kvs []*commonpb.KeyValue) map[string]string {
+	m := map[string]string{}
+	for _, kv := range kvs {
+		m[kv.Key] = kv.Value.GetStringValue()
+	}
+	return m
+}
+
+// span is the attributes of the first span named name, and its
+// resource's.
+func (r *otlpReceiver) span(name string) (attrs, resource map[string]string, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, req := range r.traces {
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				for _, s := range ss.Spans {
+					if s.Name == name {
+						return attrsOf(s.Attributes), attrsOf(rs.Resource.GetAttributes()), true
+					}
+				}
+			}
+		}
+	}
+	return nil, nil, false
+}
+
+// metricNames is every metric name received.
+func (r *otlpReceiver) metricNames() map[string]bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	names := map[string]bool{}
+	for _, req := range r.metrics {
+		for _, rm := range req.ResourceMetrics {
+			for _, sm := range rm.ScopeMetrics {
+				for _, m := range sm.Metrics {
+					if m.GetHistogram() != nil || m.GetSum() != nil || m.GetGauge() != nil {
+						names[m.Name] = true
+					}
+				}
+			}
+		}
+	}
+	return names
+}
+
+// otelEnv is the environment without any OTEL_ variable, plus extra.
+func otelEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OTEL_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, extra...)
+}
+
+func TestServeExportsSpansAndMetricsOfToolCallsOverOTLP(t *testing.T) {
+	bin := builtApp(t)
+	isolate(t)
+	recv := newOTLPReceiver(t)
+	app := launch(t, bin, otelEnv("OTEL_EXPORTER_OTLP_ENDPOINT="+recv.srv.URL, "OTEL_METRIC_EXPORT_INTERVAL=300", "OTEL_BSP_SCHEDULE_DELAY=100"))
+	if _, err := app.call(t, "", mcp.ToolProjectList, nil); err != nil {
+		t.Fatalf("project_list: %v", err)
+	}
+
+	var attrs, res map[string]string
+	app.poll(t, "the span of the project_list call", func() bool {
+		var ok bool
+		attrs, res, ok = recv.span("tools/call " + mcp.ToolProjectList)
+		return ok
+	})
+	want := map[string]string{"gen_ai.tool.name": mcp.ToolProjectList, "codehydra.caller": "user", "codehydra.outcome": "ok", "mcp.method.name": "tools/call"}
+	for k, v := range want {
+		if attrs[k] != v {
+			t.Errorf("span attribute %s = %q, want %q (all: %v)", k, attrs[k], v, attrs)
+		}
+	}
+	if res["service.name"] != "codehydra" || res["service.version"] == "" {
+		t.Errorf("resource %v, want service.name codehydra and a version", res)
+	}
+	app.poll(t, "the call's metrics and the gauges", func() bool {
+		names := recv.metricNames()
+		return names["codehydra.mcp.tool.duration"] && names["codehydra.mcp.tool.calls"] && names["codehydra.mcp.sessions"] && names["mcp.server.operation.duration"]
+	})
+	app.stop(t)
+}
+
+func TestServeSendsNothingWhenTheSDKIsDisabled(t *testing.T) {
+	bin := builtApp(t)
+	isolate(t)
+	recv := newOTLPReceiver(t)
+	app := launch(t, bin, otelEnv("OTEL_EXPORTER_OTLP_ENDPOINT="+recv.srv.URL, "OTEL_SDK_DISABLED=true", "OTEL_METRIC_EXPORT_INTERVAL=100", "OTEL_BSP_SCHEDULE_DELAY=50"))
+	if _, err := app.call(t, "", mcp.ToolProjectList, nil); err != nil {
+		t.Fatalf("project_list: %v", err)
+	}
+	// Shutdown flushes whatever an enabled SDK holds, so nothing having
+	// arrived by then shows that nothing was recorded; no wait is needed.
+	app.stop(t)
+	recv.mu.Lock()
+	defer recv.mu.Unlock()
+	if recv.posts != 0 {
+		t.Fatalf("the receiver got %d posts with OTEL_SDK_DISABLED=true", recv.posts)
+	}
+}

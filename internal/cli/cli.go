@@ -1,0 +1,118 @@
+// Package cli is CodeHydra's command line: the table of commands, their
+// flags and help, and the commands that talk to the running instance
+// (project, workspace, mcp-config, mcp-stdio and status). serve and the
+// default command hand over to package daemon, which builds and runs the
+// app; the hidden ui-window command runs one window process of the tray
+// app.
+package cli
+
+import (
+	"codehydra/internal/daemon"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// Version is the program's version, which main sets.
+var Version = "0.1.0-dev"
+
+// Main runs the command line args with the process's own streams,
+// environment and clock, and returns the exit code.
+func Main(ctx context.Context, args []string) int {
+	return Run(ctx, args, os.Stdout, os.Stderr)
+}
+
+// cli is what every command gets: its output streams and the process's clock
+// and environment, replaceable in tests.
+type cli struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	now            func() time.Time
+}
+
+// command is one subcommand.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, c *cli, args []string) int
+}
+
+// commands lists the subcommands in the order usage shows them. project,
+// workspace, mcp-config and mcp-stdio (project.go, workspace.go,
+// mcpconfig.go, mcpstdio.go) talk to the running instance through
+// remote.go.
+func commands() []command {
+	return []command{
+		{"serve", "run headless: MCP server and agents, no GUI", runServe},
+		{"status", "show the running instance", runStatus},
+		{"project", "add, remove or list projects of the running instance", runProject},
+		{"workspace", "create, list or delete workspaces of the running instance", runWorkspace},
+		{"mcp-config", "print a ready MCP client config", runMCPConfig},
+		{"mcp-stdio", "an MCP server on stdio that forwards to the running instance", runMCPStdio},
+		{"version", "print the version", runVersion},
+	}
+}
+
+// Run is the whole program behind main, minus os.Exit: it returns the exit
+// code (0 ok, 1 failure, 2 bad usage).
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := &cli{stdin: os.Stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, now: time.Now}
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return runDefault(ctx, c, args)
+	}
+	name := args[0]
+	if name == daemon.WindowCommand {
+		return runWindow(ctx, c, args[1:])
+	}
+	if name == "help" {
+		if len(args) > 1 {
+			return Run(ctx, []string{args[1], "--help"}, stdout, stderr)
+		}
+		usage(stdout)
+		return 0
+	}
+	for _, cmd := range commands() {
+		if cmd.name == name {
+			return cmd.run(ctx, c, args[1:])
+		}
+	}
+	fmt.Fprintf(stderr, "codehydra: unknown command %q\n\n", name)
+	usage(stderr)
+	return 2
+}
+
+// usage prints the top-level help.
+func usage(w io.Writer) {
+	fmt.Fprint(w, `CodeHydra runs several AI coding agents side by side, each in its own git
+worktree with its own opencode server, and one MCP server they all share.
+
+Usage:
+  codehydra [--project PATH]...   run the app (the tray app; without a display, headless)
+  codehydra <command> [flags]
+
+Commands:
+`)
+	for _, cmd := range commands() {
+		fmt.Fprintf(w, "  %-11s %s\n", cmd.name, cmd.summary)
+	}
+	fmt.Fprint(w, `
+Flags:
+  --project PATH   add the git repository at PATH as a project (repeatable)
+  --help           show this help
+
+Run "codehydra <command> --help" for a command's flags.
+`)
+}
+
+func runVersion(_ context.Context, c *cli, args []string) int {
+	fs := newFlagSet("version", "codehydra version\n\nPrints the version.\n")
+	if code, ok := parseFlags(fs, c, args); !ok {
+		return code
+	}
+	fmt.Fprintf(c.stdout, "codehydra %s\n", Version)
+	return 0
+}

@@ -1,0 +1,62 @@
+package daemon
+
+import (
+	"context"
+	"maps"
+
+	"codehydra/app"
+	"codehydra/gateway"
+	"codehydra/internal/settings"
+)
+
+// The user's own MCP servers (settings mcpServers), run by the gateway
+// that the MCP server offers to every agent as "<server>__<tool>".
+
+// startGateway starts the servers marked startAtLaunch; the others start
+// at their first call.
+func (s *server) startGateway(context.Context) error {
+	s.gateway.Start()
+	return nil
+}
+
+// gatewaySettings is the settings store as the app sees it: a change of
+// mcpServers saved through it (the Settings window's "MCP servers" tab)
+// reconfigures the running gateway at once, as no restart is needed for
+// it.
+type gatewaySettings struct {
+	*settings.Store
+	gw *gateway.Gateway
+}
+
+// Update saves like the store's Update and then hands a changed
+// mcpServers to the gateway; a failed save changes nothing.
+func (g gatewaySettings) Update(fn func(*settings.Settings)) error {
+	var before, after map[string]settings.MCPServer
+	err := g.Store.Update(func(s *settings.Settings) {
+		before = s.Clone().MCPServers
+		fn(s)
+		after = s.Clone().MCPServers
+	})
+	if err != nil {
+		return err
+	}
+	if !maps.EqualFunc(before, after, settings.MCPServer.Equal) {
+		g.gw.Reconfigure(after)
+	}
+	return nil
+}
+
+// gatewayStatuses shows the gateway's servers to the app in the app's own
+// terms (the app does not import the gateway).
+type gatewayStatuses struct{ gw *gateway.Gateway }
+
+func (g gatewayStatuses) Statuses() []app.MCPServerStatus {
+	var out []app.MCPServerStatus
+	for _, st := range g.gw.Statuses() {
+		out = append(out, app.MCPServerStatus{
+			Name: st.Name, State: string(st.State), LastError: st.LastError,
+			Tools: st.Tools, Calls: st.Calls, Restarts: st.Restarts, Instances: st.Instances,
+		})
+	}
+	return out
+}

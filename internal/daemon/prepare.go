@@ -1,0 +1,44 @@
+package daemon
+
+import (
+	"errors"
+
+	"codehydra/opencode"
+	"codehydra/prepare"
+	"codehydra/workspace"
+)
+
+// Readying a created workspace before its agent starts (issue 13, point 6):
+// the copy and setup of the user's settings (projectSetup) run first, and
+// the agent starts only once they succeeded or the user chose to start it
+// anyway.
+
+// preparedAgents is the supervisor as the rest of the app sees it: while a
+// workspace is being prepared, or its setup failed, its agent status says
+// so (workspace_get_status and the tray show why no agent runs).
+type preparedAgents struct {
+	*opencode.Supervisor
+	prep *prepare.Preparer
+}
+
+// AgentStatus is the supervisor's, or the preparation's while the agent
+// waits for it.
+func (a preparedAgents) AgentStatus(path string) workspace.AgentStatus {
+	st, ok := a.prep.State(path)
+	switch {
+	case !ok || st.Phase == prepare.PhaseDone:
+		return a.Supervisor.AgentStatus(path)
+	case st.Phase == prepare.PhaseFailed:
+		return workspace.AgentStatus{Type: workspace.AgentNone, State: workspace.AgentStateFailed, Detail: st.Detail()}
+	}
+	return workspace.AgentStatus{Type: workspace.AgentNone, State: workspace.AgentStateStarting, Detail: st.Detail()}
+}
+
+// Restart refuses a workspace whose setup failed: restarting would start
+// the agent without the user's choice between a retry and starting anyway.
+func (a preparedAgents) Restart(path string) error {
+	if st, ok := a.prep.State(path); ok && st.Phase != prepare.PhaseDone {
+		return errors.New(st.Detail())
+	}
+	return a.Supervisor.Restart(path)
+}

@@ -1,0 +1,33 @@
+package mcpstdio
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"codehydra/mcp"
+)
+
+// ClientConfig is client's config that runs this binary's mcp-stdio
+// for workspace ("" for the user's own client), as the tray copies it.
+func ClientConfig(client, workspace string) (string, error) {
+	exe, err := ExecutablePath()
+	if err != nil {
+		return "", err
+	}
+	b, err := mcp.RenderClientConfig(client, mcp.ClientConfig{Command: exe, WorkspacePath: workspace})
+	return string(b), err
+}
+
+// ExecutablePath is this binary's absolute path, symlinks resolved, for a
+// config to run: a client starts it with no PATH of the user's shell.
+func ExecutablePath() (string, error) {
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		return "", fmt.Errorf("find this program's path: %w", err)
+	}
+	return exe, nil
+}
