@@ -56,7 +56,8 @@ FUZZERS := \
 	./workspace:FuzzResolve ./workspace:FuzzValidateName \
 	./workspace:FuzzValidateMetadataKey ./workspace:FuzzValidateMetadataValue \
 	./internal/settings:FuzzLoad \
-	./opencode:FuzzParseEvent ./opencode:FuzzEventReader ./opencode:FuzzParseListeningLine
+	./internal/sse:FuzzReader \
+	./opencode:FuzzParseEvent ./opencode:FuzzParseListeningLine
 
 fuzz-short:
 	@for f in $(FUZZERS); do \

@@ -52,6 +52,7 @@ var layout = map[string][]string{
 	"codehydra/internal/rotate":                {helpers},
 	"codehydra/internal/sandbox":               {helpers},
 	"codehydra/internal/settings":              {helpers},
+	"codehydra/internal/sse":                   {helpers},
 	"codehydra/internal/testenv":               {helpers},
 	"codehydra/internal/testenv/naivefs":       {helpers},
 	"codehydra/internal/tty":                   {helpers},

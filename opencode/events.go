@@ -1,8 +1,6 @@
 package opencode
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +11,7 @@ import (
 	"net/url"
 	"time"
 
+	"codehydra/internal/sse"
 	"codehydra/workspace"
 )
 
@@ -67,127 +66,28 @@ const maxEventSize = 16 << 20
 
 // ErrEventTooLarge reports an SSE message over the size limit. EventReader
 // skips such a message and reports this error once; reading may go on.
-var ErrEventTooLarge = errors.New("event too large")
+var ErrEventTooLarge = sse.ErrTooLarge
 
-// EventReader reads SSE messages (text/event-stream) and decodes their data
-// as opencode events. It follows the SSE rules that matter here: lines end
-// in \n, \r\n or \r; "data:" lines of one message are joined with \n; a
-// blank line ends a message; lines starting with ":" are comments; other
-// fields ("event", "id", "retry") are ignored.
-type EventReader struct {
-	r       *bufio.Reader
-	data    bytes.Buffer
-	hasData bool
-	tooBig  bool
-	lastCR  bool
-}
+// EventReader reads SSE messages (text/event-stream, as package sse reads
+// them) and decodes their data as opencode events.
+type EventReader struct{ sr *sse.Reader }
 
 // NewEventReader reads events from r.
 func NewEventReader(r io.Reader) *EventReader {
-	return &EventReader{r: bufio.NewReaderSize(r, 64<<10)}
+	return &EventReader{sr: sse.NewReader(r, maxEventSize)}
 }
 
 // Next returns the next event. A message whose data is not an event is
 // returned as an error wrapping ErrBadEvent, an over-long one as
-// ErrEventTooLarge; after either the caller may go on reading. At the end of the stream Next
-// returns io.EOF (io.ErrUnexpectedEOF if the stream ended inside a message).
+// ErrEventTooLarge; after either the caller may go on reading. At the end
+// of the stream Next returns io.EOF (io.ErrUnexpectedEOF if the stream
+// ended inside a message).
 func (er *EventReader) Next() (Event, error) {
-	for {
-		line, err := er.readLine()
-		if err != nil {
-			if errors.Is(err, io.EOF) && (er.hasData || er.data.Len() > 0) {
-				er.reset()
-				return Event{}, io.ErrUnexpectedEOF
-			}
-			return Event{}, err
-		}
-		if len(line) == 0 {
-			if !er.hasData && !er.tooBig {
-				continue
-			}
-			tooBig := er.tooBig
-			data := bytes.Clone(er.data.Bytes())
-			er.reset()
-			if tooBig {
-				return Event{}, ErrEventTooLarge
-			}
-			return ParseEvent(data)
-		}
-		if line[0] == ':' {
-			continue
-		}
-		field, value, found := bytes.Cut(line, []byte(":"))
-		if found && len(value) > 0 && value[0] == ' ' {
-			value = value[1:]
-		}
-		if string(field) != "data" || er.tooBig {
-			continue
-		}
-		if er.data.Len()+len(value)+1 > maxEventSize {
-			er.tooBig = true
-			er.data.Reset()
-			continue
-		}
-		if er.hasData {
-			er.data.WriteByte('\n')
-		}
-		er.data.Write(value)
-		er.hasData = true
+	data, err := er.sr.Next()
+	if err != nil {
+		return Event{}, err
 	}
-}
-
-func (er *EventReader) reset() {
-	er.data.Reset()
-	er.hasData = false
-	er.tooBig = false
-}
-
-// readLine returns one line without its terminator. Over-long lines are
-// cut at maxEventSize+1 bytes so that the size check in Next trips, and the
-// rest of the line is discarded.
-func (er *EventReader) readLine() ([]byte, error) {
-	var line []byte
-	for {
-		// A \r\n pair is one terminator: skip the \n after a \r that ended
-		// the previous line.
-		if er.lastCR {
-			b, err := er.r.ReadByte()
-			if err != nil {
-				return nil, err
-			}
-			er.lastCR = false
-			if b != '\n' {
-				_ = er.r.UnreadByte()
-			}
-			continue
-		}
-		if er.r.Buffered() == 0 {
-			if _, err := er.r.Peek(1); err != nil {
-				if len(line) > 0 && errors.Is(err, io.EOF) {
-					return line, nil
-				}
-				return nil, err
-			}
-		}
-		buf, _ := er.r.Peek(er.r.Buffered())
-		i := bytes.IndexAny(buf, "\r\n")
-		if i < 0 {
-			line = appendUpTo(line, buf, maxEventSize+1)
-			_, _ = er.r.Discard(len(buf))
-			continue
-		}
-		line = appendUpTo(line, buf[:i], maxEventSize+1)
-		er.lastCR = buf[i] == '\r'
-		_, _ = er.r.Discard(i + 1)
-		return line, nil
-	}
-}
-
-func appendUpTo(dst, src []byte, limit int) []byte {
-	if room := limit - len(dst); len(src) > room {
-		src = src[:max(room, 0)]
-	}
-	return append(dst, src...)
+	return ParseEvent(data)
 }
 
 // watchEvents follows the event stream of the agent server that api

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"codehydra/internal/sse"
 	"codehydra/mcp"
 )
 
@@ -347,34 +348,28 @@ func (b *bridge) close() {
 	b.http.CloseIdleConnections()
 }
 
+// maxEvent bounds one event of CodeHydra's MCP server that the bridge
+// holds: a tool's result, or a notification.
+const maxEvent = 16 << 20
+
 // readEvents calls fn with the data of each event of a server-sent event
-// stream until it ends.
+// stream until it ends. An event over maxEvent is refused: the stream is
+// not read further. An event the end of the stream cut off is passed on:
+// it may lack only its blank line.
 func readEvents(r io.Reader, fn func(data []byte)) error {
-	br := bufio.NewReaderSize(r, 1<<16)
-	var data []byte
+	sr := sse.NewReader(r, maxEvent)
 	for {
-		line, err := br.ReadBytes('\n')
-		line = bytes.TrimRight(line, "\r\n")
-		switch {
-		case len(line) == 0 && err == nil:
-			if len(data) > 0 {
-				fn(data)
-			}
-			data = nil
-		case bytes.HasPrefix(line, []byte("data:")):
-			// Lines of one event's data are joined by newlines.
-			if len(data) > 0 {
-				data = append(data, '\n')
-			}
-			data = append(data, bytes.TrimPrefix(line[len("data:"):], []byte(" "))...)
+		data, err := sr.Next()
+		if len(data) > 0 {
+			fn(data)
 		}
-		if err != nil {
-			if len(data) > 0 {
-				fn(data)
-			}
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
+		switch {
+		case err == nil:
+		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+			return nil
+		case errors.Is(err, sse.ErrTooLarge):
+			return fmt.Errorf("refused an event of CodeHydra's MCP server over %d MiB", maxEvent>>20)
+		default:
 			return fmt.Errorf("read CodeHydra's event stream: %w", err)
 		}
 	}

@@ -2,6 +2,8 @@ package mcpstdio
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -196,5 +198,85 @@ func TestBridgeAnswersTheFirstRequestWhenCodeHydraIsNotRunning(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), io.ErrUnexpectedEOF.Error()) {
 		t.Fatalf("stderr %q does not say why", stderr.String())
+	}
+}
+
+// crServer is an MCP server over streamable HTTP that answers tool calls
+// in event streams whose lines end with bare CRs, as the SSE format
+// allows. Its tool "small" answers in one event; "big" answers in one
+// event over maxEvent.
+func crServer(t *testing.T) func() (Target, error) {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Name            string `json:"name"`
+				ProtocolVersion string `json:"protocolVersion"`
+			} `json:"params"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&msg); err != nil || len(msg.ID) == 0 {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		var result any
+		switch msg.Method {
+		case "initialize":
+			result = map[string]any{"protocolVersion": msg.Params.ProtocolVersion, "capabilities": map[string]any{"tools": map[string]any{}},
+				"serverInfo": map[string]any{"name": "cr", "version": "1"}}
+		case "tools/call":
+			text := msg.Params.Name
+			if text == "big" {
+				text = strings.Repeat("x", maxEvent)
+			}
+			result = map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}}
+		default:
+			result = map[string]any{}
+		}
+		data, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": result})
+		if err != nil {
+			t.Error(err)
+		}
+		w.Header().Set(sessionHeader, "cr-session")
+		if msg.Method != "tools/call" {
+			// In JSON: the client's Connect waits without a deadline.
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(data)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, ": hello\revent: message\rid: 1\rdata: %s\r\r", data)
+	}))
+	t.Cleanup(srv.Close)
+	return func() (Target, error) { return Target{URL: srv.URL, Token: "t"}, nil }
+}
+
+func TestBridgeReadsBareCRStreamsAndRefusesAnEventOverItsLimit(t *testing.T) {
+	cs, stderr, _ := connectBridge(t, crServer(t), nil)
+	call := func(name string) (string, error) {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: map[string]any{}})
+		if err != nil {
+			return "", err
+		}
+		if len(res.Content) != 1 {
+			return "", fmt.Errorf("content %v", res.Content)
+		}
+		return res.Content[0].(*sdk.TextContent).Text, nil
+	}
+	if text, err := call("small"); err != nil || text != "small" {
+		t.Fatalf("a call answered on a bare-CR stream: %q, %v\nstderr: %s", text, err, stderr)
+	}
+	if text, err := call("big"); err == nil || !strings.Contains(err.Error(), "refused an event") {
+		t.Fatalf("a call answered with an event over %d bytes: %d bytes, %v; want it refused\nstderr: %s", maxEvent, len(text), err, stderr)
+	}
+	if text, err := call("small"); err != nil || text != "small" {
+		t.Fatalf("a call after the refused one: %q, %v\nstderr: %s", text, err, stderr)
 	}
 }
