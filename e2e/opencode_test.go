@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,11 +24,16 @@ import (
 
 // TestServeConnectsTheRealOpencodeToItsMCPServer runs `codehydra serve`,
 // the built binary, with the real opencode as the agent of one workspace:
-// the start-up order as shipped (MCP server, then the OpenCode config,
-// then agents) must leave the agent's opencode connected to the MCP server
-// (opencode does not reconnect to a server that was down when it started),
-// and a tool call made from the agent's environment and config file, as
-// opencode makes it, must act on the agent's own workspace.
+// the start-up order as shipped (MCP server, then the OpenCode config
+// file, then agents) must leave the agent's opencode connected to the MCP
+// server, and a tool call made from the agent's environment and config
+// file, as opencode makes it, must act on the agent's own workspace. The
+// file is the one source of the agent's codehydra entry, which the agent
+// gets by path and inline (OPENCODE_CONFIG_CONTENT, which outranks the
+// repository's opencode.json below): the test fails if the file is
+// written after the agents start or not at all (the agent does not
+// start), or if the inline copy is missing or is not the file's (the
+// repository's entry wins, or the check below).
 func TestServeConnectsTheRealOpencodeToItsMCPServer(t *testing.T) {
 	oc := testenv.RealOpencode(t)
 	bin := builtApp(t)
@@ -190,6 +196,9 @@ func agentMCPEndpoint(t *testing.T, env map[string]string) (url, token, wsPath s
 		t.Fatal(err)
 	}
 	entry := codehydraEntry(t, b)
+	if inline := codehydraEntry(t, []byte(env["OPENCODE_CONFIG_CONTENT"])); !reflect.DeepEqual(inline, entry) {
+		t.Fatalf("the agent's OPENCODE_CONFIG_CONTENT has the codehydra entry %+v, want the config file's %+v", inline, entry)
+	}
 	fill := func(s string) string {
 		for k, v := range env {
 			s = strings.ReplaceAll(s, "{env:"+k+"}", v)

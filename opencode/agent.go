@@ -318,8 +318,12 @@ func (s *Supervisor) startOnce(ctx context.Context, key string, a *agent, bin st
 		}
 		detail := fmt.Sprintf("could not start %s: %v; check opencodeBin in settings", bin, err)
 		var ce confineError
-		if errors.As(err, &ce) || errors.Is(err, proc.ErrNotConfined) {
+		var cfgErr configError
+		switch {
+		case errors.As(err, &ce) || errors.Is(err, proc.ErrNotConfined):
 			detail = "not started: " + err.Error()
+		case errors.As(err, &cfgErr):
+			detail = "not started: " + err.Error() + "; CodeHydra writes that file when it starts, so restart CodeHydra"
 		}
 		s.setState(key, a, workspace.AgentStateFailed, detail)
 		return nil, outFailed, detail
@@ -391,6 +395,12 @@ type confineError struct{ error }
 
 func (e confineError) Unwrap() error { return e.error }
 
+// configError is an agent that was not started because the OpenCode
+// config file could not be read.
+type configError struct{ error }
+
+func (e configError) Unwrap() error { return e.error }
+
 // spawn starts the process of a with the current MCP port and token and
 // the server password, confined as Confine plans, and records it for
 // orphan reaping.
@@ -399,7 +409,11 @@ func (s *Supervisor) spawn(ctx context.Context, key string, a *agent, bin string
 	if err != nil {
 		return nil, confineError{err}
 	}
-	env := agentEnv(s.opts.Env, s.opts.ConfigPath, a.ws.Path, s.opts.MCPPort(), s.opts.MCPToken(a.ws.Path))
+	cfg, err := readConfig(s.opts.ConfigPath)
+	if err != nil {
+		return nil, configError{err}
+	}
+	env := agentEnv(s.opts.Env, cfg, a.ws.Path, s.opts.MCPPort(), s.opts.MCPToken(a.ws.Path))
 	env = withServerAuth(append(env, plan.Env...), password)
 	p, err := startProcess(ctx, s.spawner, processSpec{bin: bin, dir: a.ws.Path, env: env, port: port,
 		lines: s.opts.OutputLines, sandbox: plan.Policy})

@@ -10,6 +10,7 @@ package opencode
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 
 	"codehydra/internal/atomicfile"
 )
@@ -38,10 +39,10 @@ func ConfigJSON() []byte { return []byte(configJSON) }
 
 // WriteConfig writes the OpenCode config file to path atomically (temp
 // file, fsync, rename), creating its folder. The app calls it on every
-// launch, after the MCP server listens and before any agent starts:
-// opencode does not reconnect to an MCP server that was down when it
-// started. The file holds no secret (the token comes through the
-// environment) but is private to the user all the same.
+// launch, after the MCP server listens and before any agent starts: each
+// agent's start reads it (see readConfig). The file holds no secret (the
+// token comes through the environment) but is private to the user all
+// the same.
 func WriteConfig(path string) error {
 	return writeConfigWith(atomicfile.Writer{}, path)
 }
@@ -55,32 +56,56 @@ func writeConfigWith(w atomicfile.Writer, path string) error {
 	return nil
 }
 
-// configContent is the value of OPENCODE_CONFIG_CONTENT for an agent whose
-// inherited environment set it to inherited ("" when not). opencode ranks
-// that variable above a project's own opencode.json and .opencode/, while
-// the OPENCODE_CONFIG file ranks below them: without it a repository could
-// replace the codehydra entry with a URL of its own, which would then be
-// sent the workspace's token. The user's own content is kept, with the
-// codehydra entry set on top; content that is not a JSON object is
-// replaced.
-func configContent(inherited string) string {
-	var ours map[string]any
-	if err := json.Unmarshal([]byte(configJSON), &ours); err != nil {
-		panic(fmt.Sprintf("the OpenCode config is not JSON: %v", err))
+// agentConfig is the OpenCode config file as an agent's start reads it.
+type agentConfig struct {
+	path    string
+	content []byte
+	// entry is its mcp.codehydra, as written.
+	entry json.RawMessage
+}
+
+// readConfig reads the OpenCode config file at path. Every agent start
+// reads it: the file is the one source of the codehydra MCP entry, which
+// the agent gets twice, by path (OPENCODE_CONFIG, docs/DESIGN.md's mechanism)
+// and inline (OPENCODE_CONFIG_CONTENT, see configContent). An agent
+// started before the app wrote the file, or after it was lost, does not
+// start: it would not reach the MCP server.
+func readConfig(path string) (agentConfig, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return agentConfig{}, fmt.Errorf("read the OpenCode config: %w", err)
 	}
+	var cfg struct {
+		MCP map[string]json.RawMessage `json:"mcp"`
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil || cfg.MCP["codehydra"] == nil {
+		return agentConfig{}, fmt.Errorf("the OpenCode config %s has no codehydra MCP server", path)
+	}
+	return agentConfig{path: path, content: b, entry: cfg.MCP["codehydra"]}, nil
+}
+
+// configContent is the value of OPENCODE_CONFIG_CONTENT for an agent given
+// cfg whose inherited environment set it to inherited ("" when not).
+// opencode ranks that variable above a project's own opencode.json and
+// .opencode/, while the OPENCODE_CONFIG file ranks below them: without it
+// a repository could replace the codehydra entry with a URL of its own,
+// which would then be sent the workspace's token. The user's own content
+// is kept, with cfg's codehydra entry set on top; content that is not a
+// JSON object is replaced by cfg's.
+func configContent(cfg agentConfig, inherited string) string {
 	var theirs map[string]any
 	if json.Unmarshal([]byte(inherited), &theirs) != nil || theirs == nil {
-		return configJSON
+		return string(cfg.content)
 	}
 	servers, _ := theirs["mcp"].(map[string]any)
 	if servers == nil {
 		servers = map[string]any{}
 	}
-	servers["codehydra"] = ours["mcp"].(map[string]any)["codehydra"]
+	servers["codehydra"] = cfg.entry
 	theirs["mcp"] = servers
 	b, err := json.Marshal(theirs)
 	if err != nil {
-		return configJSON
+		return string(cfg.content)
 	}
 	return string(b)
 }

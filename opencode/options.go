@@ -30,7 +30,9 @@ type SupervisorOptions struct {
 	// BasePort is settings.opencodeBasePort: 0 lets opencode choose;
 	// N gives agents N, N+1, … skipping ports in use.
 	BasePort int
-	// ConfigPath is the file WriteConfig wrote ("" = paths.OpencodeConfigFile()).
+	// ConfigPath is the file WriteConfig wrote ("" =
+	// paths.OpencodeConfigFile()); every agent start reads it, and an
+	// agent does not start without it.
 	ConfigPath string
 	// MCPPort gives the MCP server's port and MCPToken the current token
 	// of the workspace at workspacePath (never the master token: an agent

@@ -200,8 +200,8 @@ func (p *process) exitDescription() string {
 // agentEnv is the agent's environment: the user's own, without any
 // inherited CODEHYDRA_* or OPENCODE_CONFIG (a CodeHydra started from inside
 // an agent's terminal must not leak its parent's settings), plus the four
-// variables docs/DESIGN.md names.
-func agentEnv(base []string, configPath, wsPath string, mcpPort int, token string) []string {
+// variables docs/DESIGN.md names and cfg's entry in OPENCODE_CONFIG_CONTENT.
+func agentEnv(base []string, cfg agentConfig, wsPath string, mcpPort int, token string) []string {
 	env := make([]string, 0, len(base)+5)
 	inheritedContent := ""
 	for _, kv := range base {
@@ -216,8 +216,8 @@ func agentEnv(base []string, configPath, wsPath string, mcpPort int, token strin
 		env = append(env, kv)
 	}
 	return append(env,
-		"OPENCODE_CONFIG="+configPath,
-		"OPENCODE_CONFIG_CONTENT="+configContent(inheritedContent),
+		"OPENCODE_CONFIG="+cfg.path,
+		"OPENCODE_CONFIG_CONTENT="+configContent(cfg, inheritedContent),
 		"CODEHYDRA_WORKSPACE_PATH="+filepath.ToSlash(wsPath),
 		fmt.Sprintf("CODEHYDRA_MCP_PORT=%d", mcpPort),
 		"CODEHYDRA_MCP_TOKEN="+token,

@@ -2,10 +2,13 @@ package opencode
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"codehydra/internal/testenv"
 )
 
 func TestAgentEnvReplacesInheritedCodehydraVariables(t *testing.T) {
@@ -14,7 +17,8 @@ func TestAgentEnvReplacesInheritedCodehydraVariables(t *testing.T) {
 		"OPENCODE_CONFIG=/elsewhere.json", "CODEHYDRA_MCP_TOKEN=parent-token", "CODEHYDRA_OTHER=1",
 		"OPENCODE_DISABLE_MODELS_FETCH=1", "XCODEHYDRA_KEEP=1",
 	}
-	got := agentEnv(base, "/cfg/codehydra-mcp.json", "/p/ws/feat%x", 4242, "tok")
+	cfg := agentConfig{path: "/cfg/codehydra-mcp.json", content: []byte(configJSON)}
+	got := agentEnv(base, cfg, "/p/ws/feat%x", 4242, "tok")
 	want := []string{
 		"PATH=/usr/bin", "HOME=/home/u", "FOO=bar=baz", "OPENCODE_DISABLE_MODELS_FETCH=1", "XCODEHYDRA_KEEP=1",
 		"OPENCODE_CONFIG=/cfg/codehydra-mcp.json", "OPENCODE_CONFIG_CONTENT=" + configJSON, "CODEHYDRA_WORKSPACE_PATH=/p/ws/feat%x",
@@ -51,8 +55,17 @@ func TestLineRingKeepsTheLastLines(t *testing.T) {
 }
 
 func TestConfigContentPutsTheCodehydraEntryOverTheUsersOwn(t *testing.T) {
+	// The file's entry, not a copy of CodeHydra's constant: the file is
+	// the one source (another port in its URL shows which was used).
+	file := strings.Replace(configJSON, "127.0.0.1:{env:CODEHYDRA_MCP_PORT}", "127.0.0.1:{env:CODEHYDRA_MCP_PORT}0", 1)
+	path := filepath.Join(t.TempDir(), "codehydra-mcp.json")
+	testenv.WriteFile(t, path, file)
+	cfg, err := readConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var ours map[string]any
-	if err := json.Unmarshal([]byte(configJSON), &ours); err != nil {
+	if err := json.Unmarshal([]byte(file), &ours); err != nil {
 		t.Fatal(err)
 	}
 	entry := ours["mcp"].(map[string]any)["codehydra"]
@@ -69,7 +82,7 @@ func TestConfigContentPutsTheCodehydraEntryOverTheUsersOwn(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got map[string]any
-			if err := json.Unmarshal([]byte(configContent(tc.inherited)), &got); err != nil {
+			if err := json.Unmarshal([]byte(configContent(cfg, tc.inherited)), &got); err != nil {
 				t.Fatal(err)
 			}
 			servers, _ := got["mcp"].(map[string]any)
@@ -83,6 +96,25 @@ func TestConfigContentPutsTheCodehydraEntryOverTheUsersOwn(t *testing.T) {
 			}
 			if strings.Contains(tc.inherited, `"mine"`) && servers["mine"] == nil {
 				t.Error("the user's own MCP server was dropped")
+			}
+		})
+	}
+}
+
+func TestAnAgentStartNeedsTheConfigFileWithItsCodehydraEntry(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, content, want string }{
+		{"no file", "", "no such file"},
+		{"not JSON", "{", "has no codehydra MCP server"},
+		{"no codehydra entry", `{"mcp":{"other":{"type":"remote","url":"http://127.0.0.1:1/mcp"}}}`, "has no codehydra MCP server"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".json")
+			if tc.content != "" {
+				testenv.WriteFile(t, path, tc.content)
+			}
+			if _, err := readConfig(path); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path) {
+				t.Errorf("readConfig = %v; want an error naming %s and saying %q", err, path, tc.want)
 			}
 		})
 	}

@@ -113,6 +113,11 @@ func TestAgentGetsDesignEnvironmentWorkdirAndFlags(t *testing.T) {
 			t.Errorf("%s = %q, want exactly [%q]", k, got, v)
 		}
 	}
+	// The config file again, inline, where a repository's opencode.json
+	// cannot override it.
+	if got := envValues(d.Env, "OPENCODE_CONFIG_CONTENT"); !slices.Equal(got, []string{configJSON}) {
+		t.Errorf("OPENCODE_CONFIG_CONTENT = %q, want exactly the config file", got)
+	}
 	// The agent's own marker, the one its record names, for the orphan
 	// reaper.
 	recs := agentRecords(t, f.agentsDir)
@@ -152,6 +157,34 @@ func TestAgentGetsDesignEnvironmentWorkdirAndFlags(t *testing.T) {
 	if n := connectRequests(t, port); n != 0 {
 		t.Errorf("an agent connected at once was asked to connect %d times", n)
 	}
+}
+
+// The config file is the one source of the agent's codehydra entry: an
+// agent started before it is written does not start, and says why.
+func TestAnAgentStartedWithoutTheConfigFileDoesNotStartAndSaysWhy(t *testing.T) {
+	f := newFixture(t)
+	startsFile := filepath.Join(f.dir, "starts")
+	f.env = append(f.env, "FAKEOC_STARTS_FILE="+startsFile)
+	if err := os.Remove(f.config); err != nil {
+		t.Fatal(err)
+	}
+	s := f.start(f.options())
+	ws := f.workspace("early")
+	s.Start(ws)
+	st := waitState(t, s, ws.Path, workspace.AgentStateFailed, 10*time.Second)
+	if !strings.Contains(st.Detail, f.config) || !strings.Contains(st.Detail, "restart CodeHydra") {
+		t.Errorf("detail = %q, want the file and what to do", st.Detail)
+	}
+	if _, err := os.Stat(startsFile); err == nil {
+		t.Error("opencode was started without the config file")
+	}
+	if err := WriteConfig(f.config); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Restart(ws.Path); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second)
 }
 
 func TestRestartPicksUpARotatedToken(t *testing.T) {
@@ -264,11 +297,10 @@ func TestAgentThatIsNotReadyInTimeFailsWithItsOutput(t *testing.T) {
 			o.MCPToken = func(string) string { return "stale" }
 		}, []string{"not connected to CodeHydra's MCP server: failed: ", "Unauthorized"},
 			"opencode server listening on"},
-		{"no codehydra MCP configured", nil, func(t *testing.T, f *fixture, _ *SupervisorOptions) {
-			if err := os.WriteFile(f.config, []byte(`{"$schema": "https://opencode.ai/config.json"}`), 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}, []string{"not connected to CodeHydra's MCP server: missing: opencode has no codehydra MCP server configured"},
+		// The config file has the entry (an agent does not start without
+		// it), but opencode did not take it.
+		{"no codehydra MCP configured", []string{"FAKEOC_NO_MCP=1"}, func(*testing.T, *fixture, *SupervisorOptions) {},
+			[]string{"not connected to CodeHydra's MCP server: missing: opencode has no codehydra MCP server configured"},
 			"opencode server listening on"},
 	}
 	for _, tt := range tests {

@@ -55,8 +55,8 @@ func (s *server) rotateToken() error {
 	return s.writeInstanceFile(context.Background())
 }
 
-// writeOpencodeConfig is the step before any `opencode serve` starts (OpenCode
-// does not reconnect to an MCP server that was down when it started).
+// writeOpencodeConfig is the step before any `opencode serve` starts: each
+// agent's start reads the file, and an agent does not start without it.
 func (s *server) writeOpencodeConfig(ctx context.Context) error {
 	return opencode.WriteConfig(paths.OpencodeConfigFile())
 }

@@ -22,6 +22,8 @@
 //	FAKEOC_PRINT_FIRST   a line to print on stdout before its own listening
 //	                     line (what a plugin might print)
 //	FAKEOC_FAIL_SESSIONS answer 500 to the first N POST /session
+//	FAKEOC_NO_MCP        "1": read no config, so have no codehydra MCP
+//	                     server (an opencode that ignored what it was given)
 //
 // Like opencode it reads the config file that OPENCODE_CONFIG names,
 // replaces {env:NAME} references with the environment's values, and

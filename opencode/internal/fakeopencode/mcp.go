@@ -32,7 +32,7 @@ var envRef = regexp.MustCompile(`\{env:([^}]+)\}`)
 // parsing it.
 func readMCPConfig() (*remoteServer, error) {
 	path := os.Getenv("OPENCODE_CONFIG")
-	if path == "" {
+	if path == "" || os.Getenv("FAKEOC_NO_MCP") == "1" {
 		return nil, nil
 	}
 	b, err := os.ReadFile(path)
