@@ -34,13 +34,14 @@ func removeBackoff(attempt int) time.Duration {
 
 // Delete deletes the workspace at wsPath and returns when done. The steps
 // run in the order of DeleteSteps, each announced by a delete-progress
-// event: stop the agent, remove the branch's metadata, remove the worktree
-// (`git worktree remove --force`, else removing exactly the worktree folder
-// — never following a symlink out of it — and `git worktree prune`), delete
-// the branch unless o.KeepBranch or the HEAD is detached; a branch that
-// CodeHydra did not create is kept unless o.DeleteBranch. Then it
-// publishes workspace-removed and delete-progress with StepDone, whose
-// Note says which branch was kept because it existed before the workspace.
+// event: stop the agent; remove the worktree (exactly its folder, set
+// aside first and never followed through a symlink, then git's record of
+// it; see removeRegistered); delete the branch unless o.KeepBranch or the
+// HEAD is detached (a branch that CodeHydra did not create is kept unless
+// o.DeleteBranch); remove the branch's metadata, last and only once the
+// branch is gone. Then it publishes workspace-removed and delete-progress
+// with StepDone, whose Note says which branch was kept because it existed
+// before the workspace.
 //
 // A failure publishes delete-failed with the step and the error and leaves
 // a state from which a second Delete of the same path finishes the job: a

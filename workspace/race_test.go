@@ -3,6 +3,9 @@ package workspace
 import (
 	"context"
 	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"codehydra/internal/testenv"
@@ -48,18 +51,39 @@ func TestAMetadataWriteDuringADeleteIsRefusedAndLeavesNothing(t *testing.T) {
 func TestACallWhoseWorkspaceVanishedIsNotFoundNotAnInternalError(t *testing.T) {
 	t.Parallel()
 	m, p := setup(t)
-	ws := create(t, m, p, "vanishing")
-	// Resolved a moment ago, gone now (a delete, or a hand): the watcher
-	// has not noticed yet, so the manager still lists it.
-	if err := os.RemoveAll(ws.Path); err != nil {
-		t.Fatal(err)
+	// Each call resolves its workspace, then the folder goes (removed by
+	// hand, no delete running) before the call's first git command; the
+	// watcher has not noticed, so the manager still lists it.
+	var vanishing atomic.Pointer[string]
+	m.git.command = func(ctx context.Context, name string, arg ...string) *exec.Cmd {
+		if dir := vanishing.Swap(nil); dir != nil {
+			if err := os.RemoveAll(*dir); err != nil {
+				t.Error(err)
+			}
+		}
+		return exec.CommandContext(ctx, name, arg...)
 	}
 	v := "x"
-	if err := m.SetMetadata(context.Background(), ws.Path, "note", &v); CodeOf(err) != CodeWorkspaceNotFound {
-		t.Fatalf("SetMetadata: %v (%s), want workspace-not-found", err, CodeOf(err))
-	}
-	if _, err := m.Metadata(context.Background(), ws.Path); CodeOf(err) != CodeWorkspaceNotFound {
-		t.Fatalf("Metadata: %v (%s), want workspace-not-found", err, CodeOf(err))
+	for _, call := range []struct {
+		name string
+		run  func(path string) error
+	}{
+		{"SetMetadata", func(path string) error { return m.SetMetadata(context.Background(), path, "note", &v) }},
+		{"Metadata", func(path string) error { _, err := m.Metadata(context.Background(), path); return err }},
+	} {
+		ws := create(t, m, p, "vanishing-"+strings.ToLower(call.name))
+		vanishing.Store(&ws.Path)
+		if err := call.run(ws.Path); CodeOf(err) != CodeWorkspaceNotFound {
+			t.Errorf("%s: %v (%s), want workspace-not-found", call.name, err, CodeOf(err))
+		}
+		if vanishing.Load() != nil {
+			t.Errorf("%s ran no git command", call.name)
+		}
+		// A call that comes once the folder is gone is refused as it
+		// resolves.
+		if err := call.run(ws.Path); CodeOf(err) != CodeWorkspaceNotFound {
+			t.Errorf("%s after the folder went: %v (%s), want workspace-not-found", call.name, err, CodeOf(err))
+		}
 	}
 	// A failure in a folder that is still there stays what it is.
 	other := create(t, m, p, "broken")
