@@ -259,11 +259,18 @@ func TestRunNoticesAWorktreeMadeAtABusyPathOnceTheWorkEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := record(t, m)
-	runManager(t, m)
 	testenv.Git(t, p.Path, "worktree", "remove", "--force", ws.Path)
 	testenv.Git(t, p.Path, "worktree", "add", "-q", "-b", "again", ws.Path)
-	time.Sleep(100 * time.Millisecond) // polls that see the change while the path is busy
+	// A poll that sees the change while the path is busy leaves it alone.
+	m.poll(context.Background())
+	ev.sync(t, m)
+	for _, e := range ev.all() {
+		if e.Workspace.Path == ws.Path {
+			t.Fatalf("a poll while the delete runs published %+v", e)
+		}
+	}
 	release()
+	runManager(t, m)
 	ev.waitFor(t, noticeWithin, "the worktree at the released path", func(e Event) bool {
 		return e.Kind == EventStatusChanged && e.Workspace.Path == ws.Path && e.Workspace.Branch == "again"
 	})
