@@ -29,6 +29,12 @@ type Lock struct {
 // error wrapping ErrLocked when another open of the file holds the lock —
 // another process, or another Acquire in this one.
 func Acquire(path string) (*Lock, error) {
+	return acquire(path, time.Sleep)
+}
+
+// acquire is Acquire with the pause between tries (tests release the lock
+// in it).
+func acquire(path string, pause func(time.Duration)) (*Lock, error) {
 	if err := EnsureDir(filepath.Dir(path)); err != nil {
 		return nil, err
 	}
@@ -44,7 +50,7 @@ func Acquire(path string) (*Lock, error) {
 		if !errors.Is(err, errBusy) || attempt >= heldRetries {
 			break
 		}
-		time.Sleep(heldRetryDelay)
+		pause(heldRetryDelay)
 	}
 	if err != nil {
 		f.Close()

@@ -96,18 +96,23 @@ func TestAcquireWaitsOutTheInstantAHeldCheckHoldsTheLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Someone holds it for a moment, as Held does while it looks.
-	released := make(chan struct{})
-	go func() {
-		time.Sleep(20 * time.Millisecond)
-		l.Release()
-		close(released)
-	}()
-	l2, err := Acquire(path)
+	// Someone holds it for a moment, as Held does while it looks: until
+	// Acquire has found it held and pauses to try again.
+	pauses := 0
+	l2, err := acquire(path, func(d time.Duration) {
+		if pauses++; pauses == 1 {
+			if err := l.Release(); err != nil {
+				t.Error(err)
+			}
+		}
+		time.Sleep(d)
+	})
 	if err != nil {
 		t.Fatalf("Acquire while the lock was held for an instant: %v", err)
 	}
-	<-released
+	if pauses != 1 {
+		t.Errorf("Acquire paused %d times, want once: it found the lock held, then free", pauses)
+	}
 	l2.Release()
 
 	// A lock held for good is still refused.
