@@ -507,7 +507,7 @@ func TestDeletesKilledAtRandomMomentsLeaveNothingBehind(t *testing.T) {
 		t.Errorf("only %d of %d kills interrupted a delete (a delete took %s); the others came after its end and test nothing", interrupted, trials, deleteTakes)
 	}
 	// A kill before the delete's first change tests little: the soak's
-	// many trials must leave a fair share half done (its run: 46 of 60).
+	// many trials must leave a fair share half done (issue 22's run: 47 of 60).
 	// The short run's four are too few to require it without flaking.
 	if trials >= 20 && halfDone < trials/4 {
 		t.Errorf("only %d of %d kills left a delete half done (a delete took %s); most came before its first change", halfDone, trials, deleteTakes)
