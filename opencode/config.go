@@ -58,8 +58,7 @@ func writeConfigWith(w atomicfile.Writer, path string) error {
 
 // agentConfig is the OpenCode config file as an agent's start reads it.
 type agentConfig struct {
-	path    string
-	content []byte
+	path string
 	// entry is its mcp.codehydra, as written.
 	entry json.RawMessage
 }
@@ -81,21 +80,21 @@ func readConfig(path string) (agentConfig, error) {
 	if err := json.Unmarshal(b, &cfg); err != nil || cfg.MCP["codehydra"] == nil {
 		return agentConfig{}, fmt.Errorf("the OpenCode config %s has no codehydra MCP server", path)
 	}
-	return agentConfig{path: path, content: b, entry: cfg.MCP["codehydra"]}, nil
+	return agentConfig{path: path, entry: cfg.MCP["codehydra"]}, nil
 }
 
 // configContent is the value of OPENCODE_CONFIG_CONTENT for an agent given
-// cfg whose inherited environment set it to inherited ("" when not).
-// opencode ranks that variable above a project's own opencode.json and
-// .opencode/, while the OPENCODE_CONFIG file ranks below them: without it
-// a repository could replace the codehydra entry with a URL of its own,
-// which would then be sent the workspace's token. The user's own content
-// is kept, with cfg's codehydra entry set on top; content that is not a
-// JSON object is replaced by cfg's.
+// cfg whose inherited environment set it to inherited ("" when not): the
+// codehydra entry of cfg's file, set over the user's own content (content
+// that is not a JSON object is dropped). opencode ranks that variable
+// above a project's own opencode.json and .opencode/, while the
+// OPENCODE_CONFIG file ranks below them: without it a repository could
+// replace the codehydra entry with a URL of its own, which would then be
+// sent the workspace's token.
 func configContent(cfg agentConfig, inherited string) string {
 	var theirs map[string]any
 	if json.Unmarshal([]byte(inherited), &theirs) != nil || theirs == nil {
-		return string(cfg.content)
+		theirs = map[string]any{}
 	}
 	servers, _ := theirs["mcp"].(map[string]any)
 	if servers == nil {
@@ -105,7 +104,8 @@ func configContent(cfg agentConfig, inherited string) string {
 	theirs["mcp"] = servers
 	b, err := json.Marshal(theirs)
 	if err != nil {
-		return string(cfg.content)
+		// Not reached: everything in theirs was parsed from JSON.
+		return `{"mcp":{"codehydra":` + string(cfg.entry) + `}}`
 	}
 	return string(b)
 }

@@ -17,12 +17,12 @@ func TestAgentEnvReplacesInheritedCodehydraVariables(t *testing.T) {
 		"OPENCODE_CONFIG=/elsewhere.json", "CODEHYDRA_MCP_TOKEN=parent-token", "CODEHYDRA_OTHER=1",
 		"OPENCODE_DISABLE_MODELS_FETCH=1", "XCODEHYDRA_KEEP=1",
 	}
-	cfg := agentConfig{path: "/cfg/codehydra-mcp.json", content: []byte(configJSON)}
+	cfg := agentConfig{path: "/cfg/codehydra-mcp.json", entry: json.RawMessage(`{"type":"remote"}`)}
 	got := agentEnv(base, cfg, "/p/ws/feat%x", 4242, "tok")
 	want := []string{
 		"PATH=/usr/bin", "HOME=/home/u", "FOO=bar=baz", "OPENCODE_DISABLE_MODELS_FETCH=1", "XCODEHYDRA_KEEP=1",
-		"OPENCODE_CONFIG=/cfg/codehydra-mcp.json", "OPENCODE_CONFIG_CONTENT=" + configJSON, "CODEHYDRA_WORKSPACE_PATH=/p/ws/feat%x",
-		"CODEHYDRA_MCP_PORT=4242", "CODEHYDRA_MCP_TOKEN=tok",
+		"OPENCODE_CONFIG=/cfg/codehydra-mcp.json", `OPENCODE_CONFIG_CONTENT={"mcp":{"codehydra":{"type":"remote"}}}`,
+		"CODEHYDRA_WORKSPACE_PATH=/p/ws/feat%x", "CODEHYDRA_MCP_PORT=4242", "CODEHYDRA_MCP_TOKEN=tok",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("agentEnv =\n%q\nwant\n%q", got, want)

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -113,10 +114,15 @@ func TestAgentGetsDesignEnvironmentWorkdirAndFlags(t *testing.T) {
 			t.Errorf("%s = %q, want exactly [%q]", k, got, v)
 		}
 	}
-	// The config file again, inline, where a repository's opencode.json
-	// cannot override it.
-	if got := envValues(d.Env, "OPENCODE_CONFIG_CONTENT"); !slices.Equal(got, []string{configJSON}) {
-		t.Errorf("OPENCODE_CONFIG_CONTENT = %q, want exactly the config file", got)
+	// The file's codehydra entry again, inline, where a repository's
+	// opencode.json cannot override it.
+	var inline, file struct {
+		MCP map[string]any `json:"mcp"`
+	}
+	content := envValues(d.Env, "OPENCODE_CONFIG_CONTENT")
+	if len(content) != 1 || json.Unmarshal([]byte(content[0]), &inline) != nil || json.Unmarshal([]byte(configJSON), &file) != nil ||
+		!reflect.DeepEqual(inline.MCP, file.MCP) {
+		t.Errorf("OPENCODE_CONFIG_CONTENT = %q, want the config file's codehydra entry", content)
 	}
 	// The agent's own marker, the one its record names, for the orphan
 	// reaper.
