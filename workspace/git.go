@@ -142,14 +142,33 @@ func (g *gitRunner) runEnv(ctx context.Context, dir string, extra []string, args
 	return out, err
 }
 
+// runTo is runEnv with git's stdout written to w instead of returned:
+// for output too large to keep whole.
+func (g *gitRunner) runTo(ctx context.Context, dir string, extra []string, w io.Writer, args ...string) error {
+	err := g.exec(ctx, dir, extra, nil, w, args...)
+	if ge, ok := err.(*gitError); ok && g.gone != nil && g.gone(dir) {
+		return goneError(dir, ge)
+	}
+	return err
+}
+
 // runWith runs git with args in dir, extra environment variables and stdin
 // (nil for none), and returns its stdout. A failure of git itself is a
 // *gitError.
 func (g *gitRunner) runWith(ctx context.Context, dir string, extra []string, stdin io.Reader, args ...string) (string, error) {
+	var stdout bytes.Buffer
+	if err := g.exec(ctx, dir, extra, stdin, &stdout, args...); err != nil {
+		return "", err
+	}
+	return stdout.String(), nil
+}
+
+// exec runs git as runWith does, its stdout written to stdout.
+func (g *gitRunner) exec(ctx context.Context, dir string, extra []string, stdin io.Reader, stdout io.Writer, args ...string) error {
 	if g.pin != nil {
 		pinned, err := g.pin(dir)
 		if err != nil {
-			return "", &gitError{Args: args, Dir: dir, ExitCode: -1, Err: err}
+			return &gitError{Args: args, Dir: dir, ExitCode: -1, Err: err}
 		}
 		extra = append(slices.Clip(extra), pinned...)
 	}
@@ -157,25 +176,25 @@ func (g *gitRunner) runWith(ctx context.Context, dir string, extra []string, std
 	cmd.Dir = dir
 	cmd.Env = g.env(extra)
 	cmd.Stdin = stdin
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
+	var stderr bytes.Buffer
+	cmd.Stdout = stdout
 	cmd.Stderr = &stderr
 	// A git that ignores the kill (e.g. a hook holding the pipes) must not
 	// hang the caller forever.
 	cmd.WaitDelay = 5 * time.Second
 	err := cmd.Run()
 	if err == nil {
-		return stdout.String(), nil
+		return nil
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
-		return "", fmt.Errorf("git %s: %w", strings.Join(args, " "), ctxErr)
+		return fmt.Errorf("git %s: %w", strings.Join(args, " "), ctxErr)
 	}
 	ge := &gitError{Args: args, Dir: dir, ExitCode: -1, Stderr: strings.TrimSpace(stderr.String()), Err: err}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		ge.ExitCode = ee.ExitCode()
 	}
-	return "", ge
+	return ge
 }
 
 // Git's messages about a lock file that another process holds.
