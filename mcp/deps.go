@@ -17,6 +17,8 @@ type Workspaces interface {
 	Metadata(ctx context.Context, wsPath string) (map[string]string, error)
 	// Changes lists a workspace's changed and untracked files.
 	Changes(ctx context.Context, wsPath string) (workspace.Changes, error)
+	// Diff is what a workspace changed against its base, paged.
+	Diff(ctx context.Context, wsPath string, o workspace.DiffOptions) (workspace.Diff, error)
 	SetMetadata(ctx context.Context, wsPath, key string, value *string) error
 	// StartDelete reserves the delete of a workspace and returns the work
 	// that deletes it; a delete already running is a conflict at once.

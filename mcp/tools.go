@@ -37,6 +37,7 @@ const (
 	ToolGetContext      = "workspace_get_context"
 	ToolListTasks       = "workspace_list_tasks"
 	ToolRunTask         = "workspace_run_task"
+	ToolGetDiff         = "workspace_get_diff"
 )
 
 // toolDefs lists every tool of CodeHydra's own. It builds fresh values on
@@ -46,7 +47,7 @@ func toolDefs() []toolDef {
 		getStatusTool(), getMetadataTool(), setMetadataTool(), getOpencodePortTool(), deleteTool(),
 		projectListTool(), createTool(), workspaceListTool(), agentSessionTool(), restartAgentTool(), logTool(),
 		listTasksTool(), runTaskTool(), projectAddTool(), projectRemoveTool(),
-		readFileTool(), listDirectoryTool(), getContextTool(),
+		readFileTool(), listDirectoryTool(), getContextTool(), getDiffTool(),
 	}
 }
 

@@ -28,6 +28,10 @@ type DiffOptions struct {
 	// MaxBytes is the most patch bytes the page holds; 0 means
 	// DefaultDiffBytes.
 	MaxBytes int
+	// Withhold, when set, names files (by either path of a rename) whose
+	// change is listed as Withheld, with no counts, and left out of the
+	// patch: the file tools' deny list.
+	Withhold func(path string) bool
 }
 
 // FileChange is one file a workspace changed against its base.
@@ -42,6 +46,8 @@ type FileChange struct {
 	// Binary files have no line counts, and the patch only says that they
 	// differ.
 	Binary bool `json:"binary,omitempty"`
+	// Withheld files are left out of the patch (DiffOptions.Withhold).
+	Withheld bool `json:"withheld,omitempty"`
 }
 
 // Diff is what a workspace changed against its base: the commits since
@@ -112,11 +118,26 @@ func (m *Manager) Diff(ctx context.Context, wsPath string, o DiffOptions) (Diff,
 	if err != nil {
 		return Diff{}, classify(err, CodeInternal, "cannot compare %s with %s", ws.Path, base)
 	}
-	d.Files, d.FilesTruncated = parseFileChanges(stat, status)
+	d.Files = parseFileChanges(stat, status)
 
 	args := append(diff, d.MergeBase, "--")
 	if file != "" {
 		args = append(args, file)
+	} else {
+		args = append(args, ".")
+	}
+	for i, f := range d.Files {
+		if o.Withhold != nil && (o.Withhold(f.Path) || f.OldPath != "" && o.Withhold(f.OldPath)) {
+			d.Files[i] = FileChange{Path: f.Path, OldPath: f.OldPath, Status: f.Status, Withheld: true}
+			for _, p := range []string{f.Path, f.OldPath} {
+				if p != "" {
+					args = append(args, ":(exclude,literal)"+p)
+				}
+			}
+		}
+	}
+	if len(d.Files) > MaxDiffFiles {
+		d.Files, d.FilesTruncated = d.Files[:MaxDiffFiles], true
 	}
 	page := &pageWriter{from: o.Offset, max: o.MaxBytes}
 	if err := m.git.runTo(ctx, ws.Path, env, page, args...); err != nil {
@@ -168,8 +189,8 @@ func (m *Manager) diffIndex(ctx context.Context, dir string) (string, error) {
 }
 
 // parseFileChanges joins git diff's -z --numstat and --name-status
-// outputs into FileChanges, at most MaxDiffFiles of them.
-func parseFileChanges(numstat, nameStatus string) ([]FileChange, bool) {
+// outputs into FileChanges.
+func parseFileChanges(numstat, nameStatus string) []FileChange {
 	statuses := map[string]string{}
 	f := strings.Split(strings.TrimSuffix(nameStatus, "\x00"), "\x00")
 	for i := 0; i+1 < len(f); {
@@ -191,7 +212,6 @@ func parseFileChanges(numstat, nameStatus string) ([]FileChange, bool) {
 		}
 	}
 	var out []FileChange
-	truncated := false
 	f = strings.Split(strings.TrimSuffix(numstat, "\x00"), "\x00")
 	for i := 0; i < len(f); i++ {
 		cols := strings.SplitN(f[i], "\t", 3)
@@ -214,13 +234,9 @@ func parseFileChanges(numstat, nameStatus string) ([]FileChange, bool) {
 		if c.Status == "" {
 			c.Status = "modified"
 		}
-		if len(out) == MaxDiffFiles {
-			truncated = true
-			break
-		}
 		out = append(out, c)
 	}
-	return out, truncated
+	return out
 }
 
 // pageWriter keeps the bytes from..from+max of what is written to it, and

@@ -158,3 +158,32 @@ func TestPageWriterKeepsOnlyItsPage(t *testing.T) {
 		t.Fatalf("page %q of %d bytes, want defg of 10", w.buf.String(), w.total)
 	}
 }
+
+func TestDiffWithholdsWhatItIsTold(t *testing.T) {
+	t.Parallel()
+	m, ws := diffFixture(t)
+	testenv.WriteFile(t, filepath.Join(ws.Path, ".env"), "SECRET=hunter2\n")
+	withhold := func(p string) bool { return p == ".env" }
+	d, err := m.Diff(context.Background(), ws.Path, DiffOptions{Withhold: withhold})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(d.Patch, "hunter2") || strings.Contains(d.Patch, ".env") {
+		t.Fatalf("the patch shows a withheld file:\n%s", d.Patch)
+	}
+	if !strings.Contains(d.Patch, "+new") {
+		t.Fatalf("the patch lost the other files:\n%s", d.Patch)
+	}
+	found := false
+	for _, f := range d.Files {
+		if f.Path == ".env" {
+			found = f == FileChange{Path: ".env", Status: "added", Withheld: true}
+		}
+	}
+	if !found {
+		t.Fatalf("the withheld file is not listed as withheld: %+v", d.Files)
+	}
+	if one, err := m.Diff(context.Background(), ws.Path, DiffOptions{File: ".env", Withhold: withhold}); err != nil || one.Patch != "" {
+		t.Fatalf("asked for alone, a withheld file: %q, %v", one.Patch, err)
+	}
+}

@@ -1,0 +1,86 @@
+package mcp
+
+import (
+	"context"
+	"path/filepath"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"codehydra/workspace"
+	"codehydra/wsfs"
+)
+
+// The review loop's tools: seeing what a workspace changed.
+
+func getDiffTool() toolDef {
+	return toolDef{
+		tool: &sdk.Tool{
+			Name:  ToolGetDiff,
+			Title: "See a workspace's changes",
+			Description: "What a workspace changed against its base branch (from the merge-base): its commits, uncommitted " +
+				"changes and untracked files. Answers each changed file (status, +/- lines; binary files are said, not " +
+				"shown) and a page of the unified patch: pass nextOffset as offset for the next page, or file for one " +
+				"file's patch. Your own workspace, or with workspace a child of yours (one your agent created).",
+			Annotations: readOnly(),
+		},
+		handler:        typed((*Server).getDiff),
+		needsWorkspace: true,
+	}
+}
+
+type diffInput struct {
+	Workspace string `json:"workspace,omitempty" jsonschema:"absolute path of the workspace to compare: your own (the default) or a child of yours; the user may name any"`
+	File      string `json:"file,omitempty" jsonschema:"only this file's patch, a path relative to the workspace as files lists it"`
+	Offset    int    `json:"offset,omitempty" jsonschema:"where in the patch (bytes) the page starts: the last answer's nextOffset"`
+	MaxBytes  int    `json:"maxBytes,omitempty" jsonschema:"the most patch bytes to answer, 1 to 1048576 (default 65536)"`
+}
+
+// getDiff answers workspace.Manager.Diff for the caller's workspace or a
+// workspace it may review. Files the deny list refuses are listed as
+// withheld and left out of the patch, as the file tools refuse them.
+func (s *Server) getDiff(ctx context.Context, _ *sdk.CallToolRequest, in diffInput) (*sdk.CallToolResult, workspace.Diff, error) {
+	ws, err := s.reviewable(ctx, in.Workspace)
+	if err != nil {
+		return nil, workspace.Diff{}, fail(err)
+	}
+	deny := wsfs.DenyPatterns(s.opts.WorkspaceDeny)
+	d, err := s.opts.Workspaces.Diff(ctx, ws.Path, workspace.DiffOptions{
+		File: in.File, Offset: in.Offset, MaxBytes: in.MaxBytes,
+		Withhold: func(p string) bool { return wsfs.Denied(deny, p) != "" },
+	})
+	if err != nil {
+		return nil, workspace.Diff{}, fail(err)
+	}
+	if d.Files == nil {
+		d.Files = []workspace.FileChange{}
+	}
+	return nil, d, nil
+}
+
+// reviewable is the workspace a review tool acts on: the caller's own
+// when path is "", else the workspace at path, which the user may name
+// whatever it is and a workspace's token only when it is that workspace
+// or a child of it (its createdBy). Whether another path is a workspace
+// at all is none of a workspace's business: every refusal is the same.
+func (s *Server) reviewable(ctx context.Context, path string) (workspace.Workspace, error) {
+	own := callerWorkspace(ctx)
+	if path == "" {
+		return own, nil
+	}
+	if !filepath.IsAbs(path) {
+		return workspace.Workspace{}, workspace.Errorf(workspace.CodeInvalidInput, "workspace must be an absolute path: %q", path)
+	}
+	ws, err := s.opts.Workspaces.Resolve(path)
+	who := callerFrom(ctx)
+	if who.isUser() || err == nil && ws.Path == own.Path {
+		return ws, err
+	}
+	if err == nil {
+		var md map[string]string
+		if md, err = s.opts.Workspaces.Metadata(ctx, ws.Path); err == nil && md[workspace.MetadataCreatedBy] == own.Path {
+			return ws, nil
+		}
+	}
+	return workspace.Workspace{}, workspace.Errorf(workspace.CodeForbidden,
+		"%s is not your workspace nor a child of it (a workspace your agent created); you may review only those", path)
+}
