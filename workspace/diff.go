@@ -71,9 +71,9 @@ type Diff struct {
 
 // Diff compares the workspace at wsPath with its base. It reads the
 // working tree through an index of its own, made from HEAD in a temporary
-// file, so that untracked files count as added and nothing of the
-// workspace (its index included) is written. No external diff or text
-// conversion runs.
+// file, so that untracked files count as added and no file of the
+// workspace, its index included, is written (git may store its empty
+// blob). No external diff or text conversion runs.
 func (m *Manager) Diff(ctx context.Context, wsPath string, o DiffOptions) (Diff, error) {
 	if o.MaxBytes == 0 {
 		o.MaxBytes = DefaultDiffBytes
@@ -184,6 +184,13 @@ func (m *Manager) diffIndex(ctx context.Context, dir string) (string, error) {
 	if _, err := m.git.runEnv(ctx, dir, env, "add", "--intent-to-add", "--all", "--", "."); err != nil {
 		os.Remove(index)
 		return "", classify(err, CodeInternal, "cannot list the untracked files of %s", dir)
+	}
+	// An index made by read-tree knows no file's size or time, so every
+	// diff would read every file again; refreshing reads them once.
+	// Exit 1 (a file differs) is the answer, not a failure.
+	if _, err := m.git.runEnv(ctx, dir, env, "update-index", "-q", "--refresh"); err != nil && exitCode(err) != 1 {
+		os.Remove(index)
+		return "", classify(err, CodeInternal, "cannot read the files of %s", dir)
 	}
 	return index, nil
 }
