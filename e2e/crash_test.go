@@ -35,11 +35,18 @@ func buildApp(t *testing.T) (app, fake string) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	fake = filepath.Join(t.TempDir(), "bin", "opencode")
+	return builtApp(t), fakeOpencode(t)
+}
+
+// fakeOpencode builds the fake opencode for t alone (a test may count its
+// processes by their program), named opencode as orphan reaping expects.
+func fakeOpencode(t *testing.T) string {
+	t.Helper()
+	fake := filepath.Join(t.TempDir(), "bin", "opencode")
 	if err := goBuild(fake, "../opencode/internal/fakeopencode"); err != nil {
 		t.Fatal(err)
 	}
-	return builtApp(t), fake
+	return fake
 }
 
 // appRun is one launch of the binary.

@@ -22,10 +22,7 @@ import (
 // as its agents, run with a PATH that holds git and nothing else.
 func TestGUIOpenAgentWithoutABrowserShowsTheAddress(t *testing.T) {
 	bin, repo := guiSetup(t)
-	fake := filepath.Join(t.TempDir(), "bin", "opencode")
-	if err := goBuild(fake, "../opencode/internal/fakeopencode"); err != nil {
-		t.Fatal(err)
-	}
+	fake := fakeOpencode(t)
 	testenv.WriteSettings(t, fmt.Sprintf(`{"opencodeBin": %q}`, fake))
 	pathDir := t.TempDir()
 	git, err := exec.LookPath("git")

@@ -25,10 +25,7 @@ import (
 // Quit acts at once once the agent is idle.
 func TestGUIQuitWithABusyAgentAsksAndEscapeOrCancelKeepTheAppRunning(t *testing.T) {
 	bin, repo := guiSetup(t)
-	fake := filepath.Join(t.TempDir(), "bin", "opencode")
-	if err := goBuild(fake, "../opencode/internal/fakeopencode"); err != nil {
-		t.Fatal(err)
-	}
+	fake := fakeOpencode(t)
 	testenv.WriteSettings(t, fmt.Sprintf(`{"opencodeBin": %q}`, fake))
 	d := startGUIDesktop(t)
 	conn := startGUIPanel(t, d)

@@ -23,10 +23,7 @@ import (
 // submenu, Settings → Projects) are for a person to look at.
 func TestGUITrayStartsTheAgentOfAFailedSetupAnyway(t *testing.T) {
 	bin, repo := guiSetup(t)
-	fake := filepath.Join(t.TempDir(), "bin", "opencode")
-	if err := goBuild(fake, "../opencode/internal/fakeopencode"); err != nil {
-		t.Fatal(err)
-	}
+	fake := fakeOpencode(t)
 	writeSetupSettings(t, fake, repo, `sh -c "echo npm ERR! Missing script: ci; exit 3"`)
 	d := startGUIDesktop(t)
 	conn := startGUIPanel(t, d)

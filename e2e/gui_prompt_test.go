@@ -21,10 +21,7 @@ import (
 func TestGUINewWorkspaceWithAFirstPromptDeliversItToTheNewAgent(t *testing.T) {
 	bin, repo := guiSetup(t)
 	// The fake opencode: the dialog takes a prompt only where agents run.
-	fake := filepath.Join(t.TempDir(), "bin", "opencode")
-	if err := goBuild(fake, "../opencode/internal/fakeopencode"); err != nil {
-		t.Fatal(err)
-	}
+	fake := fakeOpencode(t)
 	testenv.WriteSettings(t, fmt.Sprintf(`{"opencodeBin": %q}`, fake))
 	d := startGUIDesktop(t)
 	conn := startGUIPanel(t, d)

@@ -21,10 +21,7 @@ import (
 // system can confine.
 func TestGUITrayMarksAnUnconfinedAgentAndSaysWhy(t *testing.T) {
 	bin, repo := guiSetup(t)
-	fake := filepath.Join(t.TempDir(), "bin", "opencode")
-	if err := goBuild(fake, "../opencode/internal/fakeopencode"); err != nil {
-		t.Fatal(err)
-	}
+	fake := fakeOpencode(t)
 	testenv.WriteSettings(t, fmt.Sprintf(`{"opencodeBin": %q, "sandbox": "off"}`, fake))
 	d := startGUIDesktop(t)
 	conn := startGUIPanel(t, d)
