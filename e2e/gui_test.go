@@ -730,11 +730,21 @@ func (m *trayMenu) layout() (trayItem, error) {
 func (m *trayMenu) click(t *testing.T, label string) {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
-		menu, err := m.layout()
-		if err != nil {
-			t.Fatal(err)
+		// A rebuild of the menu may be under way even with Quit in it:
+		// wait (a moment at most) for the item to be there.
+		var it *trayItem
+		var menu trayItem
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			var err error
+			if menu, err = m.layout(); err != nil {
+				t.Fatal(err)
+			}
+			if it = menu.find(label); it != nil && it.enabled || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		it := menu.find(label)
 		if it == nil || !it.enabled {
 			t.Fatalf("no enabled %q in the menu:\n%s", label, menu)
 		}
