@@ -41,9 +41,11 @@ func TestGUITrayMarksAnUnconfinedAgentAndSaysWhy(t *testing.T) {
 	if first := entry.children[0]; first.label != "⚠ not confined: the sandbox is off in the settings" || first.enabled {
 		t.Errorf("feature-x's submenu starts with %q (enabled %v), want why it is unconfined", first.label, first.enabled)
 	}
-	if tip := trayTooltip(t, tray); !strings.Contains(tip, "1 unconfined") {
-		t.Errorf("tooltip %q does not count the unconfined agent", tip)
-	}
+	// The tooltip is set after the menu: wait for it too.
+	guiWaitUntil(t, 10*time.Second, "the tooltip to count the unconfined agent", a.exited, func() (bool, string) {
+		tip := trayTooltip(t, tray)
+		return strings.Contains(tip, "1 unconfined"), "tooltip " + tip
+	})
 	shotTrayMenu(t, d, filepath.Join(guiShotDir(t), "unconfined-menu.png"), 2)
 
 	tray.click(t, app.LabelSettings)
