@@ -97,3 +97,27 @@ type UpdateResult struct {
 	NewHead string `json:"newHead"`
 	Updated bool   `json:"updated"`
 }
+
+// PullRequestOptions choose what CreatePullRequest opens.
+type PullRequestOptions struct {
+	// Title and Body of the pull request; "" lets the PR command fill them
+	// from the commits (gh's --fill).
+	Title string
+	Body  string
+}
+
+// PullRequest is what pushing a workspace's branch and opening its pull
+// request did.
+type PullRequest struct {
+	Remote string `json:"remote"`
+	Branch string `json:"branch"`
+	Base   string `json:"base"`
+	// Pushed is true when `git push -u <remote> <branch>` succeeded.
+	Pushed bool `json:"pushed"`
+	// URL is the pull request's address, as the PR command printed it; it
+	// is recorded as the workspace's metadata "pr".
+	URL string `json:"url,omitempty"`
+	// Note says, when no pull request was opened, why and what the user
+	// can do (no remote, no gh on PATH and no prCommand set, …).
+	Note string `json:"note,omitempty"`
+}
