@@ -67,8 +67,9 @@ type Options struct {
 	Settings func() settings.Settings
 	// LookPath finds gh when prCommand is ""; exec.LookPath by default.
 	LookPath func(file string) (string, error)
-	// Timeout bounds the command; DefaultTimeout when 0.
-	Timeout time.Duration
+	// Timeout bounds the command and PushTimeout the push; each is
+	// DefaultTimeout when 0.
+	Timeout, PushTimeout time.Duration
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 }
@@ -86,6 +87,9 @@ func New(o Options) *Creator {
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
 	}
+	if o.PushTimeout == 0 {
+		o.PushTimeout = DefaultTimeout
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -94,7 +98,7 @@ func New(o Options) *Creator {
 
 // MaxDuration is how long a Create may take at most: the push and the
 // command each have the timeout.
-func (c *Creator) MaxDuration() time.Duration { return 2 * c.o.Timeout }
+func (c *Creator) MaxDuration() time.Duration { return c.o.PushTimeout + c.o.Timeout }
 
 // Create pushes the branch of the workspace at wsPath and opens its pull
 // request. When the project has no remote, or there is no command to run
@@ -111,11 +115,11 @@ func (c *Creator) Create(ctx context.Context, wsPath string, o workspace.PullReq
 	}
 	set := c.o.Settings()
 	remote := set.RemoteFor(ws.ProjectPath)
-	pushCtx, cancel := context.WithTimeout(ctx, c.o.Timeout)
+	pushCtx, cancel := context.WithTimeout(ctx, c.o.PushTimeout)
 	pr, err := c.o.Workspaces.Push(pushCtx, ws.Path, workspace.PushOptions{Remote: remote, CreatedBranchOnly: o.CreatedBranchOnly})
 	cancel()
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-		return workspace.PullRequest{}, workspace.Errorf(workspace.CodeTimeout, "the push to %s took longer than %s and was stopped; check the remote and your network", remote, c.o.Timeout)
+		return workspace.PullRequest{}, workspace.Errorf(workspace.CodeTimeout, "the push to %s took longer than %s and was stopped; check the remote and your network", remote, c.o.PushTimeout)
 	}
 	if errors.Is(err, workspace.ErrNoRemote) {
 		return workspace.PullRequest{Remote: remote, Branch: ws.Branch,
