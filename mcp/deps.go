@@ -6,6 +6,7 @@ package mcp
 
 import (
 	"context"
+	"time"
 
 	"codehydra/workspace"
 )
@@ -54,4 +55,12 @@ type Prompts interface {
 	// QueuePrompt keeps p until the agent of the workspace at path is
 	// ready, then delivers it once.
 	QueuePrompt(path string, p workspace.FirstPrompt) (workspace.PromptDelivery, error)
+}
+
+// PullRequests pushes a workspace's branch and opens its pull request;
+// package internal/pullrequest implements it.
+type PullRequests interface {
+	Create(ctx context.Context, wsPath string, o workspace.PullRequestOptions) (workspace.PullRequest, error)
+	// MaxDuration bounds a Create.
+	MaxDuration() time.Duration
 }

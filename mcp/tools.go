@@ -38,6 +38,7 @@ const (
 	ToolListTasks       = "workspace_list_tasks"
 	ToolRunTask         = "workspace_run_task"
 	ToolGetDiff         = "workspace_get_diff"
+	ToolCreatePR        = "workspace_create_pr"
 )
 
 // toolDefs lists every tool of CodeHydra's own. It builds fresh values on
@@ -48,6 +49,7 @@ func toolDefs() []toolDef {
 		projectListTool(), createTool(), workspaceListTool(), agentSessionTool(), restartAgentTool(), logTool(),
 		listTasksTool(), runTaskTool(), projectAddTool(), projectRemoveTool(),
 		readFileTool(), listDirectoryTool(), getContextTool(), getDiffTool(),
+		createPRTool(),
 	}
 }
 
