@@ -247,6 +247,34 @@ func (f *Workspaces) Status(_ context.Context, path string) (workspace.Status, e
 	return f.status[path], nil
 }
 
+// SetStatus makes st the status of the workspace at path and announces
+// it, as the status cache does.
+func (f *Workspaces) SetStatus(path string, st workspace.Status) {
+	f.mu.Lock()
+	f.status[path] = st
+	var ws workspace.Workspace
+	for _, list := range f.workspaces {
+		for _, w := range list {
+			if w.Path == path {
+				ws = w
+			}
+		}
+	}
+	f.mu.Unlock()
+	f.Publish(workspace.Event{Kind: workspace.EventStatusChanged, ProjectPath: ws.ProjectPath, Workspace: ws})
+}
+
+// SetMetadataQuietly sets a metadata key without an event, as a workspace
+// is found with it.
+func (f *Workspaces) SetMetadataQuietly(path, key, value string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.metadata[path] == nil {
+		f.metadata[path] = map[string]string{}
+	}
+	f.metadata[path][key] = value
+}
+
 func (f *Workspaces) Changes(_ context.Context, path string) (workspace.Changes, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
