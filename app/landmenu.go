@@ -120,10 +120,10 @@ func (t *Tray) landActions() LandActions {
 		Merge:  func(ws workspace.Workspace) { t.win.Open(window.Spec{Kind: window.KindMerge, Workspace: ws}) },
 		Update: func(w WorkspaceState, mode workspace.UpdateMode) {
 			path, base := w.Workspace.Path, w.Base
-			t.mark(path, func(s *WorkspaceState, on bool) { s.Updating = on })
+			t.flag(path, func(s *WorkspaceState) { s.Updating = true })
 			t.background(func(ctx context.Context) {
 				res, err := l.UpdateFromBase(ctx, path, mode)
-				t.unmark(path, func(s *WorkspaceState, on bool) { s.Updating = on })
+				t.flag(path, func(s *WorkspaceState) { s.Updating = false })
 				if err != nil {
 					t.do(func() { t.win.ShowError(titleUpdateFromPrefix+orBase(base), err) })
 					return
@@ -133,10 +133,10 @@ func (t *Tray) landActions() LandActions {
 		},
 		CreatePR: func(w WorkspaceState) {
 			path := w.Workspace.Path
-			t.mark(path, func(s *WorkspaceState, on bool) { s.CreatingPR = on })
+			t.flag(path, func(s *WorkspaceState) { s.CreatingPR = true })
 			t.background(func(ctx context.Context) {
 				pr, err := l.CreatePullRequest(ctx, path, workspace.PullRequestOptions{})
-				t.unmark(path, func(s *WorkspaceState, on bool) { s.CreatingPR = on })
+				t.flag(path, func(s *WorkspaceState) { s.CreatingPR = false })
 				switch {
 				case err != nil:
 					t.do(func() { t.win.ShowError(titleCreatePR, err) })
@@ -150,18 +150,11 @@ func (t *Tray) landActions() LandActions {
 	}
 }
 
-// mark sets a flag of the workspace at path (set(s, true)) and shows it;
-// unmark clears it.
-func (t *Tray) mark(path string, set func(s *WorkspaceState, on bool)) {
+// flag sets or clears a flag of the workspace at path with set, and
+// shows it.
+func (t *Tray) flag(path string, set func(s *WorkspaceState)) {
 	t.mu.Lock()
-	t.update(path, func(s *WorkspaceState) { set(s, true) })
-	t.mu.Unlock()
-	t.publish()
-}
-
-func (t *Tray) unmark(path string, set func(s *WorkspaceState, on bool)) {
-	t.mu.Lock()
-	t.update(path, func(s *WorkspaceState) { set(s, false) })
+	t.update(path, set)
 	t.mu.Unlock()
 	t.publish()
 }

@@ -212,14 +212,7 @@ func (f *Workspaces) Delete(_ context.Context, path string, o workspace.DeleteOp
 	f.deletes = append(f.deletes, o)
 	fail := f.deleteFail
 	f.deleteFail = ""
-	var ws workspace.Workspace
-	for _, list := range f.workspaces {
-		for _, w := range list {
-			if w.Path == path {
-				ws = w
-			}
-		}
-	}
+	ws := f.workspaceAt(path)
 	f.mu.Unlock()
 	if ws.Path == "" {
 		return workspace.Errorf(workspace.CodeWorkspaceNotFound, "no workspace at %s; nothing was deleted", path)
@@ -247,19 +240,24 @@ func (f *Workspaces) Status(_ context.Context, path string) (workspace.Status, e
 	return f.status[path], nil
 }
 
+// workspaceAt is the workspace at path, zero when none is; f.mu is held.
+func (f *Workspaces) workspaceAt(path string) workspace.Workspace {
+	for _, list := range f.workspaces {
+		for _, w := range list {
+			if w.Path == path {
+				return w
+			}
+		}
+	}
+	return workspace.Workspace{}
+}
+
 // SetStatus makes st the status of the workspace at path and announces
 // it, as the status cache does.
 func (f *Workspaces) SetStatus(path string, st workspace.Status) {
 	f.mu.Lock()
 	f.status[path] = st
-	var ws workspace.Workspace
-	for _, list := range f.workspaces {
-		for _, w := range list {
-			if w.Path == path {
-				ws = w
-			}
-		}
-	}
+	ws := f.workspaceAt(path)
 	f.mu.Unlock()
 	f.Publish(workspace.Event{Kind: workspace.EventStatusChanged, ProjectPath: ws.ProjectPath, Workspace: ws})
 }
