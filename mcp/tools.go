@@ -38,6 +38,8 @@ const (
 	ToolListTasks       = "workspace_list_tasks"
 	ToolRunTask         = "workspace_run_task"
 	ToolGetDiff         = "workspace_get_diff"
+	ToolMerge           = "workspace_merge"
+	ToolUpdateFromBase  = "workspace_update_from_base"
 )
 
 // toolDefs lists every tool of CodeHydra's own. It builds fresh values on
@@ -48,6 +50,7 @@ func toolDefs() []toolDef {
 		projectListTool(), createTool(), workspaceListTool(), agentSessionTool(), restartAgentTool(), logTool(),
 		listTasksTool(), runTaskTool(), projectAddTool(), projectRemoveTool(),
 		readFileTool(), listDirectoryTool(), getContextTool(), getDiffTool(),
+		mergeTool(), updateFromBaseTool(),
 	}
 }
 

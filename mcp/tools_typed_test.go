@@ -287,6 +287,10 @@ func TestTypedToolsAnswerAsSDKAddToolDoes(t *testing.T) {
 		{tool: ToolListDirectory, ws: "eq", args: `{"path":"."}`},
 		{tool: ToolListDirectory, ws: "eq", args: `{"path":"src","depth":3}`},
 		{tool: ToolListDirectory, ws: "eq", args: `{"path":"nope"}`},
+		{tool: ToolMerge, ws: "eq", args: `{"workspace":"` + s.paths["gen-a"] + `","preflight":true}`},
+		{tool: ToolMerge, ws: "eq", args: `{"workspace":"` + s.paths["eq"] + `"}`},
+		{tool: ToolUpdateFromBase, ws: "eq", args: `{"workspace":"` + s.paths["gen-a"] + `","mode":"merge"}`},
+		{tool: ToolUpdateFromBase, ws: "eq", args: `{"mode":"sideways"}`},
 		{tool: ToolDelete, ws: "pre-{side}", args: `{"deleteBranch":true}`},
 		{tool: ToolDelete, ws: "del-{side}", args: `{}`},
 	}

@@ -131,6 +131,9 @@ func (m *Manager) moveRefs(ctx context.Context, p *project, wsPath string, moves
 	if len(moves) == 0 {
 		return nil
 	}
+	// Once the first ref moves, the rest follow: a caller that gives up
+	// (a tool call's timeout) must not leave half of them moved.
+	ctx = context.WithoutCancel(ctx)
 	if err := writeLandJournal(p.commonDir, landJournal{Workspace: wsPath, Moves: moves}); err != nil {
 		return Errorf(CodeInternal, "cannot record the merge in %s before moving any branch: %v", p.commonDir, err)
 	}

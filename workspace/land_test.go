@@ -501,3 +501,22 @@ func TestUpdateFromBaseConflictOrUncommittedWorkLeavesTheWorkspaceExactlyAsItWas
 		})
 	}
 }
+
+func TestChangedFilesCountsCommittedUncommittedAndUntrackedFilesOnce(t *testing.T) {
+	t.Parallel()
+	f := newLandFixture(t)
+	testenv.WriteFile(t, filepath.Join(f.ws.Path, "feature.txt"), "changed again\n") // committed and changed: once
+	testenv.WriteFile(t, filepath.Join(f.ws.Path, "dir", "a.txt"), "untracked\n")
+	testenv.WriteFile(t, filepath.Join(f.ws.Path, "dir", "b.txt"), "untracked\n")
+	n, err := f.m.ChangedFiles(context.Background(), f.ws.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := f.m.Diff(context.Background(), f.ws.Path, DiffOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 4 || n != len(d.Files) {
+		t.Fatalf("ChangedFiles = %d, Diff lists %d (%+v); want 4: feature.txt, docs.txt, dir/a.txt, dir/b.txt", n, len(d.Files), d.Files)
+	}
+}
