@@ -2,7 +2,9 @@ package mcp
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -91,7 +93,17 @@ func (s *Server) merge(ctx context.Context, _ *sdk.CallToolRequest, in mergeInpu
 // The agent the delete stops is the child's, never the caller's, so it
 // runs before the answer.
 func (s *Server) cleanup(ctx context.Context, ws workspace.Workspace) string {
-	run, err := s.opts.Workspaces.StartDelete(ctx, ws.Path, workspace.DeleteOptions{DeleteBranch: true})
+	// Its agent may have written files since the merge: those would go
+	// with the worktree.
+	c, err := s.opts.Workspaces.Changes(ctx, ws.Path)
+	if err == nil && len(c.Changed)+len(c.Untracked) > 0 {
+		return fmt.Sprintf("failed: the workspace has files changed since the merge (%s); it was not deleted",
+			strings.Join(append(c.Changed, c.Untracked...), ", "))
+	}
+	var run func(context.Context) error
+	if err == nil {
+		run, err = s.opts.Workspaces.StartDelete(ctx, ws.Path, workspace.DeleteOptions{DeleteBranch: true})
+	}
 	if err == nil {
 		err = run(ctx)
 	}

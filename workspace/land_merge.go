@@ -51,7 +51,9 @@ func (m *Manager) Merge(ctx context.Context, wsPath string, o MergeOptions) (Mer
 	if err != nil {
 		return MergeResult{}, err
 	}
-	releaseTarget, err := m.reserve("merge", branchKey(p.Path, pl.pf.Target))
+	// The branches too: a merge into the workspace's branch, or an update
+	// of the workspace that has the target, would move the same refs.
+	releaseTarget, err := m.reserve("merge", branchKey(p.Path, pl.pf.Target), branchKey(p.Path, pl.pf.Branch))
 	if err != nil {
 		return MergeResult{}, err
 	}
@@ -208,9 +210,16 @@ func (m *Manager) movedWhat(ctx context.Context, pl *plan, moves []refMove, err 
 }
 
 // verifyLanded checks that the target, now at targetHead, holds all of
-// the workspace's work.
+// the workspace's work: the head it merged, which must still be the
+// workspace's (an agent may have committed since the preflight).
 func (m *Manager) verifyLanded(ctx context.Context, pl *plan, moves []refMove, targetHead string) (bool, error) {
 	dir, head := pl.p.Path, pl.pf.Head
+	if pl.pf.Strategy == StrategyRebase && len(moves) == 2 {
+		head = moves[0].New
+	}
+	if now, err := m.commitOf(ctx, dir, "refs/heads/"+pl.pf.Branch); err != nil || now != head {
+		return false, err
+	}
 	switch pl.pf.Strategy {
 	case StrategySquash:
 		tree, conflicts, err := m.mergeTrees(ctx, dir, targetHead, head)
@@ -219,14 +228,6 @@ func (m *Manager) verifyLanded(ctx context.Context, pl *plan, moves []refMove, t
 		}
 		targetTree, err := m.treeOf(ctx, dir, targetHead)
 		return err == nil && tree == targetTree, err
-	case StrategyRebase:
-		if len(moves) == 2 {
-			head = moves[0].New
-		}
-		now, err := m.commitOf(ctx, dir, "refs/heads/"+pl.pf.Branch)
-		if err != nil || now != head {
-			return false, err
-		}
 	}
 	return m.isAncestor(ctx, dir, head, targetHead)
 }

@@ -520,3 +520,24 @@ func TestChangedFilesCountsCommittedUncommittedAndUntrackedFilesOnce(t *testing.
 		t.Fatalf("ChangedFiles = %d, Diff lists %d (%+v); want 4: feature.txt, docs.txt, dir/a.txt, dir/b.txt", n, len(d.Files), d.Files)
 	}
 }
+
+func TestAMergeIsNotVerifiedWhenTheWorkspaceCommittedMoreMeanwhile(t *testing.T) {
+	t.Parallel()
+	f := newLandFixture(t)
+	committed := false
+	f.m.git.command = func(ctx context.Context, name string, arg ...string) *exec.Cmd {
+		if !committed && slices.Contains(arg, "--ff-only") {
+			// The agent commits while the main checkout moves.
+			committed = true
+			testenv.CommitFile(t, f.ws.Path, "late.txt", "late\n", "a late commit")
+		}
+		return exec.CommandContext(ctx, name, arg...)
+	}
+	res, err := f.m.Merge(context.Background(), f.ws.Path, MergeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !committed || !res.Merged || res.Verified {
+		t.Fatalf("%+v: a workspace with a commit the target lacks must not be verified", res)
+	}
+}

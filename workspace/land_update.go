@@ -35,6 +35,11 @@ func (m *Manager) UpdateFromBase(ctx context.Context, wsPath string, mode Update
 	if err != nil {
 		return UpdateResult{}, err
 	}
+	releaseBranch, err := m.reserve("update", branchKey(p.Path, branch))
+	if err != nil {
+		return UpdateResult{}, err
+	}
+	defer releaseBranch()
 	base := m.baseOf(ctx, p, branch)
 	if err := validateBase(base); err != nil {
 		return UpdateResult{}, Errorf(CodeInvalidInput, "the workspace has no base to update from (%v); set its metadata key base", err)
