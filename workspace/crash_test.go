@@ -173,12 +173,19 @@ func newCrashFixture(t *testing.T) *crashFixture {
 func startHelper(t *testing.T, spec *deleteSpec) (*exec.Cmd, *testenv.SyncBuffer) {
 	t.Helper()
 	spec.Mark = filepath.Join(t.TempDir(), "mark")
+	return startHelperTest(t, "TestHelperDeleteProcess", killedDeleteEnv, spec)
+}
+
+// startHelperTest starts this test binary running only the test named
+// helper, with spec in the variable env, in a process group of its own.
+func startHelperTest(t *testing.T, helper, env string, spec any) (*exec.Cmd, *testenv.SyncBuffer) {
+	t.Helper()
 	raw, err := json.Marshal(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperDeleteProcess$")
-	cmd.Env = append(os.Environ(), killedDeleteEnv+"="+string(raw), "TMPDIR="+t.TempDir())
+	cmd := exec.Command(os.Args[0], "-test.run=^"+helper+"$")
+	cmd.Env = append(os.Environ(), env+"="+string(raw), "TMPDIR="+t.TempDir())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out := &testenv.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
@@ -196,16 +203,24 @@ func startHelper(t *testing.T, spec *deleteSpec) (*exec.Cmd, *testenv.SyncBuffer
 func killDuring(t *testing.T, spec deleteSpec) {
 	t.Helper()
 	cmd, out := startHelper(t, &spec)
+	killAtMark(t, cmd, out, spec.Point, spec.Mark)
+}
+
+// killAtMark waits until the helper cmd created the file mark (at its
+// point), kills its process group, and waits until every process of it
+// has ended.
+func killAtMark(t *testing.T, cmd *exec.Cmd, out *testenv.SyncBuffer, point, mark string) {
+	t.Helper()
 	pgid := cmd.Process.Pid
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	testenv.WaitFor(t, fmt.Sprintf("the helper to reach %q", spec.Point), 20*time.Second, func() bool {
+	testenv.WaitFor(t, fmt.Sprintf("the helper to reach %q", point), 20*time.Second, func() bool {
 		select {
 		case err := <-exited:
-			t.Fatalf("helper ended before reaching %q: %v\n%s", spec.Point, err, out)
+			t.Fatalf("helper ended before reaching %q: %v\n%s", point, err, out)
 		default:
 		}
-		return exists(spec.Mark)
+		return exists(mark)
 	})
 	// The helper's stand-in commands hang; the group goes with it.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)

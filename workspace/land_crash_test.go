@@ -11,9 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"codehydra/internal/testenv"
 )
@@ -80,32 +78,8 @@ func TestHelperLandProcess(t *testing.T) {
 func killLandAt(t *testing.T, spec landSpec) {
 	t.Helper()
 	spec.Mark = filepath.Join(t.TempDir(), "mark")
-	raw, err := json.Marshal(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperLandProcess$")
-	cmd.Env = append(os.Environ(), killedLandEnv+"="+string(raw), "TMPDIR="+t.TempDir())
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out := &testenv.SyncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	testenv.WaitFor(t, fmt.Sprintf("the helper to reach %q", spec.Point), 30*time.Second, func() bool {
-		select {
-		case err := <-exited:
-			t.Fatalf("helper ended before reaching %q: %v\n%s", spec.Point, err, out)
-		default:
-		}
-		return exists(spec.Mark)
-	})
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	<-exited
-	waitGroupGone(t, cmd.Process.Pid)
+	cmd, out := startHelperTest(t, "TestHelperLandProcess", killedLandEnv, spec)
+	killAtMark(t, cmd, out, spec.Point, spec.Mark)
 }
 
 // landState is what a merge may change: every ref, and the files and

@@ -2,18 +2,10 @@ package workspace
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
-
-	"codehydra/internal/atomicfile"
 )
 
 // A merge or an update makes its commits first (objects only: a kill then
@@ -48,61 +40,20 @@ type refMove struct {
 // landDir is the folder of the records, under the git common dir.
 const landDir = "codehydra-pending-lands"
 
-func landFile(commonDir, wsPath string) string {
-	sum := sha256.Sum256([]byte(pathKey(wsPath)))
-	return filepath.Join(commonDir, landDir, hex.EncodeToString(sum[:8])+".json")
-}
-
 func writeLandJournal(commonDir string, j landJournal) error {
-	b, err := json.Marshal(j)
-	if err != nil {
-		return fmt.Errorf("encode merge record: %w", err)
-	}
-	return atomicfile.Write(landFile(commonDir, j.Workspace), b, 0o600)
+	return writeRecord(commonDir, landDir, j.Workspace, j)
 }
 
 func removeLandJournal(commonDir, wsPath string) error {
-	err := os.Remove(landFile(commonDir, wsPath))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove merge record: %w", err)
-	}
-	return nil
+	return removeRecord(commonDir, landDir, wsPath)
 }
 
 // readLandJournals returns the records of merges and updates in progress
-// in the project; unreadable ones (a write a crash cut short) are
-// removed: a record is written whole before the first ref moves.
+// in the project; unreadable ones are removed: a record is written whole
+// before the first ref moves.
 func readLandJournals(commonDir string) ([]landJournal, error) {
-	dir := filepath.Join(commonDir, landDir)
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read merge records: %w", err)
-	}
-	var out []landJournal
-	for _, e := range entries {
-		file := filepath.Join(dir, e.Name())
-		if e.IsDir() {
-			continue
-		}
-		if strings.HasPrefix(e.Name(), ".") || !strings.HasSuffix(e.Name(), ".json") {
-			_ = os.Remove(file)
-			continue
-		}
-		b, err := os.ReadFile(file)
-		var j landJournal
-		if err == nil {
-			err = json.Unmarshal(b, &j)
-		}
-		if err != nil || checkRequestPath(j.Workspace) != nil || landFile(commonDir, j.Workspace) != file || !validMoves(j.Moves) {
-			_ = os.Remove(file)
-			continue
-		}
-		out = append(out, j)
-	}
-	return out, nil
+	return readRecords(commonDir, landDir, func(j landJournal) string { return j.Workspace },
+		func(j landJournal) bool { return validMoves(j.Moves) })
 }
 
 // validMoves checks moves read back from a record before they reach git.
