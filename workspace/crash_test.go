@@ -76,19 +76,7 @@ func TestHelperDeleteProcess(t *testing.T) {
 			}
 		}
 	}
-	m.git.command = func(ctx context.Context, name string, arg ...string) *exec.Cmd {
-		if gitArgs == "" || !strings.HasPrefix(strings.Join(arg, " "), gitArgs) {
-			return exec.CommandContext(ctx, name, arg...)
-		}
-		// Run the git command (or not), say so, and hang until killed.
-		// (The git runner sets the environment, so the mark goes in the
-		// script; temp paths hold no quote.)
-		script := `touch '` + spec.Mark + `'; exec sleep 3600`
-		if when == "after" {
-			script = `"$0" "$@" || exit; ` + script
-		}
-		return exec.CommandContext(ctx, "sh", append([]string{"-c", script, name}, arg...)...)
-	}
+	m.git.command = hangAtGit(when, gitArgs, spec.Mark)
 	if err := m.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +93,24 @@ func TestHelperDeleteProcess(t *testing.T) {
 	took := time.Since(start)
 	fmt.Println("delete returned:", err)
 	fmt.Printf("%s%d\n", deleteTookPrefix, took.Nanoseconds())
+}
+
+// hangAtGit is a git runner's command that runs git, but for the first
+// command whose arguments start with gitArgs ("" for none): that one runs
+// only when is "after", then mark is created and it hangs until killed.
+func hangAtGit(when, gitArgs, mark string) func(ctx context.Context, name string, arg ...string) *exec.Cmd {
+	return func(ctx context.Context, name string, arg ...string) *exec.Cmd {
+		if gitArgs == "" || !strings.HasPrefix(strings.Join(arg, " "), gitArgs) {
+			return exec.CommandContext(ctx, name, arg...)
+		}
+		// (The git runner sets the environment, so the mark goes in the
+		// script; temp paths hold no quote.)
+		script := `touch '` + mark + `'; exec sleep 3600`
+		if when == "after" {
+			script = `"$0" "$@" || exit; ` + script
+		}
+		return exec.CommandContext(ctx, "sh", append([]string{"-c", script, name}, arg...)...)
+	}
 }
 
 // deleteTookPrefix starts the helper's line that says how long its

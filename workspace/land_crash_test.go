@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -51,16 +50,7 @@ func TestHelperLandProcess(t *testing.T) {
 	}
 	m := NewManager(Options{Projects: []string{spec.Repo}, WorktreeRoot: spec.Root})
 	when, gitArgs, _ := strings.Cut(spec.Point, ":")
-	m.git.command = func(ctx context.Context, name string, arg ...string) *exec.Cmd {
-		if !strings.HasPrefix(strings.Join(arg, " "), gitArgs) {
-			return exec.CommandContext(ctx, name, arg...)
-		}
-		script := `touch '` + spec.Mark + `'; exec sleep 3600`
-		if when == "after" {
-			script = `"$0" "$@" || exit; ` + script
-		}
-		return exec.CommandContext(ctx, "sh", append([]string{"-c", script, name}, arg...)...)
-	}
+	m.git.command = hangAtGit(when, gitArgs, spec.Mark)
 	if err := m.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
