@@ -20,6 +20,13 @@ type Workspaces interface {
 	Changes(ctx context.Context, wsPath string) (workspace.Changes, error)
 	// Diff is what a workspace changed against its base, paged.
 	Diff(ctx context.Context, wsPath string, o workspace.DiffOptions) (workspace.Diff, error)
+	// ChangedFiles counts the files Diff would list.
+	ChangedFiles(ctx context.Context, wsPath string) (int, error)
+	// Preflight, Merge and UpdateFromBase land a workspace's branch and
+	// bring its base in (workspace_merge, workspace_update_from_base).
+	Preflight(ctx context.Context, wsPath string, o workspace.MergeOptions) (workspace.Preflight, error)
+	Merge(ctx context.Context, wsPath string, o workspace.MergeOptions) (workspace.MergeResult, error)
+	UpdateFromBase(ctx context.Context, wsPath string, mode workspace.UpdateMode) (workspace.UpdateResult, error)
 	SetMetadata(ctx context.Context, wsPath, key string, value *string) error
 	// StartDelete reserves the delete of a workspace and returns the work
 	// that deletes it; a delete already running is a conflict at once.

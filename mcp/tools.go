@@ -39,6 +39,8 @@ const (
 	ToolRunTask         = "workspace_run_task"
 	ToolGetDiff         = "workspace_get_diff"
 	ToolCreatePR        = "workspace_create_pr"
+	ToolMerge           = "workspace_merge"
+	ToolUpdateFromBase  = "workspace_update_from_base"
 )
 
 // toolDefs lists every tool of CodeHydra's own. It builds fresh values on
@@ -50,6 +52,7 @@ func toolDefs() []toolDef {
 		listTasksTool(), runTaskTool(), projectAddTool(), projectRemoveTool(),
 		readFileTool(), listDirectoryTool(), getContextTool(), getDiffTool(),
 		createPRTool(),
+		mergeTool(), updateFromBaseTool(),
 	}
 }
 

@@ -3,8 +3,9 @@ package mcp
 // The tools that let an agent follow the work it handed out
 // (workspace_list) and manage its own agent (workspace_get_agent_session,
 // workspace_restart_agent). A workspace's token reads its project's
-// workspaces, and its own children's conversations, but acts on none of
-// them: every tool that acts stays bound to the caller's own workspace.
+// workspaces, and its own children's conversations; the only tools that
+// act on another workspace than the caller's act on its children (the
+// review and landing tools, tools_review.go and tools_land.go).
 
 import (
 	"context"
@@ -46,6 +47,10 @@ type (
 		Behind      int                   `json:"behind" jsonschema:"commits on base that the workspace branch lacks"`
 		Agent       workspace.AgentStatus `json:"agent" jsonschema:"the agent: state (starting, ready, failed…), type none|idle|busy|mixed, needsInput (sessions waiting for an answer)"`
 		CreatedBy   string                `json:"createdBy,omitempty" jsonschema:"path of the workspace whose agent created this one"`
+		// ChangedFiles and MergesCleanly are given for the caller's
+		// children only (all workspaces for the user).
+		ChangedFiles  *int  `json:"changedFiles,omitempty" jsonschema:"how many files the workspace changed against its base (committed, uncommitted, untracked); only for workspaces you created"`
+		MergesCleanly *bool `json:"mergesCleanly,omitempty" jsonschema:"whether its commits merge into its base without conflicts; absent when that cannot be told; only for workspaces you created"`
 		// Prompt and LastReply are given for the caller's children only
 		// (all workspaces for the user).
 		Prompt    *workspace.PromptDelivery `json:"prompt,omitempty" jsonschema:"what became of the first prompt (pending, delivered, failed with error); only for workspaces you created"`
@@ -89,7 +94,7 @@ func workspaceListTool() toolDef {
 				"state (agent.state, agent.type idle|busy, agent.needsInput) and createdBy (the workspace whose agent created " +
 				"it). For the workspaces you created with workspace_create it also gives the first prompt's delivery " +
 				"(prompt.state pending|delivered|failed, prompt.error) and the agent's last reply (lastReply.text, cut at " +
-				"4 KiB with truncated true). Use it to follow the agents you handed work to; you can read them, not act on them.",
+				"4 KiB with truncated true), changedFiles and mergesCleanly (into its base, without conflicts). Use it to follow the agents you handed work to; workspace_merge lands a child's work.",
 			Annotations: readOnly(),
 		},
 		handler: typed((*Server).workspaceList),
@@ -149,6 +154,24 @@ func (s *Server) listedProjects(who caller, req *sdk.CallToolRequest) ([]string,
 	return paths, nil
 }
 
+// landState fills in what landing a listed workspace would take: its
+// changed files, and whether it merges into its base cleanly (from a
+// preflight, which touches no working tree). What cannot be told is left
+// out, not an error of the entry.
+func (s *Server) landState(ctx context.Context, ws workspace.Workspace, e *ListEntry) {
+	if n, err := s.opts.Workspaces.ChangedFiles(ctx, ws.Path); err == nil {
+		e.ChangedFiles = &n
+	} else {
+		s.log.Debug("count a workspace's changed files", slog.String("workspace", ws.Path), slog.Any("error", err))
+	}
+	if pf, err := s.opts.Workspaces.Preflight(ctx, ws.Path, workspace.MergeOptions{}); err == nil {
+		clean := len(pf.Conflicts) == 0
+		e.MergesCleanly = &clean
+	} else {
+		s.log.Debug("preflight a workspace's merge", slog.String("workspace", ws.Path), slog.Any("error", err))
+	}
+}
+
 // listEntry reads one workspace for workspace_list; what it cannot read
 // goes into the entry's error, so that one broken worktree does not hide
 // the others.
@@ -167,6 +190,7 @@ func (s *Server) listEntry(ctx context.Context, who caller, ws workspace.Workspa
 	if !who.isUser() && (e.CreatedBy == "" || !samePath(e.CreatedBy, who.ws.Path)) {
 		return e
 	}
+	s.landState(ctx, ws, &e)
 	ag := s.opts.Sessions
 	if ag == nil {
 		return e

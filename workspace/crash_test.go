@@ -76,19 +76,7 @@ func TestHelperDeleteProcess(t *testing.T) {
 			}
 		}
 	}
-	m.git.command = func(ctx context.Context, name string, arg ...string) *exec.Cmd {
-		if gitArgs == "" || !strings.HasPrefix(strings.Join(arg, " "), gitArgs) {
-			return exec.CommandContext(ctx, name, arg...)
-		}
-		// Run the git command (or not), say so, and hang until killed.
-		// (The git runner sets the environment, so the mark goes in the
-		// script; temp paths hold no quote.)
-		script := `touch '` + spec.Mark + `'; exec sleep 3600`
-		if when == "after" {
-			script = `"$0" "$@" || exit; ` + script
-		}
-		return exec.CommandContext(ctx, "sh", append([]string{"-c", script, name}, arg...)...)
-	}
+	m.git.command = hangAtGit(when, gitArgs, spec.Mark)
 	if err := m.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +93,24 @@ func TestHelperDeleteProcess(t *testing.T) {
 	took := time.Since(start)
 	fmt.Println("delete returned:", err)
 	fmt.Printf("%s%d\n", deleteTookPrefix, took.Nanoseconds())
+}
+
+// hangAtGit is a git runner's command that runs git, but for the first
+// command whose arguments start with gitArgs ("" for none): that one runs
+// only when is "after", then mark is created and it hangs until killed.
+func hangAtGit(when, gitArgs, mark string) func(ctx context.Context, name string, arg ...string) *exec.Cmd {
+	return func(ctx context.Context, name string, arg ...string) *exec.Cmd {
+		if gitArgs == "" || !strings.HasPrefix(strings.Join(arg, " "), gitArgs) {
+			return exec.CommandContext(ctx, name, arg...)
+		}
+		// (The git runner sets the environment, so the mark goes in the
+		// script; temp paths hold no quote.)
+		script := `touch '` + mark + `'; exec sleep 3600`
+		if when == "after" {
+			script = `"$0" "$@" || exit; ` + script
+		}
+		return exec.CommandContext(ctx, "sh", append([]string{"-c", script, name}, arg...)...)
+	}
 }
 
 // deleteTookPrefix starts the helper's line that says how long its
@@ -173,12 +179,19 @@ func newCrashFixture(t *testing.T) *crashFixture {
 func startHelper(t *testing.T, spec *deleteSpec) (*exec.Cmd, *testenv.SyncBuffer) {
 	t.Helper()
 	spec.Mark = filepath.Join(t.TempDir(), "mark")
+	return startHelperTest(t, "TestHelperDeleteProcess", killedDeleteEnv, spec)
+}
+
+// startHelperTest starts this test binary running only the test named
+// helper, with spec in the variable env, in a process group of its own.
+func startHelperTest(t *testing.T, helper, env string, spec any) (*exec.Cmd, *testenv.SyncBuffer) {
+	t.Helper()
 	raw, err := json.Marshal(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperDeleteProcess$")
-	cmd.Env = append(os.Environ(), killedDeleteEnv+"="+string(raw), "TMPDIR="+t.TempDir())
+	cmd := exec.Command(os.Args[0], "-test.run=^"+helper+"$")
+	cmd.Env = append(os.Environ(), env+"="+string(raw), "TMPDIR="+t.TempDir())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out := &testenv.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
@@ -196,16 +209,24 @@ func startHelper(t *testing.T, spec *deleteSpec) (*exec.Cmd, *testenv.SyncBuffer
 func killDuring(t *testing.T, spec deleteSpec) {
 	t.Helper()
 	cmd, out := startHelper(t, &spec)
+	killAtMark(t, cmd, out, spec.Point, spec.Mark)
+}
+
+// killAtMark waits until the helper cmd created the file mark (at its
+// point), kills its process group, and waits until every process of it
+// has ended.
+func killAtMark(t *testing.T, cmd *exec.Cmd, out *testenv.SyncBuffer, point, mark string) {
+	t.Helper()
 	pgid := cmd.Process.Pid
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	testenv.WaitFor(t, fmt.Sprintf("the helper to reach %q", spec.Point), 20*time.Second, func() bool {
+	testenv.WaitFor(t, fmt.Sprintf("the helper to reach %q", point), 20*time.Second, func() bool {
 		select {
 		case err := <-exited:
-			t.Fatalf("helper ended before reaching %q: %v\n%s", spec.Point, err, out)
+			t.Fatalf("helper ended before reaching %q: %v\n%s", point, err, out)
 		default:
 		}
-		return exists(spec.Mark)
+		return exists(mark)
 	})
 	// The helper's stand-in commands hang; the group goes with it.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)

@@ -75,7 +75,8 @@ type Manager struct {
 	stored   []string            // the persisted list, as given; includes projects that did not load
 	projects map[string]*project // by pathKey(Project.Path)
 	// busy holds the workspace paths (pathKey) and branches (branchKey)
-	// that a create or a delete is working on, with what it is doing.
+	// that a create, a delete, a merge or an update is working on, with
+	// what it is doing.
 	busy map[string]string
 	// tombstones are workspaces whose worktree a failed delete removed but
 	// whose branch is left, so that a second Delete can finish the job.
@@ -136,7 +137,8 @@ func (m *Manager) Subscribe() (events <-chan Event, cancel func()) { return m.ev
 // Publish sends e to every subscriber (Events.Publish).
 func (m *Manager) Publish(e Event) { m.events.Publish(e) }
 
-// reserve marks keys as busy with what ("create" or "delete") and returns
+// reserve marks keys as busy with what ("create", "delete", "merge" or
+// "update") and returns
 // the function that releases them. A key already busy is a CodeConflict.
 func (m *Manager) reserve(what string, keys ...string) (release func(), err error) {
 	m.mu.Lock()
@@ -159,6 +161,12 @@ func (m *Manager) reserve(what string, keys ...string) (release func(), err erro
 }
 
 func busyError(running, wanted string) error {
+	switch {
+	case running == "merge" || running == "update":
+		return Errorf(CodeConflict, "this workspace or branch is being merged or updated; wait for that to finish")
+	case wanted == "merge" || wanted == "update":
+		return Errorf(CodeConflict, "this workspace or branch is busy with a %s; wait for it to finish", running)
+	}
 	if running == "delete" {
 		return Errorf(CodeConflict, "this workspace is already being deleted; wait for that delete to finish")
 	}

@@ -2,17 +2,9 @@ package workspace
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
-
-	"codehydra/internal/atomicfile"
 )
 
 // A delete that removed a worktree but not yet its branch leaves a state no
@@ -48,61 +40,20 @@ func readPendingOf(commonDir, wsPath string) (pendingDelete, bool) {
 // pendingDir is the folder of the records, under the git common dir.
 const pendingDir = "codehydra-pending-deletes"
 
-func pendingFile(commonDir, wsPath string) string {
-	sum := sha256.Sum256([]byte(pathKey(wsPath)))
-	return filepath.Join(commonDir, pendingDir, hex.EncodeToString(sum[:8])+".json")
-}
+func pendingFile(commonDir, wsPath string) string { return recordFile(commonDir, pendingDir, wsPath) }
 
 func writePending(commonDir string, d pendingDelete) error {
-	b, err := json.Marshal(d)
-	if err != nil {
-		return fmt.Errorf("encode delete record: %w", err)
-	}
-	return atomicfile.Write(pendingFile(commonDir, d.Path), b, 0o600)
+	return writeRecord(commonDir, pendingDir, d.Path, d)
 }
 
 func removePending(commonDir, wsPath string) error {
-	err := os.Remove(pendingFile(commonDir, wsPath))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove delete record: %w", err)
-	}
-	return nil
+	return removeRecord(commonDir, pendingDir, wsPath)
 }
 
 // readPending returns the records of deletes in progress in the project;
 // unreadable records are removed, since nothing can be done with them.
 func readPending(commonDir string) ([]pendingDelete, error) {
-	dir := filepath.Join(commonDir, pendingDir)
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read delete records: %w", err)
-	}
-	var out []pendingDelete
-	for _, e := range entries {
-		if !e.IsDir() && strings.HasPrefix(e.Name(), ".") && strings.Contains(e.Name(), ".tmp-") {
-			// A record whose write a crash cut short.
-			_ = os.Remove(filepath.Join(dir, e.Name()))
-			continue
-		}
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") || strings.HasPrefix(e.Name(), ".") {
-			continue
-		}
-		file := filepath.Join(dir, e.Name())
-		b, err := os.ReadFile(file)
-		var d pendingDelete
-		if err == nil {
-			err = json.Unmarshal(b, &d)
-		}
-		if err != nil || checkRequestPath(d.Path) != nil || pendingFile(commonDir, d.Path) != file {
-			_ = os.Remove(file)
-			continue
-		}
-		out = append(out, d)
-	}
-	return out, nil
+	return readRecords(commonDir, pendingDir, func(d pendingDelete) string { return d.Path }, func(pendingDelete) bool { return true })
 }
 
 // finishPendingDeletes finishes the deletes that an earlier run of the app

@@ -131,8 +131,9 @@ func (m *Manager) openProject(ctx context.Context, path string) (*project, error
 // lose it. Like AddProject, it publishes project-added and a
 // workspace-added per workspace of each project it loads, so subscribers
 // that started before it (the tray, the agent supervisor) learn of them.
-// Load then finishes the deletes an earlier run left half done (see
-// finishPendingDeletes), publishing their events. It returns an error only
+// Load then finishes the merges and deletes an earlier run left half done
+// (see finishPendingLands and finishPendingDeletes), publishing their
+// events. It returns an error only
 // when ctx ends.
 func (m *Manager) Load(ctx context.Context) error {
 	m.projMu.Lock()
@@ -178,6 +179,9 @@ func (m *Manager) Load(ctx context.Context) error {
 		m.publishAdded(p)
 	}
 	m.mu.Unlock()
+	if err := m.finishPendingLands(ctx); err != nil {
+		return err
+	}
 	return m.finishPendingDeletes(ctx)
 }
 
