@@ -46,10 +46,11 @@ type (
 		Behind      int                   `json:"behind" jsonschema:"commits on base that the workspace branch lacks"`
 		Agent       workspace.AgentStatus `json:"agent" jsonschema:"the agent: state (starting, ready, failed…), type none|idle|busy|mixed, needsInput (sessions waiting for an answer)"`
 		CreatedBy   string                `json:"createdBy,omitempty" jsonschema:"path of the workspace whose agent created this one"`
-		// Prompt and LastReply are given for the caller's children only
-		// (all workspaces for the user).
+		// Prompt, LastReply and Review are given for the caller's
+		// children only (all workspaces for the user).
 		Prompt    *workspace.PromptDelivery `json:"prompt,omitempty" jsonschema:"what became of the first prompt (pending, delivered, failed with error); only for workspaces you created"`
 		LastReply *LastReply                `json:"lastReply,omitempty" jsonschema:"the agent's last reply in its current session; only for workspaces you created"`
+		Review    *workspace.ReviewDelivery `json:"review,omitempty" jsonschema:"what became of the last review sent to its agent (workspace_send_review); only for workspaces you created"`
 		// Error says what could not be read of this workspace.
 		Error string `json:"error,omitempty" jsonschema:"what could not be read of this workspace"`
 	}
@@ -88,8 +89,8 @@ func workspaceListTool() toolDef {
 				"names, or of every project without it): name, branch, path, isDirty, ahead/behind its base, the agent's " +
 				"state (agent.state, agent.type idle|busy, agent.needsInput) and createdBy (the workspace whose agent created " +
 				"it). For the workspaces you created with workspace_create it also gives the first prompt's delivery " +
-				"(prompt.state pending|delivered|failed, prompt.error) and the agent's last reply (lastReply.text, cut at " +
-				"4 KiB with truncated true). Use it to follow the agents you handed work to; you can read them, not act on them.",
+				"(prompt.state pending|delivered|failed, prompt.error), the agent's last reply (lastReply.text, cut at " +
+				"4 KiB with truncated true) and the delivery of the last review you sent it (review). Use it to follow the agents you handed work to; see their changes with workspace_get_diff and review them with workspace_send_review.",
 			Annotations: readOnly(),
 		},
 		handler: typed((*Server).workspaceList),
@@ -166,6 +167,11 @@ func (s *Server) listEntry(ctx context.Context, who caller, ws workspace.Workspa
 	e.CreatedBy = md[workspace.MetadataCreatedBy]
 	if !who.isUser() && (e.CreatedBy == "" || !samePath(e.CreatedBy, who.ws.Path)) {
 		return e
+	}
+	if s.opts.Reviews != nil {
+		if all := s.opts.Reviews.Reviews(ws.Path); len(all) > 0 {
+			e.Review = &all[len(all)-1]
+		}
 	}
 	ag := s.opts.Sessions
 	if ag == nil {

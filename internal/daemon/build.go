@@ -117,6 +117,7 @@ func (s *server) build(ctx context.Context) error {
 		Agents:         agents,
 		Prompts:        agents,
 		Sessions:       agents,
+		Reviews:        agents,
 		Gateway:        s.gateway,
 		RateLimit:      rate.Limit(set.RateLimit.PerSecond),
 		Burst:          set.RateLimit.Burst,
