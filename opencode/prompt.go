@@ -156,7 +156,11 @@ func (s *Supervisor) enqueue(key string, add func(*outbox) (*parcel, error)) (*p
 	if err != nil {
 		return nil, err
 	}
-	s.log.Info(p.what()+" queued", slog.String("workspace", key), slog.Int("bytes", len(p.prompt.Prompt)))
+	attrs := []any{slog.String("workspace", key), slog.Int("bytes", len(p.prompt.Prompt))}
+	if r := p.review; r != nil {
+		attrs = append(attrs, slog.String("id", r.ID), slog.String("from", r.From), slog.Int("comments", r.Comments))
+	}
+	s.log.Info(p.what()+" queued", attrs...)
 	// An agent that failed already will not become ready by itself; the
 	// prompt must not wait for it silently (setState fails it only on a
 	// change).

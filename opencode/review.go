@@ -33,9 +33,12 @@ type reviewInfo struct {
 // one updated last; a new one when it has none) as soon as the agent is
 // ready, after the first prompt if that still waits. A review for an agent
 // that failed fails at once, with the reason. The review is recorded on
-// disk before SendReview returns; r.From is taken as it is (CodeHydra sets
-// it).
+// disk before SendReview returns. r.From is taken as it is (the MCP tool
+// sets it); "" is the user's, as the tray's Review window sends it.
 func (s *Supervisor) SendReview(path string, r workspace.Review) (workspace.ReviewDelivery, error) {
+	if r.From == "" {
+		r.From = workspace.ReviewFromUser
+	}
 	if err := workspace.CheckReview(r); err != nil {
 		return workspace.ReviewDelivery{}, err
 	}
@@ -65,7 +68,6 @@ func (s *Supervisor) SendReview(path string, r workspace.Review) (workspace.Revi
 	if err != nil {
 		return workspace.ReviewDelivery{}, recordError("review", path, err)
 	}
-	s.log.Info("review from", slog.String("workspace", path), slog.String("from", r.From), slog.Int("comments", len(r.Comments)))
 	return reviewDelivery(p.review, s.deliveryOf(p)), nil
 }
 
