@@ -53,6 +53,9 @@ type Deps struct {
 	Gateway window.MCPGateway
 	// Prepare may be nil: created workspaces then show no setup progress.
 	Prepare window.Preparation
+	// Landing may be nil: the workspaces' submenus then offer no review,
+	// merge, update or pull request.
+	Landing window.Landing
 	// RotateToken replaces the MCP access token, and only that: the UI then
 	// calls Agents.RestartAll itself. Nil disables "Rotate token".
 	RotateToken func() error
@@ -173,6 +176,7 @@ func (d Deps) windows(tray window.Tray, log *slog.Logger) window.Deps {
 		MCP:                 d.MCP,
 		Gateway:             d.Gateway,
 		Prepare:             d.Prepare,
+		Landing:             d.Landing,
 		RotateToken:         d.RotateToken,
 		Restart:             d.Restart,
 		Logger:              log,

@@ -36,13 +36,37 @@ func createdByItems(s State, w WorkspaceState) []*fyne.MenuItem {
 	return []*fyne.MenuItem{disabled(line), fyne.NewMenuItemSeparator()}
 }
 
-// createdBy reads which workspace's agent created the workspace at path
-// (its createdBy metadata); "" when none did or it cannot be read.
-func (t *Tray) createdBy(ctx context.Context, path string) string {
+// workspaceMetadata is what the tray keeps of a workspace's metadata.
+type workspaceMetadata struct {
+	// createdBy is the workspace whose agent created this one, "" when
+	// none did; base the branch it lands in.
+	createdBy, base string
+}
+
+// metadata reads which workspace's agent created the workspace at path
+// (its createdBy metadata) and its base; empty when they cannot be read.
+func (t *Tray) metadata(ctx context.Context, path string) workspaceMetadata {
 	md, err := t.deps.Workspaces.Metadata(ctx, path)
 	if err != nil {
-		t.log.DebugContext(ctx, "read the creator of a workspace", slog.String("workspace", path), slog.Any("err", err))
-		return ""
+		t.log.DebugContext(ctx, "read the metadata of a workspace", slog.String("workspace", path), slog.Any("err", err))
+		return workspaceMetadata{}
 	}
-	return md[workspace.MetadataCreatedBy]
+	return workspaceMetadata{createdBy: md[workspace.MetadataCreatedBy], base: md["base"]}
+}
+
+// ahead counts the commits of a child workspace that its base lacks, for
+// its "ready for review"; 0 for a workspace the user made, whose status is
+// not read. The status comes from the status cache, which answers without
+// git once it follows the workspace, and tells each change with a
+// status-changed event.
+func (t *Tray) ahead(ctx context.Context, path string, md workspaceMetadata) int {
+	if md.createdBy == "" {
+		return 0
+	}
+	st, err := t.deps.Workspaces.Status(ctx, path)
+	if err != nil {
+		t.log.DebugContext(ctx, "read the status of a workspace", slog.String("workspace", path), slog.Any("err", err))
+		return 0
+	}
+	return st.Ahead
 }

@@ -49,6 +49,14 @@ type WorkspaceState struct {
 	SetupFailed string
 	// Prompt is what became of its first prompt; zero when it has none.
 	Prompt workspace.PromptDelivery
+	// Base is the branch the workspace is compared with and lands in (its
+	// metadata "base"); Ahead counts its commits that the base lacks, read
+	// from the status cache for children only (ReadyForReview).
+	Base  string
+	Ahead int
+	// Updating and CreatingPR are true while an update from the base, or
+	// the push and pull request, that the tray started runs.
+	Updating, CreatingPR bool
 }
 
 // Phase is what a workspace is doing, as the menu marks it.
@@ -162,15 +170,20 @@ const (
 )
 
 // WorkspaceLabel is the menu label of a workspace: its mark, its name and
-// its phase in words, e.g. "● feature/login (busy)", and "unconfined"
-// when its agent runs outside the kernel sandbox: "○ fix (idle,
-// unconfined)".
+// its phase in words, e.g. "● feature/login (busy)", then "ready for
+// review" for a child with work to look at (ReadyForReview), and
+// "unconfined" when its agent runs outside the kernel sandbox: "○ fix
+// (idle, ready for review, unconfined)".
 func WorkspaceLabel(w WorkspaceState) string {
 	p := w.Phase()
-	if w.Unconfined() != "" {
-		return fmt.Sprintf("%s %s (%s, %s)", p.Mark(), w.Workspace.Name, p, LabelUnconfined)
+	words := []string{string(p)}
+	if w.ReadyForReview() {
+		words = append(words, LabelReadyForReview)
 	}
-	return fmt.Sprintf("%s %s (%s)", p.Mark(), w.Workspace.Name, p)
+	if w.Unconfined() != "" {
+		words = append(words, LabelUnconfined)
+	}
+	return fmt.Sprintf("%s %s (%s)", p.Mark(), w.Workspace.Name, strings.Join(words, ", "))
 }
 
 // LabelUnconfined marks a workspace whose agent is not confined.
@@ -231,6 +244,7 @@ type Actions struct {
 	Quit                   func()
 	FolderActions
 	PrepareActions
+	LandActions
 }
 
 // BuildMenu is the tray menu for s: a summary line, each project with its
@@ -315,8 +329,9 @@ func workspaceItem(s State, w WorkspaceState, a Actions) *fyne.MenuItem {
 		workspaceConfigItem(s, w, a),
 		fyne.NewMenuItemSeparator())
 	items = append(items, folderItems(w, a)...)
+	items = append(items, fyne.NewMenuItemSeparator())
+	items = append(items, landItems(w, a)...)
 	it.ChildMenu = fyne.NewMenu(ws.Name, append(items,
-		fyne.NewMenuItemSeparator(),
 		actionItem(LabelRestartAgent, restart),
 		actionItem(LabelDelete, del),
 	)...)

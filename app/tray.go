@@ -153,8 +153,13 @@ func (t *Tray) handle(ctx context.Context, e workspace.Event) []Notice {
 		})
 		return notes
 	case workspace.EventMetadataChanged:
-		by := t.createdBy(ctx, e.Workspace.Path)
-		t.update(e.Workspace.Path, func(w *WorkspaceState) { w.CreatedBy = by })
+		md := t.metadata(ctx, e.Workspace.Path)
+		ahead := t.ahead(ctx, e.Workspace.Path, md)
+		t.update(e.Workspace.Path, func(w *WorkspaceState) { w.CreatedBy, w.Base, w.Ahead = md.createdBy, md.base, ahead })
+	case workspace.EventStatusChanged:
+		t.update(e.Workspace.Path, func(w *WorkspaceState) {
+			w.Ahead = t.ahead(ctx, w.Workspace.Path, workspaceMetadata{createdBy: w.CreatedBy})
+		})
 	case workspace.EventDeleteProgress:
 		t.update(e.Workspace.Path, func(w *WorkspaceState) {
 			w.Deleting, w.DeleteStep, w.DeleteErr = true, e.Step, ""
@@ -195,11 +200,13 @@ func (t *Tray) reload(ctx context.Context) {
 			ps.Err = window.UserMessage(err)
 		}
 		for _, w := range list {
-			ws := WorkspaceState{Workspace: w, Agent: t.agentStatus(w.Path), CreatedBy: t.createdBy(ctx, w.Path)}
+			md := t.metadata(ctx, w.Path)
+			ws := WorkspaceState{Workspace: w, Agent: t.agentStatus(w.Path), CreatedBy: md.createdBy, Base: md.base, Ahead: t.ahead(ctx, w.Path, md)}
 			ws.SetupFailed = t.setupFailed(w.Path)
 			ws.Prompt = t.promptDelivery(w.Path)
 			if old, ok := prev[w.Path]; ok {
 				ws.Deleting, ws.DeleteStep, ws.DeleteErr = old.Deleting, old.DeleteStep, old.DeleteErr
+				ws.Updating, ws.CreatingPR = old.Updating, old.CreatingPR
 			}
 			ps.Workspaces = append(ps.Workspaces, ws)
 		}
@@ -326,6 +333,7 @@ func (t *Tray) actions() Actions {
 	}
 	a.FolderActions = t.folderActions()
 	a.PrepareActions = t.prepareActions()
+	a.LandActions = t.landActions()
 	if agents := t.deps.Agents; agents != nil {
 		a.OpenAgent = t.openAgent
 		a.CopyAttach = func(path string) {

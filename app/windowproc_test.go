@@ -109,6 +109,7 @@ func TestTheWindowsGetWhatTheTrayHasOfTheApp(t *testing.T) {
 		MCP:                 uitest.MCP{InUse: 1},
 		Gateway:             gateway{},
 		Prepare:             preparation{},
+		Landing:             uitest.NewLanding(nil),
 		RotateToken:         func() error { return nil },
 		Restart:             func() {},
 		Getenv:              func(string) string { return "" },

@@ -1,11 +1,13 @@
 package mcp
 
 // What the server is given to act on: the domain (Workspaces), the agents'
-// ports (Agents), first prompts (Prompts) and reviews (Reviews). Each is the small part of
-// the app's types that the tools need, so tests give fakes.
+// ports (Agents), first prompts (Prompts), reviews (Reviews) and pull
+// requests (PullRequests). Each is the small part of the app's types that
+// the tools need, so tests give fakes.
 
 import (
 	"context"
+	"time"
 
 	"codehydra/workspace"
 )
@@ -65,4 +67,12 @@ type Reviews interface {
 	// Reviews is what became of the last reviews sent to the agent of the
 	// workspace at path, oldest first.
 	Reviews(path string) []workspace.ReviewDelivery
+}
+
+// PullRequests pushes a workspace's branch and opens its pull request;
+// package internal/pullrequest implements it.
+type PullRequests interface {
+	Create(ctx context.Context, wsPath string, o workspace.PullRequestOptions) (workspace.PullRequest, error)
+	// MaxDuration bounds a Create.
+	MaxDuration() time.Duration
 }

@@ -104,6 +104,9 @@ type Options struct {
 	// WorkspaceDeny are deny patterns (settings workspaceDeny) that the
 	// file tools refuse on top of wsfs.DefaultDeny.
 	WorkspaceDeny []string
+	// PullRequests opens pull requests (workspace_create_pr); nil opens
+	// none.
+	PullRequests PullRequests
 	// Gateway offers the user's own MCP servers as tools named
 	// "<server>__<tool>" (tools_gateway.go); nil offers none.
 	Gateway Gateway

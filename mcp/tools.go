@@ -39,6 +39,7 @@ const (
 	ToolRunTask         = "workspace_run_task"
 	ToolGetDiff         = "workspace_get_diff"
 	ToolSendReview      = "workspace_send_review"
+	ToolCreatePR        = "workspace_create_pr"
 )
 
 // toolDefs lists every tool of CodeHydra's own. It builds fresh values on
@@ -49,6 +50,7 @@ func toolDefs() []toolDef {
 		projectListTool(), createTool(), workspaceListTool(), agentSessionTool(), restartAgentTool(), logTool(),
 		listTasksTool(), runTaskTool(), projectAddTool(), projectRemoveTool(),
 		readFileTool(), listDirectoryTool(), getContextTool(), getDiffTool(), sendReviewTool(),
+		createPRTool(),
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"codehydra/internal/pullrequest"
+	"codehydra/internal/settings"
 	"codehydra/internal/testenv"
 	"codehydra/workspace"
 )
@@ -188,6 +190,8 @@ func newSideBySide(t *testing.T) *sideBySide {
 		o.Reviews = newReviewRecorder()
 		// Both servers get the same calls many times over.
 		o.RateLimit, o.Burst = 1e6, 1e6
+		// The project has no remote: a pull request's answer is a note.
+		o.PullRequests = pullrequest.New(pullrequest.Options{Workspaces: o.Workspaces.(*workspace.Manager), Settings: settings.Default})
 	})
 	paths := map[string]string{}
 	for _, name := range []string{"pre-a", "pre-b"} {
@@ -294,6 +298,8 @@ func TestTypedToolsAnswerAsSDKAddToolDoes(t *testing.T) {
 		{tool: ToolDelete, ws: "del-{side}", args: `{}`},
 		{tool: ToolSendReview, ws: "eq", args: `{"workspace":"` + strings.Replace(s.paths["gen-a"], "gen-a", "gen-{side}", 1) + `","summary":"ok"}`},
 		{tool: ToolSendReview, ws: "eq", args: `{"workspace":"` + s.paths["eq"] + `","summary":"ok"}`},
+		{tool: ToolCreatePR, ws: "eq", args: `{"title":"t"}`},
+		{tool: ToolCreatePR, ws: "eq", args: `{"body":"a body without a title"}`},
 	}
 	calls = append(argumentCalls(t, s.fast.srv), calls...)
 	called := map[string]map[string]bool{}

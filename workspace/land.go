@@ -104,6 +104,10 @@ type PullRequestOptions struct {
 	// from the commits (gh's --fill).
 	Title string
 	Body  string
+	// CreatedBranchOnly refuses to push a branch that CodeHydra did not
+	// create for a workspace (PushOptions.CreatedBranchOnly): set when a
+	// workspace's agent asks.
+	CreatedBranchOnly bool
 }
 
 // PullRequest is what pushing a workspace's branch and opening its pull

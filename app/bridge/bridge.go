@@ -27,7 +27,7 @@ import (
 // Protocol is the version of the bridge's methods and types: a window
 // process refuses an app of another one (a binary replaced under a
 // running app, by an upgrade, may not speak its bridge).
-const Protocol = 2
+const Protocol = 3
 
 // Hello is what a window process learns first: the window to open and
 // which of the optional Deps the app has.
@@ -35,6 +35,7 @@ type Hello struct {
 	Protocol                      int
 	Window                        window.Spec
 	Agents, MCP, Gateway, Prepare bool
+	Landing                       bool
 	RotateToken, Restart          bool
 	DefaultWorktreeRoot           string
 }
@@ -133,7 +134,29 @@ type (
 		Path   string
 		Prompt workspace.FirstPrompt
 	}
-	replaceArg   struct{ Old, New []byte }
+	replaceArg struct{ Old, New []byte }
+	// diffArg is DiffOptions without Withhold, a func: the app's
+	// Landing sets what it withholds.
+	diffArg struct {
+		Path, File       string
+		Offset, MaxBytes int
+	}
+	reviewArg struct {
+		Path   string
+		Review workspace.Review
+	}
+	mergeArg struct {
+		Path    string
+		Options workspace.MergeOptions
+	}
+	updateArg struct {
+		Path string
+		Mode workspace.UpdateMode
+	}
+	pullRequestArg struct {
+		Path    string
+		Options workspace.PullRequestOptions
+	}
 	subscription struct{ ID int }
 )
 

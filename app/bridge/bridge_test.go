@@ -367,6 +367,7 @@ func TestEveryDepsMethodAndFieldCrossesTheBridge(t *testing.T) {
 		MCP:                 rec("MCP"),
 		Gateway:             rec("Gateway"),
 		Prepare:             rec("Prepare"),
+		Landing:             rec("Landing"),
 		RotateToken:         func() error { rotate.called("RotateToken"); return nil },
 		Restart:             func() { restart.called("Restart") },
 		Logger:              slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -581,8 +582,102 @@ func (r *recorder) State(string) (prepare.State, bool) {
 func (r *recorder) Retry(string) error       { r.called("Retry"); return nil }
 func (r *recorder) StartAnyway(string) error { r.called("StartAnyway"); return nil }
 
+func (r *recorder) Diff(context.Context, string, workspace.DiffOptions) (workspace.Diff, error) {
+	r.called("Diff")
+	return workspace.Diff{}, nil
+}
+func (r *recorder) SendReview(string, workspace.Review) (workspace.ReviewDelivery, error) {
+	r.called("SendReview")
+	return workspace.ReviewDelivery{}, nil
+}
+func (r *recorder) Reviews(string) []workspace.ReviewDelivery { r.called("Reviews"); return nil }
+func (r *recorder) Preflight(context.Context, string, workspace.MergeOptions) (workspace.Preflight, error) {
+	r.called("Preflight")
+	return workspace.Preflight{}, nil
+}
+func (r *recorder) Merge(context.Context, string, workspace.MergeOptions) (workspace.MergeResult, error) {
+	r.called("Merge")
+	return workspace.MergeResult{}, nil
+}
+func (r *recorder) UpdateFromBase(context.Context, string, workspace.UpdateMode) (workspace.UpdateResult, error) {
+	r.called("UpdateFromBase")
+	return workspace.UpdateResult{}, nil
+}
+func (r *recorder) CreatePullRequest(context.Context, string, workspace.PullRequestOptions) (workspace.PullRequest, error) {
+	r.called("CreatePullRequest")
+	return workspace.PullRequest{}, nil
+}
+
 func (r *recorder) BusyAgents() []string { r.called("BusyAgents"); return nil }
 func (r *recorder) DeleteProgress(string) window.DeleteProgress {
 	r.called("DeleteProgress")
 	return window.DeleteProgress{}
+}
+
+// TestBridgeReviewsAndLandsAsTheApp: a window process's diff is the app's
+// real one, page for page; its review, merge, update and pull request
+// reach the app's Landing with every field, and their answers and
+// refusals come back intact.
+func TestBridgeReviewsAndLandsAsTheApp(t *testing.T) {
+	repo := testenv.GitRepo(t, "repo")
+	m := uitest.RealManager(t, repo)
+	ctx := context.Background()
+	ws, err := m.Create(ctx, workspace.CreateOptions{ProjectPath: repo, Name: "feat"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.CommitFile(t, ws.Path, "a.txt", "one\ntwo\nthree\n", "add a")
+	testenv.WriteFile(t, filepath.Join(ws.Path, "b.txt"), "untracked\n")
+	l := uitest.NewLanding(m)
+	c, _ := bridged(t, App{Deps: window.Deps{Workspaces: m, Settings: settings.NewStore(filepath.Join(t.TempDir(), "settings.json")), Tray: tray{}, Landing: l}})
+	h, err := c.Hello()
+	if err != nil || !h.Landing {
+		t.Fatalf("hello %+v, %v: want Landing offered", h, err)
+	}
+	land := c.Deps(h).Landing
+
+	for _, o := range []workspace.DiffOptions{{}, {File: "a.txt"}, {Offset: 5, MaxBytes: 20}} {
+		got, gerr := land.Diff(ctx, ws.Path, o)
+		want, werr := m.Diff(ctx, ws.Path, o)
+		if gerr != nil || werr != nil || !reflect.DeepEqual(got, want) || len(want.Files) != 2 {
+			t.Errorf("Diff %+v over the bridge: %+v, %v; want %+v, %v", o, got, gerr, want, werr)
+		}
+	}
+	if _, err := land.Diff(ctx, ws.Path, workspace.DiffOptions{File: "../out"}); workspace.CodeOf(err) != workspace.CodeInvalidInput {
+		t.Errorf("a refused diff over the bridge: %v, want its code", err)
+	}
+
+	review := workspace.Review{Summary: "tidy up", Comments: []workspace.ReviewComment{{File: "a.txt", Line: 2, EndLine: 3, Text: "why?"}, {File: "b.txt", Text: "drop it"}}}
+	d, err := land.SendReview(ws.Path, review)
+	if err != nil || d.ID == "" || d.Comments != 2 {
+		t.Fatalf("SendReview over the bridge: %+v, %v", d, err)
+	}
+	if sent := l.Sent(); len(sent) != 1 || !reflect.DeepEqual(sent[0], review) {
+		t.Errorf("the app got the review %+v, want %+v", sent, review)
+	}
+	l.Deliver(ws.Path, d.ID, workspace.DeliveryFailed, "the agent is gone")
+	if got, want := land.Reviews(ws.Path), l.Reviews(ws.Path); !reflect.DeepEqual(got, want) || got[0].Error != "the agent is gone" {
+		t.Errorf("Reviews over the bridge %+v, want %+v", got, want)
+	}
+
+	pf := workspace.Preflight{Target: "main", Uncommitted: []string{"b.txt"}, CheckedOutAt: repo, Blockers: []string{"commit b.txt first"}}
+	l.OnPreflight(func(workspace.MergeOptions) (workspace.Preflight, error) { return pf, nil })
+	o := workspace.MergeOptions{Strategy: workspace.StrategySquash, Target: "develop", Message: "squashed"}
+	if got, err := land.Preflight(ctx, ws.Path, o); err != nil || !reflect.DeepEqual(got, pf) {
+		t.Errorf("Preflight over the bridge: %+v, %v", got, err)
+	}
+	refusal := workspace.Errorf(workspace.CodeConflict, "main is checked out at %s with changes; commit them first", repo)
+	l.OnMerge(func(workspace.MergeOptions) (workspace.MergeResult, error) { return workspace.MergeResult{}, refusal })
+	if _, err := land.Merge(ctx, ws.Path, o); workspace.CodeOf(err) != workspace.CodeConflict || window.UserMessage(err) != refusal.Message {
+		t.Errorf("a refused merge over the bridge: %v", err)
+	}
+	if got := l.Merges(); len(got) != 1 || got[0] != o || l.Preflights()[0] != o {
+		t.Errorf("the app got merge options %+v and %+v, want %+v", got, l.Preflights(), o)
+	}
+	if res, err := land.UpdateFromBase(ctx, ws.Path, workspace.UpdateMerge); err != nil || res.Mode != workspace.UpdateMerge || !res.Updated {
+		t.Errorf("UpdateFromBase over the bridge: %+v, %v", res, err)
+	}
+	if pr, err := land.CreatePullRequest(ctx, ws.Path, workspace.PullRequestOptions{Title: "t"}); err != nil || pr.URL != "https://example.com/pr/1" {
+		t.Errorf("CreatePullRequest over the bridge: %+v, %v", pr, err)
+	}
 }

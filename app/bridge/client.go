@@ -93,6 +93,9 @@ func (c *Client) Deps(h Hello) window.Deps {
 	if h.Prepare {
 		d.Prepare = prepareClient{c}
 	}
+	if h.Landing {
+		d.Landing = landingClient{c}
+	}
 	if h.RotateToken {
 		d.RotateToken = func() error { return c.call("RotateToken", noArgs, nil) }
 	}
@@ -346,4 +349,38 @@ func (p prepareClient) Retry(path string) error { return p.c.call("Prepare.Retry
 
 func (p prepareClient) StartAnyway(path string) error {
 	return p.c.call("Prepare.StartAnyway", pathArg{path}, nil)
+}
+
+// landingClient is window.Landing over the bridge. A diff's Withhold does
+// not cross: the app's Landing decides what is withheld.
+type landingClient struct{ c *Client }
+
+func (l landingClient) Diff(_ context.Context, wsPath string, o workspace.DiffOptions) (workspace.Diff, error) {
+	return get[workspace.Diff](l.c, "Landing.Diff", diffArg{wsPath, o.File, o.Offset, o.MaxBytes})
+}
+
+func (l landingClient) SendReview(path string, r workspace.Review) (workspace.ReviewDelivery, error) {
+	return get[workspace.ReviewDelivery](l.c, "Landing.SendReview", reviewArg{path, r})
+}
+
+func (l landingClient) Reviews(path string) []workspace.ReviewDelivery {
+	v, err := get[[]workspace.ReviewDelivery](l.c, "Landing.Reviews", pathArg{path})
+	l.c.quiet("Landing.Reviews", err)
+	return v
+}
+
+func (l landingClient) Preflight(_ context.Context, wsPath string, o workspace.MergeOptions) (workspace.Preflight, error) {
+	return get[workspace.Preflight](l.c, "Landing.Preflight", mergeArg{wsPath, o})
+}
+
+func (l landingClient) Merge(_ context.Context, wsPath string, o workspace.MergeOptions) (workspace.MergeResult, error) {
+	return get[workspace.MergeResult](l.c, "Landing.Merge", mergeArg{wsPath, o})
+}
+
+func (l landingClient) UpdateFromBase(_ context.Context, wsPath string, mode workspace.UpdateMode) (workspace.UpdateResult, error) {
+	return get[workspace.UpdateResult](l.c, "Landing.UpdateFromBase", updateArg{wsPath, mode})
+}
+
+func (l landingClient) CreatePullRequest(_ context.Context, wsPath string, o workspace.PullRequestOptions) (workspace.PullRequest, error) {
+	return get[workspace.PullRequest](l.c, "Landing.CreatePullRequest", pullRequestArg{wsPath, o})
 }

@@ -72,6 +72,7 @@ func NewServer(a App) *Server {
 			MCP:                 d.MCP != nil,
 			Gateway:             d.Gateway != nil,
 			Prepare:             d.Prepare != nil,
+			Landing:             d.Landing != nil,
 			RotateToken:         d.RotateToken != nil,
 			Restart:             d.Restart != nil,
 			DefaultWorktreeRoot: d.DefaultWorktreeRoot,
@@ -167,6 +168,7 @@ func (s *Server) methods() map[string]handler {
 	s.trayMethods(m)
 	s.agentMethods(m)
 	s.optionalMethods(m)
+	s.landingMethods(m)
 	s.appMethods(m)
 	return m
 }
@@ -271,6 +273,27 @@ func (s *Server) optionalMethods(m map[string]handler) {
 	if d.Restart != nil {
 		m["Restart"] = on(func(context.Context, struct{}) (any, error) { d.Restart(); return nil, nil })
 	}
+}
+
+// landingMethods adds the Landing's methods when the app can land.
+func (s *Server) landingMethods(m map[string]handler) {
+	l := s.app.Deps.Landing
+	if l == nil {
+		return
+	}
+	m["Landing.Diff"] = on(func(ctx context.Context, a diffArg) (any, error) {
+		return l.Diff(ctx, a.Path, workspace.DiffOptions{File: a.File, Offset: a.Offset, MaxBytes: a.MaxBytes})
+	})
+	m["Landing.SendReview"] = on(func(_ context.Context, a reviewArg) (any, error) { return l.SendReview(a.Path, a.Review) })
+	m["Landing.Reviews"] = on(func(_ context.Context, a pathArg) (any, error) { return l.Reviews(a.Path), nil })
+	m["Landing.Preflight"] = on(func(ctx context.Context, a mergeArg) (any, error) { return l.Preflight(ctx, a.Path, a.Options) })
+	m["Landing.Merge"] = on(func(ctx context.Context, a mergeArg) (any, error) { return l.Merge(ctx, a.Path, a.Options) })
+	m["Landing.UpdateFromBase"] = on(func(ctx context.Context, a updateArg) (any, error) {
+		return l.UpdateFromBase(ctx, a.Path, a.Mode)
+	})
+	m["Landing.CreatePullRequest"] = on(func(ctx context.Context, a pullRequestArg) (any, error) {
+		return l.CreatePullRequest(ctx, a.Path, a.Options)
+	})
 }
 
 // appMethods adds what only the tray process does for its window.

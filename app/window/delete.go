@@ -34,6 +34,14 @@ type deleteDialog struct {
 	del        *widget.Button
 	cancel     *widget.Button
 
+	// merged is the branch the workspace was merged into, verified, when
+	// the delete follows a merge ("" otherwise): its commits are not lost
+	// then, even when they are not in that branch's history (a squash).
+	// startClean starts the delete as soon as the check finds no
+	// uncommitted change (the Merge window's "delete after").
+	merged     string
+	startClean bool
+
 	// branchKnown: the dialog has learned whether CodeHydra created the
 	// branch. Only then does an unticked "Keep the branch" ask to delete a
 	// branch that existed before the workspace; a Delete clicked before
@@ -53,9 +61,18 @@ type deleteDialog struct {
 // openDelete opens the delete window of ws, or brings its open one forward
 // (and returns nil).
 func (u *UI) openDelete(ws workspace.Workspace) *deleteDialog {
+	return u.openDeleteAfterMerge(ws, "", false)
+}
+
+// openDeleteAfterMerge opens the delete window of ws after a verified
+// merge into target ("" for none); start starts the delete as soon as the
+// workspace is found to have no uncommitted change, which otherwise the
+// window shows and waits for the user. An open delete window of ws is
+// brought forward instead (and nil returned).
+func (u *UI) openDeleteAfterMerge(ws workspace.Workspace, target string, start bool) *deleteDialog {
 	var d *deleteDialog
 	u.window(Spec{Kind: KindDelete, Workspace: ws}, func() (fyne.Window, func()) {
-		d = u.newDeleteDialog(ws)
+		d = u.newDeleteDialog(ws, target, start)
 		// A delete that runs already (an agent's) or failed shows as such.
 		switch p := u.deps.Tray.DeleteProgress(ws.Path); {
 		case p.Running:
@@ -68,8 +85,8 @@ func (u *UI) openDelete(ws workspace.Workspace) *deleteDialog {
 	return d
 }
 
-func (u *UI) newDeleteDialog(ws workspace.Workspace) *deleteDialog {
-	d := &deleteDialog{u: u, ws: ws, win: u.app.NewWindow("Delete workspace")}
+func (u *UI) newDeleteDialog(ws workspace.Workspace, merged string, startClean bool) *deleteDialog {
+	d := &deleteDialog{u: u, ws: ws, merged: merged, startClean: startClean, win: u.app.NewWindow("Delete workspace")}
 	intro := widget.NewLabel(fmt.Sprintf("Delete workspace %s?\nIts folder %s is removed, with its agent.", WorkspaceTitle(ws), ws.Path))
 	intro.Wrapping = fyne.TextWrapWord
 	d.warning = statusLabel()
@@ -129,7 +146,9 @@ func (d *deleteDialog) showBranchOrigin(created bool, err error) {
 		return
 	}
 	d.branchKnown = true
-	if !created {
+	// After a verified merge the branch's work is in the target: it goes
+	// with the workspace unless the user ticks the box.
+	if !created && d.merged == "" {
 		d.keepBranch.Text = "Keep the branch " + d.ws.Branch + " and its metadata (it existed before this workspace)"
 		d.keepBranch.SetChecked(true)
 		d.keepBranch.Refresh()
@@ -216,7 +235,21 @@ func (d *deleteDialog) showStatus(st workspace.Status, c workspace.Changes, err 
 		say(d.warning, "Could not check for uncommitted changes or unmerged commits ("+UserMessage(err)+"); look before you delete.", true)
 		return
 	}
+	if d.merged != "" {
+		// The merge verified that the target holds the branch's work.
+		st.Ahead = 0
+		if !st.IsDirty {
+			say(d.warning, "Its work is merged into "+d.merged+" (verified); nothing is lost.", false)
+			if d.startClean && !d.running && !d.done {
+				d.submit()
+			}
+			return
+		}
+	}
 	if w := Warnings(st, c); len(w) > 0 {
+		if d.merged != "" && d.startClean {
+			w = append(w, "So the delete waits for you: these changes are not in what was merged.")
+		}
 		say(d.warning, strings.Join(w, "\n"), true)
 		if st.Ahead > 0 && d.ws.Branch != "" && !d.running {
 			d.keepBranch.SetChecked(true)
@@ -233,7 +266,7 @@ func (d *deleteDialog) submit() {
 	}
 	d.running = true
 	d.failShown = false
-	opts := workspace.DeleteOptions{KeepBranch: d.keepBranch.Checked, DeleteBranch: d.branchKnown && !d.keepBranch.Checked}
+	opts := workspace.DeleteOptions{KeepBranch: d.keepBranch.Checked, DeleteBranch: (d.branchKnown || d.merged != "") && !d.keepBranch.Checked}
 	d.del.Disable()
 	d.keepBranch.Disable()
 	d.cancel.SetText("Close")

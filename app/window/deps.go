@@ -27,6 +27,9 @@ type Deps struct {
 	Gateway MCPGateway
 	// Prepare may be nil: created workspaces then show no setup progress.
 	Prepare Preparation
+	// Landing may be nil: the tray then offers no review, merge, update or
+	// pull request.
+	Landing Landing
 	// RotateToken replaces the MCP access token, and only that: the
 	// settings window then calls Agents.RestartAll itself. Nil disables
 	// "Rotate token".
@@ -90,6 +93,29 @@ type Agents interface {
 	// PromptDelivery is what became of the workspace's first prompt;
 	// ok=false when it has none.
 	PromptDelivery(path string) (d workspace.PromptDelivery, ok bool)
+}
+
+// Landing reviews and lands workspaces' work (issue 23): the manager's
+// diff, merge, update and pull request, and the supervisor's reviews.
+type Landing interface {
+	// Diff is what the workspace changed against its base, a page of it.
+	Diff(ctx context.Context, wsPath string, o workspace.DiffOptions) (workspace.Diff, error)
+	// SendReview hands r to the workspace's agent as one prompt, exactly
+	// once; Reviews are the deliveries of the reviews sent to it, oldest
+	// first.
+	SendReview(path string, r workspace.Review) (workspace.ReviewDelivery, error)
+	Reviews(path string) []workspace.ReviewDelivery
+	// Preflight is what Merge would do, found without touching any
+	// working tree; Merge does it.
+	Preflight(ctx context.Context, wsPath string, o workspace.MergeOptions) (workspace.Preflight, error)
+	Merge(ctx context.Context, wsPath string, o workspace.MergeOptions) (workspace.MergeResult, error)
+	// UpdateFromBase rebases the workspace onto its base or merges the
+	// base in; on a conflict it leaves the workspace as it was and its
+	// error names the files.
+	UpdateFromBase(ctx context.Context, wsPath string, mode workspace.UpdateMode) (workspace.UpdateResult, error)
+	// CreatePullRequest pushes the workspace's branch and opens its pull
+	// request.
+	CreatePullRequest(ctx context.Context, wsPath string, o workspace.PullRequestOptions) (workspace.PullRequest, error)
 }
 
 // SettingsStore holds the settings; *settings.Store implements it.

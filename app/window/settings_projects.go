@@ -25,6 +25,7 @@ type projectSetupEditor struct {
 	copy     *widget.Entry
 	setup    *widget.Entry
 	timeout  *widget.Entry
+	remote   *widget.Entry
 	status   *widget.Label
 	save     *widget.Button
 	content  fyne.CanvasObject
@@ -41,6 +42,8 @@ func (u *UI) newProjectSetupEditor() *projectSetupEditor {
 	e.setup.SetPlaceHolder(`npm install   (no shell; write sh -c "npm ci && make" for one)`)
 	e.timeout = widget.NewEntry()
 	e.timeout.SetPlaceHolder(strconv.Itoa(int(settings.DefaultSetupTimeout.Seconds())))
+	e.remote = widget.NewEntry()
+	e.remote.SetPlaceHolder(settings.DefaultRemote + "   (where its workspaces are pushed for a pull request)")
 	e.save = widget.NewButton("Save project setup", e.submit)
 	e.save.Importance = widget.HighImportance
 	intro := widget.NewLabel("Before the agent of a new workspace starts, CodeHydra copies these untracked files from the project's folder into it and runs the setup command there. They come only from these settings, never from the repository.")
@@ -50,6 +53,7 @@ func (u *UI) newProjectSetupEditor() *projectSetupEditor {
 		widget.NewLabel("Files to copy\n(one pattern a line)"), e.copy,
 		widget.NewLabel("Setup command"), e.setup,
 		widget.NewLabel("Setup timeout (s)"), e.timeout,
+		widget.NewLabel("Remote"), e.remote,
 	)
 	e.content = container.NewBorder(intro, container.NewVBox(e.status, container.NewHBox(layout.NewSpacer(), e.save)), nil, nil,
 		container.NewVScroll(form))
@@ -72,6 +76,7 @@ func (e *projectSetupEditor) load(path string) {
 	if ps.SetupTimeoutSeconds != 0 {
 		e.timeout.SetText(strconv.Itoa(ps.SetupTimeoutSeconds))
 	}
+	e.remote.SetText(ps.Remote)
 	say(e.status, "", false)
 }
 
@@ -91,6 +96,10 @@ func (e *projectSetupEditor) read() (settings.ProjectSetup, error) {
 		}
 		ps.SetupTimeoutSeconds = n
 	}
+	ps.Remote = strings.TrimSpace(e.remote.Text)
+	if err := settings.CheckRemote(ps.Remote); err != nil {
+		return ps, err
+	}
 	return ps, nil
 }
 
@@ -105,7 +114,7 @@ func (e *projectSetupEditor) submit() {
 		return
 	}
 	err = e.u.deps.Settings.Update(func(s *settings.Settings) {
-		if ps.Empty() {
+		if ps.Empty() && ps.Remote == "" {
 			delete(s.ProjectSetup, e.path)
 			return
 		}

@@ -14,7 +14,7 @@ type Spec struct {
 	// Path is the project of KindCreate ("" to choose), the workspace of
 	// KindAgentURL.
 	Path      string
-	Workspace workspace.Workspace // KindDelete
+	Workspace workspace.Workspace // KindDelete, KindReview, KindMerge
 	Project   workspace.Project   // KindRemoveProject
 	// Title, Message and Action are a KindConfirm question's; Title and
 	// Message a KindError window's. Title also names what a KindAgentURL
@@ -43,6 +43,8 @@ const (
 	KindAgentURL      Kind = "agent-url"
 	KindError         Kind = "error"
 	KindConfirm       Kind = "confirm"
+	KindReview        Kind = "review"
+	KindMerge         Kind = "merge"
 )
 
 // Key names the window: one of each key is open at a time, and a second
@@ -50,7 +52,7 @@ const (
 func (s Spec) Key() string {
 	k := string(s.Kind)
 	switch s.Kind {
-	case KindDelete:
+	case KindDelete, KindReview, KindMerge:
 		return k + ":" + s.Workspace.Path
 	case KindRemoveProject:
 		return k + ":" + s.Project.Path
@@ -83,6 +85,10 @@ func (u *UI) Open(s Spec) {
 		u.showMessage(s)
 	case KindConfirm:
 		u.confirm(s.Title, s.Message, s.Action, s.Answered)
+	case KindReview:
+		u.openReview(s.Workspace)
+	case KindMerge:
+		u.openMerge(s.Workspace)
 	default:
 		u.log.Warn("unknown window", slog.String("kind", string(s.Kind)))
 	}

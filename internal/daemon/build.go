@@ -12,6 +12,7 @@ import (
 
 	"codehydra/gateway"
 	"codehydra/internal/paths"
+	"codehydra/internal/pullrequest"
 	"codehydra/internal/settings"
 	"codehydra/mcp"
 	"codehydra/opencode"
@@ -108,6 +109,9 @@ func (s *server) build(ctx context.Context) error {
 		Git:          git,
 	})
 	s.cache = statuscache.New(s.manager, statuscache.Options{Logger: s.log})
+	// prCommand and each project's remote are read at each pull request,
+	// so a change in the settings applies to the next one.
+	s.prs = pullrequest.New(pullrequest.Options{Workspaces: s.manager, Settings: s.settings.Get, Logger: s.log.With("part", "pullrequest")})
 	workspaces := statuscache.Over(s.manager, s.cache)
 
 	srv, err := mcp.New(mcp.Options{
@@ -119,6 +123,7 @@ func (s *server) build(ctx context.Context) error {
 		Sessions:       agents,
 		Reviews:        agents,
 		Gateway:        s.gateway,
+		PullRequests:   s.prs,
 		RateLimit:      rate.Limit(set.RateLimit.PerSecond),
 		Burst:          set.RateLimit.Burst,
 		CallTimeout:    set.ToolTimeout(),

@@ -15,6 +15,7 @@ import (
 	"codehydra/gateway"
 	"codehydra/internal/instance"
 	"codehydra/internal/paths"
+	"codehydra/internal/pullrequest"
 	"codehydra/internal/rotate"
 	"codehydra/internal/settings"
 	"codehydra/mcp"
@@ -100,7 +101,9 @@ type server struct {
 	prep    *prepare.Preparer
 	manager *workspace.Manager
 	cache   *statuscache.Cache
-	mcp     *mcp.Server
+	// prs opens pull requests, for the MCP server and the tray.
+	prs *pullrequest.Creator
+	mcp *mcp.Server
 	// mcpServed receives Serve's result once startMCP started it.
 	mcpServed chan error
 

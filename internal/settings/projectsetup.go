@@ -33,6 +33,10 @@ type ProjectSetup struct {
 	// SetupTimeoutSeconds ends the setup (its whole process group) when it
 	// runs longer; 0 is DefaultSetupTimeout.
 	SetupTimeoutSeconds int `json:"setupTimeoutSeconds,omitempty"`
+	// Remote is the git remote that the project's workspaces are pushed
+	// to for a pull request; "" is DefaultRemote. It readies nothing, so
+	// Empty does not count it.
+	Remote string `json:"remote,omitempty"`
 }
 
 // Empty reports a setup that does nothing.
@@ -105,6 +109,9 @@ func (s Settings) validateProjectSetup() []error {
 		}
 		if err := CheckCommand(key+".setup", p.Setup); err != nil {
 			errs = append(errs, err)
+		}
+		if err := CheckRemote(p.Remote); err != nil {
+			errs = append(errs, fmt.Errorf("%s.remote: %w", key, err))
 		}
 		if t := p.SetupTimeoutSeconds; t < 0 || t > maxSetupTimeoutSeconds {
 			errs = append(errs, fmt.Errorf("%s.setupTimeoutSeconds is %d: use 1 to %d, or 0 for %d", key, t, maxSetupTimeoutSeconds, int(DefaultSetupTimeout.Seconds())))

@@ -84,6 +84,11 @@ type Settings struct {
 	// PathPlaceholder in an argument replaced by the folder.
 	EditorCommand   string `json:"editorCommand"`
 	TerminalCommand string `json:"terminalCommand"`
+	// PRCommand opens a workspace's pull request once its branch is
+	// pushed: a command line run without a shell, with the placeholders
+	// of PRPlaceholders replaced inside its words; "" is gh's when gh is
+	// on PATH (see PRArgv).
+	PRCommand string `json:"prCommand"`
 
 	// ProjectSetup readies each new worktree of a project (copies files,
 	// runs a setup command) before its agent starts, keyed by the
@@ -191,6 +196,7 @@ func (s Settings) Validate() error {
 	errs = append(errs, s.validateRunLimits()...)
 	errs = append(errs, s.validateTasks()...)
 	errs = append(errs, s.validateCommands()...)
+	errs = append(errs, s.validatePullRequests()...)
 	errs = append(errs, s.validateProjectSetup()...)
 	errs = append(errs, s.validateMCPServers()...)
 	errs = append(errs, s.validateWorkspaceDeny()...)

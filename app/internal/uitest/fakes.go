@@ -212,14 +212,7 @@ func (f *Workspaces) Delete(_ context.Context, path string, o workspace.DeleteOp
 	f.deletes = append(f.deletes, o)
 	fail := f.deleteFail
 	f.deleteFail = ""
-	var ws workspace.Workspace
-	for _, list := range f.workspaces {
-		for _, w := range list {
-			if w.Path == path {
-				ws = w
-			}
-		}
-	}
+	ws := f.workspaceAt(path)
 	f.mu.Unlock()
 	if ws.Path == "" {
 		return workspace.Errorf(workspace.CodeWorkspaceNotFound, "no workspace at %s; nothing was deleted", path)
@@ -245,6 +238,39 @@ func (f *Workspaces) Status(_ context.Context, path string) (workspace.Status, e
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.status[path], nil
+}
+
+// workspaceAt is the workspace at path, zero when none is; f.mu is held.
+func (f *Workspaces) workspaceAt(path string) workspace.Workspace {
+	for _, list := range f.workspaces {
+		for _, w := range list {
+			if w.Path == path {
+				return w
+			}
+		}
+	}
+	return workspace.Workspace{}
+}
+
+// SetStatus makes st the status of the workspace at path and announces
+// it, as the status cache does.
+func (f *Workspaces) SetStatus(path string, st workspace.Status) {
+	f.mu.Lock()
+	f.status[path] = st
+	ws := f.workspaceAt(path)
+	f.mu.Unlock()
+	f.Publish(workspace.Event{Kind: workspace.EventStatusChanged, ProjectPath: ws.ProjectPath, Workspace: ws})
+}
+
+// SetMetadataQuietly sets a metadata key without an event, as a workspace
+// is found with it.
+func (f *Workspaces) SetMetadataQuietly(path, key, value string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.metadata[path] == nil {
+		f.metadata[path] = map[string]string{}
+	}
+	f.metadata[path][key] = value
 }
 
 func (f *Workspaces) Changes(_ context.Context, path string) (workspace.Changes, error) {
