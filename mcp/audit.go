@@ -31,6 +31,15 @@ type auditEntry struct {
 	// arguments ("sha256:" and the first 16 hex digits): enough to tell
 	// which run had which arguments, without their values.
 	ArgHashes []string `json:"argHashes,omitempty"`
+	// Review is, for workspace_send_review, how much the review held: its
+	// comments and bytes of text, never the text.
+	Review *reviewSize `json:"review,omitempty"`
+}
+
+// reviewSize is how much a review held.
+type reviewSize struct {
+	Comments int `json:"comments"`
+	Bytes    int `json:"bytes"`
 }
 
 // maxAuditWorkspace bounds how much of an unresolved X-Workspace-Path header
@@ -139,6 +148,24 @@ func argNames(raw json.RawMessage) []string {
 		names = names[:maxNames]
 	}
 	return names
+}
+
+// reviewSizeOf is, for a workspace_send_review call, how many comments
+// and bytes of text (the summary's and the comments') its review held; nil
+// for any other call.
+func reviewSizeOf(tool string, raw json.RawMessage) *reviewSize {
+	if tool != ToolSendReview || isEmptyArgs(raw) {
+		return nil
+	}
+	var in reviewInput
+	if json.Unmarshal(raw, &in) != nil {
+		return nil
+	}
+	size := &reviewSize{Comments: len(in.Comments), Bytes: len(in.Summary)}
+	for _, c := range in.Comments {
+		size.Bytes += len(c.Text)
+	}
+	return size
 }
 
 // taskArgHashes hashes the task arguments of a workspace_run_task call

@@ -1,8 +1,9 @@
 package mcp
 
 // What the server is given to act on: the domain (Workspaces), the agents'
-// ports (Agents) and first prompts (Prompts). Each is the small part of
-// the app's types that the tools need, so tests give fakes.
+// ports (Agents), first prompts (Prompts), reviews (Reviews) and pull
+// requests (PullRequests). Each is the small part of the app's types that
+// the tools need, so tests give fakes.
 
 import (
 	"context"
@@ -62,6 +63,17 @@ type Prompts interface {
 	// QueuePrompt keeps p until the agent of the workspace at path is
 	// ready, then delivers it once.
 	QueuePrompt(path string, p workspace.FirstPrompt) (workspace.PromptDelivery, error)
+}
+
+// Reviews hands reviews to workspaces' agents, each exactly once, and
+// tells what became of them; the opencode supervisor implements it.
+type Reviews interface {
+	// SendReview keeps r until the agent of the workspace at path is
+	// ready, then delivers it once, into the agent's current session.
+	SendReview(path string, r workspace.Review) (workspace.ReviewDelivery, error)
+	// Reviews is what became of the last reviews sent to the agent of the
+	// workspace at path, oldest first.
+	Reviews(path string) []workspace.ReviewDelivery
 }
 
 // PullRequests pushes a workspace's branch and opens its pull request;

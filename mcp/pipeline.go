@@ -83,7 +83,7 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest, next fu
 	start := s.now()
 	who := callerOf(req)
 	rec := auditEntry{Caller: who.name(), Tool: req.Params.Name, Args: argNames(req.Params.Arguments),
-		ArgHashes: taskArgHashes(req.Params.Name, req.Params.Arguments), Outcome: "ok"}
+		ArgHashes: taskArgHashes(req.Params.Name, req.Params.Arguments), Review: reviewSizeOf(req.Params.Name, req.Params.Arguments), Outcome: "ok"}
 	ctx = s.tel.startCall(ctx, rec.Tool)
 	defer func() {
 		s.recordCall(&rec, start)

@@ -56,6 +56,8 @@ type Options struct {
 	// Prompts takes first prompts; nil refuses workspace_create's
 	// initialPrompt.
 	Prompts Prompts
+	// Reviews takes workspace_send_review's reviews; nil refuses them.
+	Reviews Reviews
 	// Sessions reads and restarts agents for the orchestration tools;
 	// nil means no agents (no replies, nothing to restart).
 	Sessions AgentSessions

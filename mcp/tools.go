@@ -38,6 +38,7 @@ const (
 	ToolListTasks       = "workspace_list_tasks"
 	ToolRunTask         = "workspace_run_task"
 	ToolGetDiff         = "workspace_get_diff"
+	ToolSendReview      = "workspace_send_review"
 	ToolCreatePR        = "workspace_create_pr"
 	ToolMerge           = "workspace_merge"
 	ToolUpdateFromBase  = "workspace_update_from_base"
@@ -50,7 +51,7 @@ func toolDefs() []toolDef {
 		getStatusTool(), getMetadataTool(), setMetadataTool(), getOpencodePortTool(), deleteTool(),
 		projectListTool(), createTool(), workspaceListTool(), agentSessionTool(), restartAgentTool(), logTool(),
 		listTasksTool(), runTaskTool(), projectAddTool(), projectRemoveTool(),
-		readFileTool(), listDirectoryTool(), getContextTool(), getDiffTool(),
+		readFileTool(), listDirectoryTool(), getContextTool(), getDiffTool(), sendReviewTool(),
 		createPRTool(),
 		mergeTool(), updateFromBaseTool(),
 	}

@@ -51,10 +51,11 @@ type (
 		// children only (all workspaces for the user).
 		ChangedFiles  *int  `json:"changedFiles,omitempty" jsonschema:"how many files the workspace changed against its base (committed, uncommitted, untracked); only for workspaces you created"`
 		MergesCleanly *bool `json:"mergesCleanly,omitempty" jsonschema:"whether its commits merge into its base without conflicts; absent when that cannot be told; only for workspaces you created"`
-		// Prompt and LastReply are given for the caller's children only
-		// (all workspaces for the user).
+		// Prompt, LastReply and Review are given for the caller's
+		// children only (all workspaces for the user).
 		Prompt    *workspace.PromptDelivery `json:"prompt,omitempty" jsonschema:"what became of the first prompt (pending, delivered, failed with error); only for workspaces you created"`
 		LastReply *LastReply                `json:"lastReply,omitempty" jsonschema:"the agent's last reply in its current session; only for workspaces you created"`
+		Review    *workspace.ReviewDelivery `json:"review,omitempty" jsonschema:"what became of the last review sent to its agent (workspace_send_review); only for workspaces you created"`
 		// Error says what could not be read of this workspace.
 		Error string `json:"error,omitempty" jsonschema:"what could not be read of this workspace"`
 	}
@@ -93,8 +94,10 @@ func workspaceListTool() toolDef {
 				"names, or of every project without it): name, branch, path, isDirty, ahead/behind its base, the agent's " +
 				"state (agent.state, agent.type idle|busy, agent.needsInput) and createdBy (the workspace whose agent created " +
 				"it). For the workspaces you created with workspace_create it also gives the first prompt's delivery " +
-				"(prompt.state pending|delivered|failed, prompt.error) and the agent's last reply (lastReply.text, cut at " +
-				"4 KiB with truncated true), changedFiles and mergesCleanly (into its base, without conflicts). Use it to follow the agents you handed work to; workspace_merge lands a child's work.",
+				"(prompt.state pending|delivered|failed, prompt.error), the agent's last reply (lastReply.text, cut at " +
+				"4 KiB with truncated true), the delivery of the last review you sent it (review), changedFiles and mergesCleanly " +
+				"(into its base, without conflicts). Use it to follow the agents you handed work to; see their changes with " +
+				"workspace_get_diff, review them with workspace_send_review and land them with workspace_merge.",
 			Annotations: readOnly(),
 		},
 		handler: typed((*Server).workspaceList),
@@ -191,6 +194,11 @@ func (s *Server) listEntry(ctx context.Context, who caller, ws workspace.Workspa
 		return e
 	}
 	s.landState(ctx, ws, &e)
+	if s.opts.Reviews != nil {
+		if all := s.opts.Reviews.Reviews(ws.Path); len(all) > 0 {
+			e.Review = &all[len(all)-1]
+		}
+	}
 	ag := s.opts.Sessions
 	if ag == nil {
 		return e

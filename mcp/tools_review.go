@@ -10,7 +10,8 @@ import (
 	"codehydra/wsfs"
 )
 
-// The review loop's tools: seeing what a workspace changed.
+// The review loop's tools: seeing what a workspace changed, and sending
+// its agent a review.
 
 func getDiffTool() toolDef {
 	return toolDef{
@@ -53,6 +54,74 @@ func (s *Server) getDiff(ctx context.Context, _ *sdk.CallToolRequest, in diffInp
 	}
 	if d.Files == nil {
 		d.Files = []workspace.FileChange{}
+	}
+	return nil, d, nil
+}
+
+func sendReviewTool() toolDef {
+	return toolDef{
+		tool: &sdk.Tool{
+			Name:  ToolSendReview,
+			Title: "Review a child's changes",
+			Description: "Sends a review to the agent of a child of yours (a workspace your agent created): a summary and " +
+				"comments on files and lines of its changes (as workspace_get_diff shows them), which its agent gets as one " +
+				"prompt in its current session, exactly once, as soon as it is ready. Answers the review's delivery " +
+				"(state pending|delivered|failed, sessionId, error); workspace_list shows the last one as review. Your own " +
+				"workspace cannot be reviewed this way.",
+			Annotations: &sdk.ToolAnnotations{DestructiveHint: new(false), OpenWorldHint: new(false)},
+		},
+		handler:        typed((*Server).sendReview),
+		needsWorkspace: true,
+	}
+}
+
+type (
+	reviewInput struct {
+		Workspace string          `json:"workspace" jsonschema:"absolute path of the workspace to review: a child of yours (one your agent created); the user may name any"`
+		Summary   string          `json:"summary,omitempty" jsonschema:"what you think of the changes as a whole, and what to do first"`
+		Comments  []reviewComment `json:"comments,omitempty" jsonschema:"comments on files and lines, at most 200; the summary and comments hold at most 65536 bytes of text"`
+	}
+
+	// reviewComment is workspace.ReviewComment with its schema's words.
+	reviewComment struct {
+		File    string `json:"file" jsonschema:"path relative to the workspace, as workspace_get_diff lists it"`
+		Line    int    `json:"line,omitempty" jsonschema:"the line (from 1, of the file in the workspace) the comment is about; leave it out for the whole file"`
+		EndLine int    `json:"endLine,omitempty" jsonschema:"the last line of a range that starts at line"`
+		Text    string `json:"text" jsonschema:"what should change, or what you ask"`
+	}
+)
+
+// sendReview hands a review of a workspace the caller may review, other
+// than its own, to that workspace's agent: from the user, or from the
+// calling workspace's agent.
+func (s *Server) sendReview(ctx context.Context, _ *sdk.CallToolRequest, in reviewInput) (*sdk.CallToolResult, workspace.ReviewDelivery, error) {
+	if in.Workspace == "" {
+		return nil, workspace.ReviewDelivery{}, fail(workspace.Errorf(workspace.CodeInvalidInput, "name the workspace to review (workspace): a child of yours"))
+	}
+	ws, err := s.reviewable(ctx, in.Workspace)
+	if err != nil {
+		return nil, workspace.ReviewDelivery{}, fail(err)
+	}
+	r := workspace.Review{Summary: in.Summary, From: workspace.ReviewFromUser}
+	if own := callerWorkspace(ctx); !callerFrom(ctx).isUser() {
+		if ws.Path == own.Path {
+			return nil, workspace.ReviewDelivery{}, fail(workspace.Errorf(workspace.CodeForbidden,
+				"%s is your own workspace: a review of it would go to your own agent; review the workspaces your agent created", ws.Path))
+		}
+		r.From = own.Path
+	}
+	for _, c := range in.Comments {
+		r.Comments = append(r.Comments, workspace.ReviewComment(c))
+	}
+	if err := workspace.CheckReview(r); err != nil {
+		return nil, workspace.ReviewDelivery{}, fail(err)
+	}
+	if s.opts.Reviews == nil {
+		return nil, workspace.ReviewDelivery{}, fail(workspace.Errorf(workspace.CodeConflict, "CodeHydra runs no agents here, so there is none to review"))
+	}
+	d, err := s.opts.Reviews.SendReview(ws.Path, r)
+	if err != nil {
+		return nil, workspace.ReviewDelivery{}, fail(err)
 	}
 	return nil, d, nil
 }

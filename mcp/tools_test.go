@@ -42,7 +42,7 @@ func TestToolsListHasDesignNamesSchemasAndDescriptions(t *testing.T) {
 	}
 	want := []string{ToolGetStatus, ToolGetMetadata, ToolSetMetadata, ToolGetOpencodePort, ToolDelete,
 		ToolProjectList, ToolCreate, ToolProjectAdd, ToolProjectRemove, ToolList, ToolAgentSession, ToolRestartAgent, ToolLog,
-		ToolReadFile, ToolListDirectory, ToolGetContext, ToolListTasks, ToolRunTask, ToolGetDiff, ToolCreatePR,
+		ToolReadFile, ToolListDirectory, ToolGetContext, ToolListTasks, ToolRunTask, ToolGetDiff, ToolSendReview, ToolCreatePR,
 		ToolMerge, ToolUpdateFromBase}
 	got := slices.Sorted(func(yield func(string) bool) {
 		for n := range byName {

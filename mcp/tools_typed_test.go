@@ -187,6 +187,7 @@ func newSideBySide(t *testing.T) *sideBySide {
 	h := newHarnessWith(t, readyAgents{}, func(o *Options) {
 		o.Sessions, o.Agents = sessions, agents
 		o.Prompts = &promptRecorder{model: "anthropic/claude", queued: map[string]workspace.FirstPrompt{}}
+		o.Reviews = newReviewRecorder()
 		// Both servers get the same calls many times over.
 		o.RateLimit, o.Burst = 1e6, 1e6
 		// The project has no remote: a pull request's answer is a note.
@@ -208,7 +209,9 @@ func newSideBySide(t *testing.T) *sideBySide {
 	sessions.sessions[eq] = "ses_eq"
 	sessions.delivery[paths["gen-a"]] = workspace.PromptDelivery{State: workspace.DeliveryDelivered, SessionID: "ses_1"}
 	sessions.replies[eq] = "a reply longer than ten bytes"
-	testenv.Git(t, paths["gen-a"], "config", "branch.gen-a.codehydra.createdBy", eq)
+	for _, name := range []string{"gen-a", "gen-b"} {
+		testenv.Git(t, paths[name], "config", "branch."+name+".codehydra.createdBy", eq)
+	}
 	return &sideBySide{t: t, fast: h, viaSDK: h.sdkTwin(), paths: paths, sessions: map[[2]string]*sdk.ClientSession{}}
 }
 
@@ -297,6 +300,8 @@ func TestTypedToolsAnswerAsSDKAddToolDoes(t *testing.T) {
 		{tool: ToolUpdateFromBase, ws: "eq", args: `{"mode":"sideways"}`},
 		{tool: ToolDelete, ws: "pre-{side}", args: `{"deleteBranch":true}`},
 		{tool: ToolDelete, ws: "del-{side}", args: `{}`},
+		{tool: ToolSendReview, ws: "eq", args: `{"workspace":"` + strings.Replace(s.paths["gen-a"], "gen-a", "gen-{side}", 1) + `","summary":"ok"}`},
+		{tool: ToolSendReview, ws: "eq", args: `{"workspace":"` + s.paths["eq"] + `","summary":"ok"}`},
 		{tool: ToolCreatePR, ws: "eq", args: `{"title":"t"}`},
 		{tool: ToolCreatePR, ws: "eq", args: `{"body":"a body without a title"}`},
 	}
@@ -316,7 +321,7 @@ func TestTypedToolsAnswerAsSDKAddToolDoes(t *testing.T) {
 			t.Errorf("%s: the calls made did not both succeed and have their arguments refused: %v", d.tool.Name, got)
 		}
 	}
-	for _, tool := range []string{ToolSetMetadata, ToolCreate, ToolLog, ToolRunTask, ToolProjectAdd, ToolProjectRemove, ToolReadFile, ToolListDirectory, ToolDelete} {
+	for _, tool := range []string{ToolSetMetadata, ToolCreate, ToolLog, ToolRunTask, ToolProjectAdd, ToolProjectRemove, ToolReadFile, ToolListDirectory, ToolDelete, ToolSendReview} {
 		if !called[tool]["failed"] {
 			t.Errorf("%s: no call made its handler fail", tool)
 		}
@@ -363,6 +368,7 @@ func argumentCalls(t *testing.T, srv *Server) []sideCall {
 		ToolRunTask:     {"name": "make:hello"},
 		ToolProjectAdd:  {"path": "/no/such/project"},
 		ToolReadFile:    {"path": "README.md"},
+		ToolSendReview:  {"workspace": "/no/such/workspace", "summary": "ok"},
 	}
 	valid[ToolProjectRemove] = valid[ToolProjectAdd]
 	values := []any{nil, true, 7, -1, 1.5, 1e30, "x", "", []any{1}, map[string]any{"a": 1}}

@@ -95,7 +95,7 @@ func (s *Supervisor) setState(key string, a *agent, state workspace.AgentState, 
 	if state == workspace.AgentStateFailed || state == workspace.AgentStateNotFound {
 		// Whatever revives the agent is the user's to decide; the prompt
 		// should not surprise them later.
-		s.failPrompt(key, detail)
+		s.failPending(key, detail)
 	}
 	s.set(key, a, func() { a.state, a.detail = state, detail })
 }
@@ -358,7 +358,7 @@ func (s *Supervisor) serveUntilEnd(ctx context.Context, key string, a *agent, r 
 
 	api := newAgentAPI(s.opts.HTTPClient, r.port, r.password)
 	stopWatch := s.watchEvents(ctx, key, a, api)
-	s.deliverPrompt(ctx, key, api)
+	s.deliverOnReady(ctx, key, api)
 	select {
 	case <-ctx.Done():
 		res = outStopped

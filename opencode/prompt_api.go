@@ -56,20 +56,23 @@ type answerError struct{ msg string }
 
 func (e *answerError) Error() string { return e.msg }
 
-// sendPrompt creates a session and hands it p with opencode's
-// prompt_async, which answers once the prompt is accepted, not when the
-// turn ends. sent reports whether the prompt may have reached the server:
-// false only when nothing but a session was asked for, or the server
-// refused the prompt outright.
-func (c agentAPI) sendPrompt(ctx context.Context, p workspace.FirstPrompt) (sessionID string, sent bool, err error) {
-	var sess struct {
-		ID string `json:"id"`
+// sendPrompt hands p to the agent's session id, or to a new session when
+// id is "", with opencode's prompt_async, which answers once the prompt is
+// accepted, not when the turn ends. sent reports whether the prompt may
+// have reached the server: false only when nothing but a session was
+// asked for, or the server refused the prompt outright.
+func (c agentAPI) sendPrompt(ctx context.Context, p workspace.FirstPrompt, id string) (sessionID string, sent bool, err error) {
+	if id == "" {
+		var sess struct {
+			ID string `json:"id"`
+		}
+		if err := c.postJSON(ctx, "/session", map[string]any{}, &sess); err != nil {
+			return "", false, fmt.Errorf("create a session for the prompt: %w", err)
+		}
+		id = sess.ID
 	}
-	if err := c.postJSON(ctx, "/session", map[string]any{}, &sess); err != nil {
-		return "", false, fmt.Errorf("create a session for the first prompt: %w", err)
-	}
-	if sess.ID == "" || strings.ContainsAny(sess.ID, "/?#") {
-		return "", false, fmt.Errorf("create a session for the first prompt: opencode answered the session ID %q", sess.ID)
+	if id == "" || strings.ContainsAny(id, "/?#") {
+		return "", false, fmt.Errorf("hand the prompt to the agent: opencode named the session %q", id)
 	}
 	body := map[string]any{"parts": []any{map[string]any{"type": "text", "text": p.Prompt}}}
 	if p.Agent != "" {
@@ -78,12 +81,27 @@ func (c agentAPI) sendPrompt(ctx context.Context, p workspace.FirstPrompt) (sess
 	if provider, model, ok := strings.Cut(p.Model, "/"); ok {
 		body["model"] = map[string]any{"providerID": provider, "modelID": model}
 	}
-	err = c.postJSON(ctx, "/session/"+sess.ID+"/prompt_async", body, nil)
+	err = c.postJSON(ctx, "/session/"+id+"/prompt_async", body, nil)
 	if err != nil {
 		var refused *answerError
-		return sess.ID, !errors.As(err, &refused), fmt.Errorf("hand the first prompt to the agent: %w", err)
+		return id, !errors.As(err, &refused), fmt.Errorf("hand the prompt to the agent: %w", err)
 	}
-	return sess.ID, true, nil
+	return id, true, nil
+}
+
+// sendToCurrent hands p to the current session of the agent of the
+// workspace at dir (see currentSession), with the agent and model of the
+// last user message there, so that the conversation goes on as it was; to
+// a new session when the agent has none.
+func (c agentAPI) sendToCurrent(ctx context.Context, dir string, p workspace.FirstPrompt) (sessionID string, sent bool, err error) {
+	id, err := sessionsOf{c, dir}.currentSession(ctx)
+	if err != nil {
+		return "", false, fmt.Errorf("find the agent's current session: %w", err)
+	}
+	if id != "" && !strings.ContainsAny(id, "/?#") {
+		p.Agent, p.Model = c.lastUserTurn(ctx, id)
+	}
+	return c.sendPrompt(ctx, p, id)
 }
 
 // modelLookupTimeout bounds the look-up of a caller's current model.
@@ -117,7 +135,7 @@ func (c agentAPI) recentModel(ctx context.Context) string {
 		if sess.ParentID != "" || sess.ID == "" || strings.ContainsAny(sess.ID, "/?#") {
 			continue
 		}
-		if m := c.lastUserModel(ctx, sess.ID); m != "" {
+		if _, m := c.lastUserTurn(ctx, sess.ID); m != "" {
 			return m
 		}
 	}
@@ -133,11 +151,13 @@ type sessionListing struct {
 	} `json:"time"`
 }
 
-// lastUserModel is the model of the last user message of a session.
-func (c agentAPI) lastUserModel(ctx context.Context, id string) string {
+// lastUserTurn is the agent and the model ("provider/model") of the last
+// user message of a session that names a model; "" for none.
+func (c agentAPI) lastUserTurn(ctx context.Context, id string) (agent, model string) {
 	var msgs []struct {
 		Info struct {
 			Role  string `json:"role"`
+			Agent string `json:"agent"`
 			Model struct {
 				ProviderID string `json:"providerID"`
 				ModelID    string `json:"modelID"`
@@ -145,13 +165,13 @@ func (c agentAPI) lastUserModel(ctx context.Context, id string) string {
 		} `json:"info"`
 	}
 	if c.getJSON(ctx, "/session/"+id+"/message", modelLookupTimeout, &msgs) != nil {
-		return ""
+		return "", ""
 	}
 	for i := len(msgs) - 1; i >= 0; i-- {
 		m := msgs[i].Info
 		if m.Role == "user" && m.Model.ProviderID != "" && m.Model.ModelID != "" {
-			return m.Model.ProviderID + "/" + m.Model.ModelID
+			return m.Agent, m.Model.ProviderID + "/" + m.Model.ModelID
 		}
 	}
-	return ""
+	return "", ""
 }

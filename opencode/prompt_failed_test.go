@@ -10,9 +10,9 @@ import (
 	"codehydra/workspace"
 )
 
-// A first prompt queued for a workspace whose agent has failed already
-// (here: no opencode binary) fails at once with the agent's reason, rather
-// than waiting for a ready that will not come.
+// A first prompt or a review for a workspace whose agent has failed
+// already (here: no opencode binary) fails at once with the agent's
+// reason, rather than waiting for a ready that will not come.
 func TestAPromptForAnAgentThatFailedAlreadyFailsAtOnce(t *testing.T) {
 	f := newFixture(t)
 	o := f.options()
@@ -26,11 +26,20 @@ func TestAPromptForAnAgentThatFailedAlreadyFailsAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.State != workspace.DeliveryFailed || !strings.Contains(d.Error, "opencode not found") {
-		t.Fatalf("delivery = %+v, want failed with the agent's reason", d)
+	r, err := s.SendReview(ws.Path, workspace.Review{From: "user", Summary: "hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, d := range map[string]workspace.PromptDelivery{"first prompt": d, "review": {State: r.State, Error: r.Error}} {
+		if d.State != workspace.DeliveryFailed || !strings.Contains(d.Error, "opencode not found") {
+			t.Errorf("%s: delivery = %+v, want failed with the agent's reason", what, d)
+		}
 	}
 	if got, ok := s.PromptDelivery(ws.Path); !ok || got.State != workspace.DeliveryFailed {
-		t.Fatalf("PromptDelivery = %+v, %v", got, ok)
+		t.Errorf("PromptDelivery = %+v, %v", got, ok)
+	}
+	if got := s.Reviews(ws.Path); len(got) != 1 || got[0] != r {
+		t.Errorf("Reviews = %+v, want %+v", got, r)
 	}
 }
 

@@ -34,7 +34,8 @@ type Supervisor struct {
 	binFound bool
 	closed   bool
 
-	// prompts are the first prompts waiting for their agents (prompt.go).
+	// prompts are what agents are given as prompts: first prompts and
+	// reviews (prompt.go).
 	prompts prompts
 }
 
@@ -53,7 +54,7 @@ func NewSupervisor(o SupervisorOptions) *Supervisor {
 		agents:    map[string]*agent{},
 		reserved:  map[int]bool{},
 		waiting:   map[string]*agent{},
-		prompts:   prompts{all: map[string]*pendingPrompt{}},
+		prompts:   prompts{all: map[string]*outbox{}},
 	}
 	s.FindBinary()
 	return s
@@ -67,7 +68,7 @@ func NewSupervisor(o SupervisorOptions) *Supervisor {
 // here on, long before the process is ready.
 func (s *Supervisor) Start(ws workspace.Workspace) {
 	key := filepath.Clean(ws.Path)
-	s.loadPrompt(key)
+	s.loadOutbox(key)
 	s.mu.Lock()
 	if a := s.agents[key]; s.closed || a != nil && (!ended(a) || s.waiting[key] == a) {
 		s.mu.Unlock()
@@ -210,7 +211,7 @@ func (s *Supervisor) StopAgent(ctx context.Context, path string) error {
 	delete(s.agents, key)
 	delete(s.waiting, key)
 	s.mu.Unlock()
-	s.forgetPrompt(key)
+	s.forgetOutbox(key)
 	if a == nil {
 		return nil
 	}

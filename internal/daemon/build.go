@@ -121,6 +121,7 @@ func (s *server) build(ctx context.Context) error {
 		Agents:         agents,
 		Prompts:        agents,
 		Sessions:       agents,
+		Reviews:        agents,
 		Gateway:        s.gateway,
 		PullRequests:   s.prs,
 		RateLimit:      rate.Limit(set.RateLimit.PerSecond),

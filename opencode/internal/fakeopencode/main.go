@@ -37,10 +37,12 @@
 // (OPENCODE_SERVER_USERNAME, default "opencode", and that password) or
 // ?auth_token=<base64("user:password")>.
 //
-// Besides opencode's GET /global/health, /mcp, /event, /session/status,
-// /permission, /question and /session/{id} and POST
+// Besides opencode's GET /global/health, /mcp, /event, /session,
+// /session/status, /permission, /question, /session/{id} and
+// /session/{id}/message (the prompts it took, as user messages) and POST
 // /mcp/codehydra/connect, /session and /session/{id}/prompt_async (taken,
-// not run), it serves test controls: POST /fake/emit (an
+// not run; it makes the session the one updated last), it serves test
+// controls: POST /fake/emit (an
 // event {"type","properties"} to apply to its state and broadcast;
 // ?silent=1 applies it without broadcasting, like an event missed while
 // disconnected; a session.status is kept as sent, so that a retry status
@@ -48,7 +50,10 @@
 // /session/status), POST /fake/drop (close every event stream), GET
 // /fake/clients (how many event streams are open), GET
 // /fake/connect-requests (how many POST /mcp/codehydra/connect it got)
-// and GET /fake/prompts (how many prompts it took).
+// and GET /fake/prompts (the prompts it took, in order:
+// [{"session","text","agent"?,"model"?}]). Its sessions are those made by
+// POST /session and by session.created or session.updated events (with
+// their info.directory, by default its own folder).
 package main
 
 import (
@@ -105,6 +110,9 @@ func run() error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	st := newState()
+	if st.dir, err = os.Getwd(); err != nil {
+		return err
+	}
 	st.failSessions, _ = strconv.Atoi(os.Getenv("FAKEOC_FAIL_SESSIONS"))
 	if st.heartbeat, err = heartbeat(); err != nil {
 		return err

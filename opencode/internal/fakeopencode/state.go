@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 )
@@ -25,21 +26,59 @@ type state struct {
 	// {"type":"retry","attempt":3,"message":"…","next":…}; idle ones are
 	// absent.
 	status    map[string]json.RawMessage
-	parents   map[string]string // session → parent
+	sessions  map[string]*session
+	clock     int64 // the sessions' time, one tick per change
 	perms     map[string]request
 	questions map[string]request
 	streams   map[chan []byte]bool
 	drop      chan struct{}
 	seq       int
 	// sessionPosts counts POST /session, failSessions is how many of the
-	// first ones fail (FAKEOC_FAIL_SESSIONS), prompts counts the prompts
-	// taken.
-	sessionPosts, failSessions, prompts int
+	// first ones fail (FAKEOC_FAIL_SESSIONS).
+	sessionPosts, failSessions int
+	// prompts are the prompts taken, in order.
+	prompts []prompt
+	dir     string // where it runs: its sessions' directory
+}
+
+// session is one of the fake's sessions.
+type session struct {
+	ID        string `json:"id"`
+	ParentID  string `json:"parentID,omitempty"`
+	Directory string `json:"directory"`
+	Time      struct {
+		Created int64 `json:"created"`
+		Updated int64 `json:"updated"`
+	} `json:"time"`
+}
+
+// prompt is a prompt taken by POST /session/{id}/prompt_async.
+type prompt struct {
+	Session string `json:"session"`
+	Text    string `json:"text"`
+	Agent   string `json:"agent,omitempty"`
+	Model   string `json:"model,omitempty"`
+}
+
+// addSession adds (or updates) a session, as of now. Call with s.mu held.
+func (s *state) addSession(id, parent, dir string) *session {
+	s.clock++
+	ss := s.sessions[id]
+	if ss == nil {
+		ss = &session{ID: id, Directory: dir}
+		ss.Time.Created = s.clock
+		s.sessions[id] = ss
+	}
+	if parent != "" {
+		ss.ParentID = parent
+	}
+	ss.Time.Updated = s.clock
+	return ss
 }
 
 func newState() *state {
 	return &state{
-		status: map[string]json.RawMessage{}, parents: map[string]string{},
+		status: map[string]json.RawMessage{}, sessions: map[string]*session{},
 		perms: map[string]request{}, questions: map[string]request{},
 		streams: map[chan []byte]bool{}, drop: make(chan struct{}),
 	}
@@ -102,11 +141,21 @@ func (s *state) api() http.Handler {
 		defer s.mu.Unlock()
 		id := r.PathValue("id")
 		out := map[string]any{"id": id}
-		if p := s.parents[id]; p != "" {
-			out["parentID"] = p
+		if ss := s.sessions[id]; ss != nil && ss.ParentID != "" {
+			out["parentID"] = ss.ParentID
 		}
 		writeJSON(w, out)
 	})
+	mux.HandleFunc("GET /session", func(w http.ResponseWriter, _ *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		out := []*session{}
+		for _, ss := range s.sessions {
+			out = append(out, ss)
+		}
+		writeJSON(w, out)
+	})
+	mux.HandleFunc("GET /session/{id}/message", s.messages)
 	mux.HandleFunc("POST /session", func(w http.ResponseWriter, _ *http.Request) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -115,14 +164,9 @@ func (s *state) api() http.Handler {
 			http.Error(w, "fake: failing session creation", http.StatusInternalServerError)
 			return
 		}
-		writeJSON(w, map[string]any{"id": fmt.Sprintf("ses_fake%03d", s.sessionPosts)})
+		writeJSON(w, s.addSession(fmt.Sprintf("ses_fake%03d", s.sessionPosts), "", s.dir))
 	})
-	mux.HandleFunc("POST /session/{id}/prompt_async", func(w http.ResponseWriter, _ *http.Request) {
-		s.mu.Lock()
-		s.prompts++
-		s.mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-	})
+	mux.HandleFunc("POST /session/{id}/prompt_async", s.promptAsync)
 	mux.HandleFunc("GET /permission", s.list(s.perms))
 	mux.HandleFunc("GET /question", s.list(s.questions))
 	mux.HandleFunc("GET /event", s.events)
@@ -187,7 +231,7 @@ func (s *state) controls(mux *http.ServeMux) {
 	mux.HandleFunc("GET /fake/prompts", func(w http.ResponseWriter, _ *http.Request) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		writeJSON(w, s.prompts)
+		writeJSON(w, append([]prompt{}, s.prompts...))
 	})
 	mux.HandleFunc("POST /fake/drop", func(w http.ResponseWriter, _ *http.Request) {
 		s.mu.Lock()
@@ -206,8 +250,9 @@ func (s *state) apply(typ string, props json.RawMessage) {
 		RequestID string          `json:"requestID"`
 		Status    json.RawMessage `json:"status"`
 		Info      struct {
-			ID       string `json:"id"`
-			ParentID string `json:"parentID"`
+			ID        string `json:"id"`
+			ParentID  string `json:"parentID"`
+			Directory string `json:"directory"`
 		} `json:"info"`
 	}
 	_ = json.Unmarshal(props, &p)
@@ -215,9 +260,7 @@ func (s *state) apply(typ string, props json.RawMessage) {
 	defer s.mu.Unlock()
 	switch typ {
 	case "session.created", "session.updated":
-		if p.Info.ParentID != "" {
-			s.parents[p.Info.ID] = p.Info.ParentID
-		}
+		s.addSession(p.Info.ID, p.Info.ParentID, cmp.Or(p.Info.Directory, s.dir))
 	case "session.deleted":
 		delete(s.status, p.SessionID)
 	case "session.status":
@@ -239,6 +282,72 @@ func (s *state) apply(typ string, props json.RawMessage) {
 	case "question.replied", "question.rejected":
 		delete(s.questions, p.RequestID)
 	}
+}
+
+// promptAsync is POST /session/{id}/prompt_async: it takes the prompt
+// (runs nothing) and answers 204, as opencode does; a session it does not
+// know is 404.
+func (s *state) promptAsync(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Parts []struct {
+			Text string `json:"text"`
+		} `json:"parts"`
+		Agent string `json:"agent"`
+		Model struct {
+			ProviderID string `json:"providerID"`
+			ModelID    string `json:"modelID"`
+		} `json:"model"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || len(body.Parts) != 1 {
+		http.Error(w, "fake: want one text part", http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := r.PathValue("id")
+	if s.sessions[id] == nil {
+		http.Error(w, "fake: no session "+id, http.StatusNotFound)
+		return
+	}
+	s.addSession(id, "", "")
+	p := prompt{Session: id, Text: body.Parts[0].Text, Agent: body.Agent}
+	if body.Model.ProviderID != "" {
+		p.Model = body.Model.ProviderID + "/" + body.Model.ModelID
+	}
+	s.prompts = append(s.prompts, p)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// messages is GET /session/{id}/message: the prompts the session took, as
+// user messages.
+func (s *state) messages(w http.ResponseWriter, r *http.Request) {
+	type model struct {
+		ProviderID string `json:"providerID"`
+		ModelID    string `json:"modelID"`
+	}
+	type part struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	type info struct {
+		Role  string `json:"role"`
+		Agent string `json:"agent,omitempty"`
+		Model model  `json:"model"`
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []map[string]any{}
+	for _, p := range s.prompts {
+		if p.Session != r.PathValue("id") {
+			continue
+		}
+		provider, id, _ := strings.Cut(p.Model, "/")
+		out = append(out, map[string]any{
+			"info":  info{Role: "user", Agent: p.Agent, Model: model{provider, id}},
+			"parts": []part{{"text", p.Text}},
+		})
+	}
+	writeJSON(w, out)
 }
 
 func (s *state) broadcast(typ string, props json.RawMessage) {
