@@ -24,7 +24,7 @@ var layout = map[string][]string{
 	"codehydra":              {"codehydra/internal/cli", "codehydra/internal/sandbox", "codehydra/internal/cleanlocale"},
 	"codehydra/internal/cli": {"codehydra/internal/daemon", "codehydra/internal/mcpstdio", "codehydra/app", "codehydra/mcp", "codehydra/workspace", helpers},
 	"codehydra/internal/daemon": {"codehydra/app", "codehydra/gateway", "codehydra/mcp", "codehydra/opencode", "codehydra/prepare",
-		"codehydra/workspace", "codehydra/workspace/statuscache", "codehydra/internal/mcpstdio", helpers},
+		"codehydra/workspace", "codehydra/workspace/statuscache", "codehydra/internal/mcpstdio", "codehydra/internal/pullrequest", helpers},
 	"codehydra/internal/mcpstdio":              {"codehydra/mcp", helpers},
 	"codehydra/app":                            {"codehydra/app/window", "codehydra/app/bridge", "codehydra/workspace", "codehydra/mcp", "codehydra/prepare", "codehydra/assets", helpers},
 	"codehydra/app/window":                     {"codehydra/workspace", "codehydra/prepare", helpers},
@@ -47,6 +47,7 @@ var layout = map[string][]string{
 	"codehydra/internal/instance":              {helpers},
 	"codehydra/internal/netstat":               {helpers},
 	"codehydra/internal/paths":                 {helpers},
+	"codehydra/internal/pullrequest":           {"codehydra/workspace", helpers},
 	"codehydra/internal/proc":                  {helpers},
 	"codehydra/internal/reap":                  {helpers},
 	"codehydra/internal/rotate":                {helpers},
@@ -61,10 +62,11 @@ var layout = map[string][]string{
 }
 
 // helpers stands for the helper packages of internal/: every package
-// under it but the command line, the daemon and the mcp-stdio bridge.
+// under it but the command line, the daemon, the mcp-stdio bridge and the
+// pull requests (which build on the workspace domain).
 const helpers = "helpers"
 
-var notHelpers = []string{"codehydra/internal/cli", "codehydra/internal/daemon", "codehydra/internal/mcpstdio"}
+var notHelpers = []string{"codehydra/internal/cli", "codehydra/internal/daemon", "codehydra/internal/mcpstdio", "codehydra/internal/pullrequest"}
 
 // noFyne are the packages whose tests must build in seconds: Fyne (cgo,
 // minutes cold) stays out of them.

@@ -175,15 +175,27 @@ func (a agentClient) newSession() string {
 // session, and returns what the tool printed.
 func (a agentClient) bash(script string) string {
 	a.t.Helper()
-	session := a.newSession()
 	hidden := "echo " + base64.StdEncoding.EncodeToString([]byte(script)) + " | base64 -d | sh"
-	args, err := json.Marshal(map[string]string{"command": hidden, "description": "run the script"})
+	out, err := a.tool("bash", map[string]string{"command": hidden, "description": "run the script"})
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return out
+}
+
+// tool has the model call the tool name (as opencode names it, e.g.
+// codehydra_workspace_get_diff) with args, in a new session, and returns
+// what the tool answered; err when the call did not complete.
+func (a agentClient) tool(name string, args any) (string, error) {
+	a.t.Helper()
+	session := a.newSession()
+	raw, err := json.Marshal(args)
 	if err != nil {
 		a.t.Fatal(err)
 	}
 	if err := a.do(http.MethodPost, "/session/"+session+"/message", map[string]any{
 		"model": map[string]any{"providerID": "fake", "modelID": "m"},
-		"parts": []any{map[string]any{"type": "text", "text": "CALL bash " + string(args)}},
+		"parts": []any{map[string]any{"type": "text", "text": "CALL " + name + " " + string(raw)}},
 	}, nil); err != nil {
 		a.t.Fatal(err)
 	}
@@ -203,16 +215,16 @@ func (a agentClient) bash(script string) string {
 	}
 	for _, m := range msgs {
 		for _, p := range m.Parts {
-			if p.Type == "tool" && p.Tool == "bash" {
+			if p.Type == "tool" && p.Tool == name {
 				if p.State.Status != "completed" {
-					a.t.Fatalf("the bash tool did not complete: %s %s", p.State.Status, p.State.Error)
+					return p.State.Output, fmt.Errorf("the %s tool did not complete: %s %s", name, p.State.Status, p.State.Error)
 				}
-				return p.State.Output
+				return p.State.Output, nil
 			}
 		}
 	}
-	a.t.Fatalf("the model's bash call left no tool part: %+v", msgs)
-	return ""
+	a.t.Fatalf("the model's %s call left no tool part: %+v", name, msgs)
+	return "", nil
 }
 
 // wantLines fails for each line of want that out lacks.

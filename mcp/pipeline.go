@@ -143,6 +143,8 @@ func (s *Server) admit(rec *auditEntry, who caller, def toolDef, req *sdk.CallTo
 	var ws workspace.Workspace
 	var err error
 	switch {
+	case def.needsWorkspace && def.workspaceArg && who.isUser() && len(header.Values(WorkspaceHeader)) == 0:
+		// The handler resolves the workspace its argument names.
 	case def.needsWorkspace:
 		rec.Workspace = strings.Join(header.Values(WorkspaceHeader), ",")
 		if ws, err = s.workspaceOf(who, header); err == nil {

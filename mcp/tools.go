@@ -65,6 +65,10 @@ type toolDef struct {
 	// needsWorkspace: the call acts on the workspace named by
 	// X-Workspace-Path, which must resolve before the handler runs.
 	needsWorkspace bool
+	// workspaceArg: the tool's workspace argument may name the workspace
+	// it acts on (see reviewable); the user's token then needs no
+	// X-Workspace-Path.
+	workspaceArg bool
 	// userOnly: only the user's (master) token may call the tool; a
 	// workspace's token gets forbidden.
 	userOnly bool

@@ -30,6 +30,7 @@ func mergeTool() toolDef {
 		},
 		handler:        typed((*Server).merge),
 		needsWorkspace: true,
+		workspaceArg:   true,
 	}
 }
 
@@ -145,6 +146,7 @@ func updateFromBaseTool() toolDef {
 		},
 		handler:        typed((*Server).updateFromBase),
 		needsWorkspace: true,
+		workspaceArg:   true,
 	}
 }
 

@@ -31,6 +31,7 @@ func createPRTool() toolDef {
 		},
 		handler:        typed((*Server).createPR),
 		needsWorkspace: true,
+		workspaceArg:   true,
 		timeout: func(s *Server) time.Duration {
 			if s.opts.PullRequests == nil {
 				return s.opts.CallTimeout

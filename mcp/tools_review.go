@@ -26,6 +26,7 @@ func getDiffTool() toolDef {
 		},
 		handler:        typed((*Server).getDiff),
 		needsWorkspace: true,
+		workspaceArg:   true,
 	}
 }
 
@@ -72,6 +73,7 @@ func sendReviewTool() toolDef {
 		},
 		handler:        typed((*Server).sendReview),
 		needsWorkspace: true,
+		workspaceArg:   true,
 	}
 }
 
@@ -127,13 +129,18 @@ func (s *Server) sendReview(ctx context.Context, _ *sdk.CallToolRequest, in revi
 }
 
 // reviewable is the workspace a review tool acts on: the caller's own
-// when path is "", else the workspace at path, which the user may name
+// when path is "" (for the user, the one X-Workspace-Path names, which
+// the user may leave out when it names path), else the workspace at path, which the user may name
 // whatever it is and a workspace's token only when it is that workspace
 // or a child of it (its createdBy). Whether another path is a workspace
 // at all is none of a workspace's business: every refusal is the same.
 func (s *Server) reviewable(ctx context.Context, path string) (workspace.Workspace, error) {
 	own := callerWorkspace(ctx)
-	if path == "" {
+	switch {
+	case path == "" && own.Path == "":
+		return workspace.Workspace{}, workspace.Errorf(workspace.CodeInvalidInput,
+			"name the workspace: its absolute path in workspace (or in the %s header)", WorkspaceHeader)
+	case path == "":
 		return own, nil
 	}
 	if !filepath.IsAbs(path) {

@@ -236,3 +236,38 @@ func TestSendReviewWithoutAgentsIsAConflict(t *testing.T) {
 		t.Fatalf("%s %s, want conflict", code, msg)
 	}
 }
+
+// TestTheUserNamesTheWorkspaceOfAReviewToolWithoutTheHeader: the tools
+// that take a workspace argument act for the user on the workspace it
+// names, with no X-Workspace-Path (as the inspector or `codehydra mcp`
+// call them); with neither, each says to name one. A workspace's token
+// still acts on its own workspace without either.
+func TestTheUserNamesTheWorkspaceOfAReviewToolWithoutTheHeader(t *testing.T) {
+	f := newFamily(t)
+	testenv.WriteFile(t, filepath.Join(f.child.Path, "work.txt"), "done\n")
+	user := f.h.sessionAs(f.h.token.Value(), "")
+	d, code, msg := answerOf[workspace.Diff](t, user, ToolGetDiff, map[string]any{"workspace": f.child.Path})
+	if code != "" || len(d.Files) != 1 || d.Files[0].Path != "work.txt" {
+		t.Fatalf("the user's diff of the child without the header: %+v %s %s", d, code, msg)
+	}
+	pf, code, msg := answerOf[struct {
+		Preflight workspace.Preflight `json:"preflight"`
+	}](t, user, ToolMerge, map[string]any{"workspace": f.child.Path, "preflight": true})
+	if code != "" || pf.Preflight.Workspace != f.child.Path || !slices.Equal(pf.Preflight.Uncommitted, []string{"work.txt"}) {
+		t.Fatalf("the user's merge preflight of the child without the header: %+v %s %s", pf, code, msg)
+	}
+	for _, tool := range []string{ToolGetDiff, ToolSendReview, ToolMerge, ToolUpdateFromBase, ToolCreatePR} {
+		args := map[string]any{}
+		if tool == ToolUpdateFromBase {
+			args["mode"] = "rebase"
+		}
+		res := call(t, user, tool, args)
+		if code, msg := errCode(t, res); code != workspace.CodeInvalidInput || !strings.Contains(msg, "workspace") {
+			t.Errorf("%s by the user naming no workspace: %s %q, want invalid-input asking for one", tool, code, msg)
+		}
+	}
+	own, code, msg := answerOf[workspace.Diff](t, f.h.sessionAs(f.h.tokenOf(f.child.Path), ""), ToolGetDiff, nil)
+	if code != "" || len(own.Files) != 1 {
+		t.Fatalf("the child's own diff: %+v %s %s", own, code, msg)
+	}
+}

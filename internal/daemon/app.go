@@ -12,6 +12,8 @@ import (
 	"codehydra/app"
 	"codehydra/internal/mcpstdio"
 	"codehydra/internal/paths"
+	"codehydra/internal/pullrequest"
+	"codehydra/workspace"
 	"codehydra/workspace/statuscache"
 )
 
@@ -35,6 +37,7 @@ func (s *server) runApp(ctx context.Context) error {
 func (s *server) appDeps() app.Deps {
 	deps := app.Deps{
 		Workspaces:          statuscache.Over(s.manager, s.cache),
+		Landing:             landing{statuscache.Over(s.manager, s.cache), s.sup, s.prs},
 		Agents:              preparedAgents{s.sup, s.prep},
 		Prepare:             s.prep,
 		MCP:                 s.mcp,
@@ -81,4 +84,27 @@ func selfExecutable() (string, error) {
 		return "/proc/self/exe", nil
 	}
 	return os.Executable()
+}
+
+// landing is what the tray's review, merge, update and pull request use:
+// the manager's git work, the supervisor's reviews and the pull request
+// creator, all for the user.
+type landing struct {
+	statuscache.Workspaces
+	reviews interface {
+		SendReview(path string, r workspace.Review) (workspace.ReviewDelivery, error)
+		Reviews(path string) []workspace.ReviewDelivery
+	}
+	prs *pullrequest.Creator
+}
+
+func (l landing) SendReview(path string, r workspace.Review) (workspace.ReviewDelivery, error) {
+	r.From = workspace.ReviewFromUser
+	return l.reviews.SendReview(path, r)
+}
+
+func (l landing) Reviews(path string) []workspace.ReviewDelivery { return l.reviews.Reviews(path) }
+
+func (l landing) CreatePullRequest(ctx context.Context, wsPath string, o workspace.PullRequestOptions) (workspace.PullRequest, error) {
+	return l.prs.Create(ctx, wsPath, o)
 }
