@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"fyne.io/fyne/v2"
@@ -178,17 +179,17 @@ func PullRequestNotice(ws workspace.Workspace, pr workspace.PullRequest) Notice 
 	return Notice{noticePullRequest, fmt.Sprintf("%s → %s: %s", window.WorkspaceTitle(ws), pr.Base, pr.URL)}
 }
 
-// noPullRequest is why no pull request was opened (its Note), and whether
-// the branch was pushed.
+// noPullRequest is why no pull request was opened: its Note, which says
+// whether the branch was pushed, or what the answer tells when it has
+// none.
 func noPullRequest(pr workspace.PullRequest) error {
-	note := pr.Note
-	if note == "" {
-		note = "the pull request command printed no address"
+	switch {
+	case pr.Note != "":
+		return errors.New(pr.Note)
+	case pr.Pushed:
+		return fmt.Errorf("the branch %s was pushed to %s, but the pull request command printed no address", pr.Branch, pr.Remote)
 	}
-	if pr.Pushed {
-		return fmt.Errorf("the branch %s was pushed to %s, but no pull request was opened: %s", pr.Branch, pr.Remote, note)
-	}
-	return fmt.Errorf("no pull request was opened: %s", note)
+	return errors.New("nothing was pushed and no pull request was opened")
 }
 
 // shortCommit is a commit's abbreviated name.

@@ -205,11 +205,11 @@ func TestTrayCreatesAPullRequestAndSaysWhereOrWhyNot(t *testing.T) {
 	h.waitFor("the item back", func() bool { return find(h.view.menu(), label, LabelCreatePR) != nil })
 
 	l.OnPullRequest(func() (workspace.PullRequest, error) {
-		return workspace.PullRequest{Remote: "origin", Branch: "feat", Base: "main", Pushed: true, Note: "gh is not on PATH: install it, or set prCommand"}, nil
+		return workspace.PullRequest{Remote: "origin", Branch: "feat", Base: "main", Pushed: true, Note: "Pushed feat to origin, but no pull request was opened: gh is not on PATH and the settings' prCommand is not set."}, nil
 	})
 	find(h.view.menu(), label, LabelCreatePR).Action()
 	h.waitFor("the window", func() bool { return h.windowOpen("CodeHydra: " + titleCreatePR) })
-	if got := h.app.Texts("CodeHydra: " + titleCreatePR); !strings.Contains(got, "the branch feat was pushed to origin, but no pull request was opened: gh is not on PATH") {
+	if got := h.app.Texts("CodeHydra: " + titleCreatePR); !strings.Contains(got, "Pushed feat to origin, but no pull request was opened: gh is not on PATH") || strings.Contains(got, "no pull request was opened: Pushed") {
 		t.Errorf("the window says %q", got)
 	}
 	if got := l.PullRequests(); !slices.Equal(got, []string{ws.Path, ws.Path}) {

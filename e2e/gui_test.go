@@ -344,8 +344,10 @@ func checkTrayItem(t *testing.T, tray *trayMenu) {
 	}
 }
 
-// trayWorkspaceLabel matches a workspace entry: "<mark> <name> (<phase>)".
-var trayWorkspaceLabel = regexp.MustCompile(`^(\S+) (.+) \(([^(),]+)(?:, ` + app.LabelUnconfined + `)?\)$`)
+// trayWorkspaceLabel matches a workspace entry: "<mark> <name> (<phase>)",
+// with ", ready for review" and ", unconfined" after the phase where they
+// apply.
+var trayWorkspaceLabel = regexp.MustCompile(`^(\S+) (.+) \(([^(),]+)(?:, ` + app.LabelReadyForReview + `)?(?:, ` + app.LabelUnconfined + `)?\)$`)
 
 // trayWorkspace is the menu entry of the named workspace, nil when there
 // is none or its mark does not fit its phase.
@@ -729,6 +731,12 @@ func (m *trayMenu) layout() (trayItem, error) {
 // A user clicks again in the new menu, and so does click.
 func (m *trayMenu) click(t *testing.T, label string) {
 	t.Helper()
+	m.clickWhere(t, label, func(menu trayItem) *trayItem { return menu.find(label) })
+}
+
+// clickWhere clicks the item that find finds in the menu, what names it.
+func (m *trayMenu) clickWhere(t *testing.T, what string, find func(menu trayItem) *trayItem) {
+	t.Helper()
 	for attempt := 1; ; attempt++ {
 		// A rebuild of the menu may be under way even with Quit in it:
 		// wait (a moment at most) for the item to be there.
@@ -740,29 +748,29 @@ func (m *trayMenu) click(t *testing.T, label string) {
 			if menu, err = m.layout(); err != nil {
 				t.Fatal(err)
 			}
-			if it = menu.find(label); it != nil && it.enabled || time.Now().After(deadline) {
+			if it = find(menu); it != nil && it.enabled || time.Now().After(deadline) {
 				break
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 		if it == nil || !it.enabled {
-			t.Fatalf("no enabled %q in the menu:\n%s", label, menu)
+			t.Fatalf("no enabled %q in the menu:\n%s", what, menu)
 		}
 		lost := fmt.Sprintf("no menu item with ID %d\n", it.id)
 		before := m.count(lost)
 		call := m.conn.Object(m.name, dbusmenuPath).Call(dbusmenuIface+".Event", 0, it.id, "clicked", dbus.MakeVariant(int32(0)), uint32(0))
 		// Quit may end the process before it answers.
-		if call.Err != nil && label != app.LabelQuit {
-			t.Fatalf("click %q: %v", label, call.Err)
+		if call.Err != nil && what != app.LabelQuit {
+			t.Fatalf("click %q: %v", what, call.Err)
 		}
 		if m.count(lost) == before {
 			return
 		}
 		if attempt == 5 {
-			t.Fatalf("click %q: the menu changed under each of %d clicks", label, attempt)
+			t.Fatalf("click %q: the menu changed under each of %d clicks", what, attempt)
 		}
 		// layout waits for the rebuilt menu to be whole: no pause needed.
-		t.Logf("click %q: item %d went with a menu rebuild; clicking again", label, it.id)
+		t.Logf("click %q: item %d went with a menu rebuild; clicking again", what, it.id)
 	}
 }
 
