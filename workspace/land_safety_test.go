@@ -256,3 +256,17 @@ func TestACommitMadeWhileTheBranchMovesIsKeptAndNamed(t *testing.T) {
 		t.Error("main moved after the late commit was found")
 	}
 }
+
+func TestARebaseOfAWorkspaceThatMergedItsBaseInCleanlyGoesAhead(t *testing.T) {
+	t.Parallel()
+	f := newLandFixture(t)
+	if _, err := f.m.UpdateFromBase(context.Background(), f.ws.Path, UpdateMerge); err != nil {
+		t.Fatal(err)
+	}
+	testenv.CommitFile(t, f.ws.Path, "more.txt", "more\n", "more work after the merge")
+	testenv.CommitFile(t, f.p.Path, "later.txt", "later\n", "main moves on again")
+	res, err := f.m.Merge(context.Background(), f.ws.Path, MergeOptions{Strategy: StrategyRebase})
+	if err != nil || !res.Verified {
+		t.Fatalf("%+v %v: a merge commit with no change of its own drops nothing", res, err)
+	}
+}
