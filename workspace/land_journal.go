@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -102,10 +103,11 @@ func (m *Manager) moveRefs(ctx context.Context, p *project, wsPath string, moves
 
 // moveRef moves mv.Ref from mv.Old to mv.New. Where a worktree has the
 // branch checked out, it moves there, with that worktree's files, and
-// only when none of its tracked files is changed: git merge --ff-only for
-// a fast-forward, else git reset --keep; either refuses to overwrite an
-// untracked file. Elsewhere git update-ref moves it only if it is still at
-// mv.Old.
+// only when none of its tracked files is changed and no untracked or
+// ignored file is in the way (see inTheWay): git merge --ff-only for a
+// fast-forward, else git reset --keep. A branch that a worktree is
+// rebasing or bisecting is not moved. Elsewhere git update-ref moves it
+// only if it is still at mv.Old.
 func (m *Manager) moveRef(ctx context.Context, p *project, mv refMove) error {
 	branch := strings.TrimPrefix(mv.Ref, "refs/heads/")
 	entries, err := m.listWorktrees(ctx, p)
@@ -120,6 +122,9 @@ func (m *Manager) moveRef(ctx context.Context, p *project, mv refMove) error {
 		}
 	}
 	if wt == nil {
+		if _, msg := m.busyMessage(p, branch); msg != "" {
+			return Errorf(CodeConflict, "%s; the branch is not moved under it", msg)
+		}
 		if _, err := m.git.run(ctx, p.Path, "update-ref", "-m", "codehydra: merge", mv.Ref, mv.New, mv.Old); err != nil {
 			return classify(err, CodeConflict, "cannot move branch %s to %s (it moved meanwhile?)", branch, short(mv.New))
 		}
@@ -141,6 +146,13 @@ func (m *Manager) moveRef(ctx context.Context, p *project, mv refMove) error {
 		}
 		return Errorf(CodeConflict, "%s is checked out at %s with changed files (%s); the branch is not moved under them", branch, wt.Path, nameList(dirty))
 	}
+	if found, err := m.inTheWay(ctx, p.Path, wt.Path, mv.Old, mv.New); err != nil || len(found) > 0 {
+		if err != nil {
+			return classify(err, CodeInternal, "cannot list what moving %s adds", branch)
+		}
+		return Errorf(CodeConflict, "%s is checked out at %s with untracked or ignored files that moving it would overwrite (%s); the branch is not moved",
+			branch, wt.Path, nameList(found))
+	}
 	ff, err := m.isAncestor(ctx, p.Path, mv.Old, mv.New)
 	if err != nil {
 		return classify(err, CodeInternal, "cannot compare %s with %s", short(mv.Old), short(mv.New))
@@ -151,6 +163,24 @@ func (m *Manager) moveRef(ctx context.Context, p *project, mv refMove) error {
 	}
 	if _, err := m.git.run(ctx, wt.Path, args...); err != nil {
 		return classify(err, CodeConflict, "cannot move %s in its checkout at %s", branch, wt.Path)
+	}
+	// The head was read before the move: a commit made in that checkout
+	// since (an agent at work) is left behind by git reset --keep. It is
+	// not put back on the branch, which would move the checkout once more
+	// under whoever committed: it is kept under a ref, and named.
+	prev, err := m.commitOf(ctx, wt.Path, "ORIG_HEAD")
+	if err != nil {
+		return classify(err, CodeInternal, "cannot read what %s was at before the move in %s", branch, wt.Path)
+	}
+	if prev != mv.Old {
+		kept, kerr := m.keepCommit(ctx, p, "overtaken", branch, prev, "commit made on "+branch+" while CodeHydra moved it")
+		if kerr != nil {
+			return &Error{Code: CodeInternal, Err: kerr, Message: fmt.Sprintf(
+				"commit %s was made on %s at %s while the branch was moved to %s, which left it out; keep it now (git branch <name> %s)",
+				prev, branch, wt.Path, short(mv.New), prev)}
+		}
+		return Errorf(CodeConflict, "commit %s was made on %s at %s while the branch was moved to %s, which left it out; it is kept under %s: cherry-pick or merge it back",
+			prev, branch, wt.Path, short(mv.New), kept)
 	}
 	now, err := m.commitOf(ctx, p.Path, mv.Ref)
 	if err != nil || now != mv.New {
@@ -225,8 +255,12 @@ func (m *Manager) finishLand(ctx context.Context, p *project, j landJournal) err
 }
 
 // canMove says why moveRef would refuse mv now: its checkout has changed
-// files.
+// files, or untracked or ignored files in the way, or a worktree is
+// rebasing or bisecting the branch.
 func (m *Manager) canMove(ctx context.Context, p *project, mv refMove) error {
+	if _, msg := m.busyMessage(p, strings.TrimPrefix(mv.Ref, "refs/heads/")); msg != "" {
+		return errors.New(msg)
+	}
 	entries, err := m.listWorktrees(ctx, p)
 	if err != nil {
 		return err
@@ -241,6 +275,13 @@ func (m *Manager) canMove(ctx context.Context, p *project, mv refMove) error {
 		}
 		if len(dirty) > 0 {
 			return fmt.Errorf("%s is checked out at %s with changed files (%s)", mv.Ref, e.Path, nameList(dirty))
+		}
+		found, err := m.inTheWay(ctx, p.Path, e.Path, mv.Old, mv.New)
+		if err != nil {
+			return err
+		}
+		if len(found) > 0 {
+			return fmt.Errorf("%s is checked out at %s with untracked or ignored files that moving it would overwrite (%s)", mv.Ref, e.Path, nameList(found))
 		}
 	}
 	return nil

@@ -3,8 +3,6 @@ package workspace
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -25,10 +23,13 @@ const maxMessageBytes = 64 << 10
 // Then it moves the refs (see moveRefs), a rebase the workspace's branch
 // first: where the target is checked out (the main checkout, another
 // workspace) that checkout moves with it, and never while it has changed
-// files. Last it checks that the target holds all of the workspace's
-// work: its head (for a rebase, the replayed one) is an ancestor of the
-// target, or for a squash, merging the head into the target changes
-// nothing; only then is Verified set. The commits carry the user's
+// files, nor over untracked or ignored files in the way (see
+// checkoutsInTheWay). Before a rebase moves the workspace's branch, its
+// old head is kept under refs/codehydra/rebased/<branch>/<UTC time>. Last
+// it checks that the target holds all of the workspace's work: its head
+// (for a rebase, the replayed one) is an ancestor of the target, and for
+// a squash or a rebase, merging the (original) head into the target
+// changes nothing; only then is Verified set. The commits carry the user's
 // configured git identity; without one nothing is made (CodeInvalidInput).
 //
 // The workspace and the target branch are reserved while it runs, so a
@@ -66,8 +67,15 @@ func (m *Manager) Merge(ctx context.Context, wsPath string, o MergeOptions) (Mer
 	if err != nil {
 		return res, err
 	}
-	if err := m.untrackedInTheWay(ctx, pl, moves); err != nil {
+	if err := m.checkoutsInTheWay(ctx, p, moves); err != nil {
 		return res, err
+	}
+	kept := ""
+	if len(moves) == 2 {
+		why := fmt.Sprintf("branch %s before its rebase onto %s", pl.pf.Branch, pl.pf.Target)
+		if kept, err = m.keepCommit(ctx, p, "rebased", pl.pf.Branch, pl.pf.Head, why); err != nil {
+			return res, err
+		}
 	}
 	if err := m.moveRefs(ctx, p, ws.Path, moves); err != nil {
 		return res, m.movedWhat(ctx, pl, moves, err)
@@ -81,7 +89,7 @@ func (m *Manager) Merge(ctx context.Context, wsPath string, o MergeOptions) (Mer
 		return res, classify(err, CodeInternal, "cannot check that %s holds the work of %s", pl.pf.Target, pl.pf.Branch)
 	}
 	m.log.Info("merged a workspace", "workspace", ws.Path, "branch", pl.pf.Branch, "target", pl.pf.Target,
-		"strategy", string(pl.pf.Strategy), "from", short(pl.pf.TargetHead), "to", short(res.TargetHead), "verified", res.Verified)
+		"strategy", string(pl.pf.Strategy), "from", short(pl.pf.TargetHead), "to", short(res.TargetHead), "verified", res.Verified, "oldHeadKeptAt", kept)
 	return res, nil
 }
 
@@ -167,35 +175,6 @@ func withNewline(s string) string {
 	return s + "\n"
 }
 
-// untrackedInTheWay refuses the merge before any ref moves when the
-// target's checkout has an untracked file where the merge adds one: git
-// would refuse to overwrite it half way through.
-func (m *Manager) untrackedInTheWay(ctx context.Context, pl *plan, moves []refMove) error {
-	if pl.pf.CheckedOutAt == "" {
-		return nil
-	}
-	for _, mv := range moves {
-		if mv.Ref != "refs/heads/"+pl.pf.Target {
-			continue
-		}
-		out, err := m.git.run(ctx, pl.p.Path, "diff", "--no-renames", "--name-only", "-z", "--diff-filter=A", mv.Old, mv.New)
-		if err != nil {
-			return classify(err, CodeInternal, "cannot list what the merge adds")
-		}
-		var inTheWay []string
-		for f := range strings.SplitSeq(strings.TrimSuffix(out, "\x00"), "\x00") {
-			if _, err := os.Lstat(filepath.Join(pl.pf.CheckedOutAt, filepath.FromSlash(f))); f != "" && err == nil {
-				inTheWay = append(inTheWay, f)
-			}
-		}
-		if len(inTheWay) > 0 {
-			return Errorf(CodeConflict, "%s is checked out at %s with untracked files the merge would overwrite (%s); move them away first; nothing was changed",
-				pl.pf.Target, pl.pf.CheckedOutAt, nameList(inTheWay))
-		}
-	}
-	return nil
-}
-
 // movedWhat adds to the failure err of a merge's moves what had moved
 // before it: a rebase may have moved the workspace's branch already.
 func (m *Manager) movedWhat(ctx context.Context, pl *plan, moves []refMove, err error) error {
@@ -211,7 +190,9 @@ func (m *Manager) movedWhat(ctx context.Context, pl *plan, moves []refMove, err 
 
 // verifyLanded checks that the target, now at targetHead, holds all of
 // the workspace's work: the head it merged, which must still be the
-// workspace's (an agent may have committed since the preflight).
+// workspace's (an agent may have committed since the preflight). For a
+// rebase, that is the replayed head, and merging the original head into
+// the target must change nothing too: a replay leaves merge commits out.
 func (m *Manager) verifyLanded(ctx context.Context, pl *plan, moves []refMove, targetHead string) (bool, error) {
 	dir, head := pl.p.Path, pl.pf.Head
 	if pl.pf.Strategy == StrategyRebase && len(moves) == 2 {
@@ -222,12 +203,22 @@ func (m *Manager) verifyLanded(ctx context.Context, pl *plan, moves []refMove, t
 	}
 	switch pl.pf.Strategy {
 	case StrategySquash:
-		tree, conflicts, err := m.mergeTrees(ctx, dir, targetHead, head)
-		if err != nil || conflicts != nil {
+		return m.mergeChangesNothing(ctx, dir, targetHead, head)
+	case StrategyRebase:
+		if ok, err := m.mergeChangesNothing(ctx, dir, targetHead, pl.pf.Head); err != nil || !ok {
 			return false, err
 		}
-		targetTree, err := m.treeOf(ctx, dir, targetHead)
-		return err == nil && tree == targetTree, err
 	}
 	return m.isAncestor(ctx, dir, head, targetHead)
+}
+
+// mergeChangesNothing reports whether merging commit head into commit
+// target gives target's tree.
+func (m *Manager) mergeChangesNothing(ctx context.Context, dir, target, head string) (bool, error) {
+	tree, conflicts, err := m.mergeTrees(ctx, dir, target, head)
+	if err != nil || conflicts != nil {
+		return false, err
+	}
+	targetTree, err := m.treeOf(ctx, dir, target)
+	return err == nil && tree == targetTree, err
 }

@@ -21,14 +21,17 @@ type plan struct {
 // Preflight says what Merge would do with the workspace at wsPath and o,
 // and whether it can: the workspace's uncommitted and untracked files
 // (any refuses the merge), the files a merge conflicts in (found with git
-// merge-tree; for a rebase, by replaying the commits), whether the target
-// branch is checked out in a worktree (the main checkout included) and
-// which of its tracked files are changed there. It writes no working
+// merge-tree; for a rebase, by replaying the commits, and whether the
+// replay would leave out changes made in merge commits: see rebaseDrops),
+// whether the target branch is checked out in a worktree (the main
+// checkout included, and a worktree rebasing or bisecting it: a blocker)
+// and which of its tracked files are changed there. It writes no working
 // tree, no index and no ref; it may store objects (the trees and commits
 // of the trial merge), which nothing refers to.
 //
 // It refuses (CodeInvalidInput) a workspace on a detached HEAD, an
-// unknown strategy, a target that is no local branch, and the
+// unknown strategy, a target that is no local branch spelled exactly as
+// git lists it or is a symbolic ref (see exactBranch), and the
 // workspace's own branch as the target.
 func (m *Manager) Preflight(ctx context.Context, wsPath string, o MergeOptions) (Preflight, error) {
 	ws, p, err := m.resolve(wsPath)
@@ -91,6 +94,9 @@ func (m *Manager) preflight(ctx context.Context, ws Workspace, p *project, o Mer
 	if target == branch {
 		return nil, Errorf(CodeInvalidInput, "%s is the workspace's own branch; merge it into another branch, such as its base", target)
 	}
+	if err := m.exactBranch(ctx, p, target); err != nil {
+		return nil, err
+	}
 	targetHead, err := m.commitOf(ctx, p.Path, "refs/heads/"+target)
 	if err != nil {
 		return nil, classify(err, CodeInternal, "cannot read branch %s", target)
@@ -111,13 +117,15 @@ func (m *Manager) preflight(ctx context.Context, ws Workspace, p *project, o Mer
 	}
 	pf.UpToDate = pf.Ahead == 0 && len(pf.Uncommitted) == 0
 
-	var at string
+	var at, drops string
 	if o.Strategy == StrategyRebase {
-		r, err := m.replay(ctx, p.Path, targetHead, targetHead, head, syntheticIdent)
-		if err != nil {
-			return nil, classify(err, CodeInternal, "cannot replay the commits of %s onto %s", branch, target)
+		// A target that the head has all of is fast-forwarded: nothing
+		// is replayed then.
+		if pf.Behind > 0 {
+			if at, drops, err = m.trialRebase(ctx, p.Path, targetHead, head, branch, &pf); err != nil {
+				return nil, classify(err, CodeInternal, "cannot replay the commits of %s onto %s", branch, target)
+			}
 		}
-		pf.Conflicts, at = r.conflicts, r.at
 	} else if pl.tree, pf.Conflicts, err = m.mergeTrees(ctx, p.Path, targetHead, head); err != nil {
 		return nil, classify(err, CodeInternal, "cannot merge %s into %s in memory", branch, target)
 	}
@@ -137,6 +145,9 @@ func (m *Manager) preflight(ctx context.Context, ws Workspace, p *project, o Mer
 		}
 		pf.Blockers = append(pf.Blockers, msg+"; update the workspace from its base (or resolve the conflicts in it) first")
 	}
+	if drops != "" {
+		pf.Blockers = append(pf.Blockers, drops)
+	}
 	if len(pf.TargetDirty) > 0 {
 		pf.Blockers = append(pf.Blockers, fmt.Sprintf("%s is checked out at %s with changed files (%s); the branch is not moved under them: commit or stash them there first",
 			target, pf.CheckedOutAt, nameList(pf.TargetDirty)))
@@ -146,12 +157,34 @@ func (m *Manager) preflight(ctx context.Context, ws Workspace, p *project, o Mer
 	return pl, nil
 }
 
+// trialRebase replays the commits of head onto targetHead in memory and
+// fills in the files that conflicts in; when it replays cleanly, drops is
+// the blocker of a replay that would leave out changes made in merge
+// commits (see rebaseDrops), "" when it keeps everything.
+func (m *Manager) trialRebase(ctx context.Context, dir, targetHead, head, branch string, pf *Preflight) (at, drops string, err error) {
+	r, err := m.replay(ctx, dir, targetHead, targetHead, head, syntheticIdent)
+	if err != nil || r.conflicts != nil {
+		pf.Conflicts = r.conflicts
+		return r.at, "", err
+	}
+	differ, conflicts, err := m.rebaseDrops(ctx, dir, targetHead, head, r.tip)
+	if err != nil || differ == nil && conflicts == nil {
+		return "", "", err
+	}
+	return "", dropsMessage(branch, "merge or squash", differ, conflicts), nil
+}
+
 // targetCheckout fills in where the preflight's target is checked out
 // and which of its tracked files are changed there. Untracked files there
 // do not count: the fast-forward of that checkout (git merge --ff-only)
 // refuses to overwrite one, and Merge checks for those before it moves
 // anything (see untrackedInTheWay).
 func (m *Manager) targetCheckout(ctx context.Context, p *project, pf *Preflight) error {
+	if at, msg := m.busyMessage(p, pf.Target); msg != "" {
+		pf.CheckedOutAt = at
+		pf.Blockers = append(pf.Blockers, msg)
+		return nil
+	}
 	entries, err := m.listWorktrees(ctx, p)
 	if err != nil {
 		return classify(err, CodeInternal, "cannot list the worktrees of %s", p.Path)

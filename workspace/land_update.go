@@ -13,8 +13,12 @@ import (
 // then does the workspace's branch move, in its own worktree (git reset
 // --keep or merge --ff-only, recorded as Merge's moves are). A workspace
 // with uncommitted or untracked files is refused (CodeConflict, naming
-// them); so is an update that conflicts, naming the files, and then
-// nothing has changed. A workspace that has all of its base already is
+// them); so is an update that conflicts, naming the files, one whose move
+// would overwrite untracked or ignored files (see inTheWay), and a rebase
+// that would drop changes made in the workspace's merge commits (see
+// rebaseDrops): then nothing has changed. Before a rebase moves the
+// branch, its old head is kept under refs/codehydra/rebased/<branch>/<UTC
+// time>. A workspace that has all of its base already is
 // left as it is (Updated false). It refuses a detached HEAD and a base
 // that names no commit (CodeInvalidInput), and is a CodeConflict while a
 // delete, a merge or another update of the workspace runs.
@@ -67,6 +71,17 @@ func (m *Manager) UpdateFromBase(ctx context.Context, wsPath string, mode Update
 		return res, err
 	}
 	moves := []refMove{{Ref: "refs/heads/" + branch, Old: head, New: res.NewHead}}
+	if err := m.checkoutsInTheWay(ctx, p, moves); err != nil {
+		res.NewHead = head
+		return res, err
+	}
+	kept := ""
+	if mode == UpdateRebase {
+		if kept, err = m.keepCommit(ctx, p, "rebased", branch, head, fmt.Sprintf("branch %s before its rebase onto %s", branch, base)); err != nil {
+			res.NewHead = head
+			return res, err
+		}
+	}
 	if err := m.moveRefs(ctx, p, ws.Path, moves); err != nil {
 		res.NewHead = head
 		return res, err
@@ -74,7 +89,7 @@ func (m *Manager) UpdateFromBase(ctx context.Context, wsPath string, mode Update
 	m.publishLanded(p, ws.Path, moves)
 	res.Updated = true
 	m.log.Info("updated a workspace from its base", "workspace", ws.Path, "base", base, "mode", string(mode),
-		"from", short(head), "to", short(res.NewHead))
+		"from", short(head), "to", short(res.NewHead), "oldHeadKeptAt", kept)
 	return res, nil
 }
 
@@ -96,6 +111,13 @@ func (m *Manager) updateCommits(ctx context.Context, p *project, branch, head, b
 		}
 		if r.conflicts != nil {
 			return "", Errorf(CodeConflict, "replaying commit %s onto %s conflicts in %s; the workspace is left as it was", r.at, base, nameList(r.conflicts))
+		}
+		differ, conflicts, err := m.rebaseDrops(ctx, dir, baseHead, head, r.tip)
+		if err != nil {
+			return "", classify(err, CodeInternal, "cannot merge %s into %s in memory", branch, base)
+		}
+		if differ != nil || conflicts != nil {
+			return "", Errorf(CodeConflict, "%s; the workspace is left as it was", dropsMessage(branch, "update it with mode merge", differ, conflicts))
 		}
 		return r.tip, nil
 	}
