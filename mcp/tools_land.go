@@ -25,7 +25,8 @@ func mergeTool() toolDef {
 				"refuse it, and so do conflicts and changed files where the target is checked out (that checkout moves " +
 				"with the branch); the refusal names the files. preflight true only answers what a merge would do. After " +
 				"a merge the target is checked to hold all of the work (verified); cleanup true then deletes the workspace " +
-				"and its branch. You cannot merge your own workspace.",
+				"and its branch, unless it changed since the merge. You cannot merge your own workspace; you may merge a " +
+				"child only on a branch CodeHydra created, into its base or your own branch.",
 			Annotations: &sdk.ToolAnnotations{DestructiveHint: new(true), OpenWorldHint: new(false)},
 		},
 		handler:        typed((*Server).merge),
@@ -63,6 +64,12 @@ const (
 // agent, never its own (see landable).
 func (s *Server) merge(ctx context.Context, _ *sdk.CallToolRequest, in mergeInput) (*sdk.CallToolResult, mergeOutput, error) {
 	ws, err := s.landable(ctx, in.Workspace)
+	if err == nil {
+		err = s.agentsChild(ctx, ws)
+	}
+	if err == nil {
+		err = s.agentsTarget(ctx, ws, in.Target)
+	}
 	if err != nil {
 		return nil, mergeOutput{}, fail(err)
 	}
@@ -84,18 +91,21 @@ func (s *Server) merge(ctx context.Context, _ *sdk.CallToolRequest, in mergeInpu
 	case !in.Cleanup:
 		out.Cleanup = cleanupOffered
 	default:
-		out.Cleanup = s.cleanup(ctx, ws)
+		out.Cleanup = s.cleanup(ctx, ws, res.Head)
 	}
 	return nil, out, nil
 }
 
-// cleanup deletes a workspace whose work a merge landed, its branch too
-// (it is merged), the way workspace_delete does, and says how that went.
-// The agent the delete stops is the child's, never the caller's, so it
-// runs before the answer.
-func (s *Server) cleanup(ctx context.Context, ws workspace.Workspace) string {
+// cleanup deletes a workspace whose work a merge landed, at head, the
+// way workspace_delete does, and says how that went. The user's delete
+// takes the branch too (it is merged); a workspace's agent's only a branch
+// CodeHydra created, as its workspace_delete does. The agent the delete
+// stops is the child's, never the caller's, so it runs before the answer.
+func (s *Server) cleanup(ctx context.Context, ws workspace.Workspace, head string) string {
 	// Its agent may have written files since the merge: those would go
-	// with the worktree.
+	// with the worktree. Checked first so as not to stop the agent for
+	// nothing; the delete checks again once the agent is stopped
+	// (ExpectHead), which is what keeps work done in between.
 	c, err := s.opts.Workspaces.Changes(ctx, ws.Path)
 	if err == nil && len(c.Changed)+len(c.Untracked) > 0 {
 		return fmt.Sprintf("failed: the workspace has files changed since the merge (%s); it was not deleted",
@@ -103,7 +113,8 @@ func (s *Server) cleanup(ctx context.Context, ws workspace.Workspace) string {
 	}
 	var run func(context.Context) error
 	if err == nil {
-		run, err = s.opts.Workspaces.StartDelete(ctx, ws.Path, workspace.DeleteOptions{DeleteBranch: true})
+		o := workspace.DeleteOptions{DeleteBranch: callerFrom(ctx).isUser(), ExpectHead: head}
+		run, err = s.opts.Workspaces.StartDelete(ctx, ws.Path, o)
 	}
 	if err == nil {
 		err = run(ctx)
@@ -114,6 +125,48 @@ func (s *Server) cleanup(ctx context.Context, ws workspace.Workspace) string {
 	}
 	s.log.Info("merged workspace deleted", slog.String("workspace", ws.Path))
 	return cleanupDone
+}
+
+// agentsTarget refuses a workspace's agent a merge target other than the
+// child's base (what "" means) or the agent's own branch: its landing
+// power is to hand its child's work back where it was meant to go, never
+// into some other branch of the user's.
+func (s *Server) agentsTarget(ctx context.Context, ws workspace.Workspace, target string) error {
+	target = strings.TrimPrefix(target, "refs/heads/")
+	if target == "" || callerFrom(ctx).isUser() {
+		return nil
+	}
+	st, err := s.opts.Workspaces.Status(ctx, ws.Path)
+	if err != nil {
+		return err
+	}
+	if target == strings.TrimPrefix(st.Base, "refs/heads/") {
+		return nil
+	}
+	if own, err := s.opts.Workspaces.Resolve(callerWorkspace(ctx).Path); err == nil && own.Branch != "" && target == own.Branch {
+		return nil
+	}
+	return workspace.Errorf(workspace.CodeForbidden,
+		"target %s is neither the base of %s (%s) nor your own workspace's branch; an agent lands a child's work only there (leave target out for the base); another branch is the user's to merge into",
+		target, ws.Path, st.Base)
+}
+
+// agentsChild refuses a workspace's agent a child whose branch CodeHydra
+// did not create: a branch that existed before (reused by
+// workspace_create) is the user's, not the agent's to merge or rewrite.
+func (s *Server) agentsChild(ctx context.Context, ws workspace.Workspace) error {
+	if callerFrom(ctx).isUser() || ws.Path == callerWorkspace(ctx).Path {
+		return nil
+	}
+	created, err := s.opts.Workspaces.BranchCreated(ctx, ws.Path)
+	if err != nil {
+		return err
+	}
+	if !created {
+		return workspace.Errorf(workspace.CodeForbidden,
+			"the branch of %s was not created by CodeHydra for it (it existed before, or was checked out there since), so it is the user's; only the user may merge it or update it from its base", ws.Path)
+	}
+	return nil
 }
 
 // landable is the workspace a merge acts on: the user may name any, a
@@ -159,6 +212,9 @@ type updateInput struct {
 // the caller may review (reviewable).
 func (s *Server) updateFromBase(ctx context.Context, _ *sdk.CallToolRequest, in updateInput) (*sdk.CallToolResult, workspace.UpdateResult, error) {
 	ws, err := s.reviewable(ctx, in.Workspace)
+	if err == nil {
+		err = s.agentsChild(ctx, ws)
+	}
 	if err != nil {
 		return nil, workspace.UpdateResult{}, fail(err)
 	}

@@ -43,7 +43,7 @@ func createPRTool() toolDef {
 
 type createPRInput struct {
 	Workspace string `json:"workspace,omitempty" jsonschema:"absolute path of the workspace whose branch to push: your own (the default) or a child of yours; the user may name any"`
-	Title     string `json:"title,omitempty" jsonschema:"the pull request's title, one line; leave it out (and body) to fill both from the commits"`
+	Title     string `json:"title,omitempty" jsonschema:"the pull request's title, one line, not starting with '-'; leave it out (and body) to fill both from the commits"`
 	Body      string `json:"body,omitempty" jsonschema:"the pull request's description (needs a title)"`
 }
 

@@ -21,6 +21,13 @@ type DeleteOptions struct {
 	// branch, or checked out by a worktree made outside the app. Without
 	// it such a branch is kept, and the delete says so.
 	DeleteBranch bool
+	// ExpectHead, when set, is the commit the workspace must be at: once
+	// its agent is stopped, and before anything is removed, the delete
+	// refuses (CodeConflict, nothing removed) unless the workspace has no
+	// uncommitted or untracked change and its HEAD is exactly this commit.
+	// A delete after a merge gives the head the merge verified, so that
+	// work done since (by the agent, until it stopped) is never lost.
+	ExpectHead string
 }
 
 // removeAttempts is how often a delete tries to remove a worktree folder
@@ -188,6 +195,9 @@ func (m *Manager) runDelete(ctx context.Context, p *project, ws Workspace, o Del
 	if err != nil {
 		return d.fail(err)
 	}
+	if err := d.checkExpectedHead(ctx, registered); err != nil {
+		return d.fail(err)
+	}
 
 	d.progress(StepRemoveWorktree)
 	if err := d.removeWorktree(ctx, entry, registered); err != nil {
@@ -259,6 +269,34 @@ func (d *deletion) stopAgent(ctx context.Context) (entry worktreeEntry, register
 		}
 	}
 	return entry, registered, nil
+}
+
+// checkExpectedHead refuses the delete, with nothing removed, when
+// o.ExpectHead is set and the workspace, its agent stopped, is not at
+// that commit or has uncommitted or untracked files.
+func (d *deletion) checkExpectedHead(ctx context.Context, registered bool) error {
+	want := d.o.ExpectHead
+	if want == "" {
+		return nil
+	}
+	if !registered {
+		return Errorf(CodeConflict, "%s is no longer a git worktree, so it cannot be checked to be at %s; it was not deleted", d.ws.Path, short(want))
+	}
+	head, err := d.m.commitOf(ctx, d.ws.Path, "HEAD")
+	if err != nil {
+		return classify(err, CodeInternal, "cannot read the HEAD of %s; it was not deleted", d.ws.Path)
+	}
+	if head != want {
+		return Errorf(CodeConflict, "%s is at commit %s now, not at %s, which was checked; it was not deleted, so that its new commits are kept", d.ws.Path, short(head), short(want))
+	}
+	out, err := d.m.git.runEnv(ctx, d.ws.Path, []string{"GIT_OPTIONAL_LOCKS=0"}, "status", "--porcelain=v1", "-z", "--untracked-files=normal")
+	if err != nil {
+		return classify(err, CodeInternal, "cannot list the changes of %s; it was not deleted", d.ws.Path)
+	}
+	if c := parsePorcelainZ(out); len(c.Changed)+len(c.Untracked) > 0 {
+		return Errorf(CodeConflict, "%s has uncommitted or untracked files (%s); it was not deleted, so that they are kept", d.ws.Path, nameList(append(c.Changed, c.Untracked...)))
+	}
+	return nil
 }
 
 // removeWorktree records the delete, removes the worktree (entry, when

@@ -76,6 +76,21 @@ type MergeResult struct {
 	// workspace's work after the merge: only then may the workspace be
 	// deleted.
 	Verified bool `json:"verified"`
+	// Head is the workspace's head the merge verified: its head, or for
+	// a rebase the replayed tip its branch was moved to. A delete after
+	// the merge expects it (DeleteOptions.ExpectHead).
+	Head string `json:"head"`
+}
+
+// landedHead is the workspace's head once moves are made: the replayed
+// tip a rebase moves its branch to, else the head the preflight read.
+func landedHead(pl *plan, moves []refMove) string {
+	for _, mv := range moves {
+		if mv.Ref == "refs/heads/"+pl.pf.Branch {
+			return mv.New
+		}
+	}
+	return pl.pf.Head
 }
 
 // UpdateMode is how UpdateFromBase brings the base into a workspace.

@@ -88,6 +88,7 @@ func (m *Manager) Merge(ctx context.Context, wsPath string, o MergeOptions) (Mer
 	if res.Verified, err = m.verifyLanded(ctx, pl, moves, res.TargetHead); err != nil {
 		return res, classify(err, CodeInternal, "cannot check that %s holds the work of %s", pl.pf.Target, pl.pf.Branch)
 	}
+	res.Head = landedHead(pl, moves)
 	m.log.Info("merged a workspace", "workspace", ws.Path, "branch", pl.pf.Branch, "target", pl.pf.Target,
 		"strategy", string(pl.pf.Strategy), "from", short(pl.pf.TargetHead), "to", short(res.TargetHead), "verified", res.Verified, "oldHeadKeptAt", kept)
 	return res, nil

@@ -261,9 +261,11 @@ func (m *Manager) recordCreatedBranch(ctx context.Context, p *project, branch st
 }
 
 // BranchCreated reports whether CodeHydra created the branch of the
-// workspace at wsPath, so that deleting the workspace deletes the branch
-// too (a branch that existed before is kept unless DeleteBranch is set).
-// A detached HEAD has no branch: false.
+// workspace at wsPath for that workspace, so that deleting the workspace
+// deletes the branch too (a branch that existed before is kept unless
+// DeleteBranch is set). A detached HEAD has no branch, and a branch
+// created for another workspace (a sibling's, checked out here since) is
+// not this one's: false.
 func (m *Manager) BranchCreated(ctx context.Context, wsPath string) (bool, error) {
 	ws, p, err := m.resolve(wsPath)
 	if err != nil {
@@ -280,7 +282,7 @@ func (m *Manager) BranchCreated(ctx context.Context, wsPath string) (bool, error
 	if err != nil {
 		return false, classify(err, CodeInternal, "cannot read the records of branch %s", branch)
 	}
-	return created, nil
+	return created && ownBranch(ws, branch), nil
 }
 
 // createdBranch reports whether CodeHydra created branch. For a branch

@@ -34,7 +34,9 @@ type PushOptions struct {
 var ErrNoRemote = errors.New("the project has no git remote")
 
 // Push pushes the branch of the workspace at wsPath to the remote, as
-// `git push -u <remote> <branch>` does: never forced, so a remote branch
+// `git push -u <remote> <branch>` does, run in the repository's git
+// folder with no work tree, so that no config of the workspace's own
+// (config.worktree) applies: never forced, so a remote branch
 // that moved elsewhere is not overwritten, and the branch's upstream is
 // the remote's branch after it. It runs the way the manager runs all its
 // git: no hook, so a pre-push hook of the repository's does not run. It
@@ -68,8 +70,8 @@ func (m *Manager) Push(ctx context.Context, wsPath string, o PushOptions) (PullR
 		if err != nil {
 			return PullRequest{}, classify(err, CodeInternal, "cannot read the records of branch %s", branch)
 		}
-		if !created {
-			return PullRequest{}, Errorf(CodeForbidden, "branch %s was not created by CodeHydra for a workspace; only the user may push it", branch)
+		if !created || !ownBranch(ws, branch) {
+			return PullRequest{}, Errorf(CodeForbidden, "branch %s was not created by CodeHydra for workspace %s; only the user may push it", branch, ws.Path)
 		}
 	}
 	if err := m.checkRemote(ctx, p, remote); err != nil {
@@ -80,9 +82,13 @@ func (m *Manager) Push(ctx context.Context, wsPath string, o PushOptions) (PullR
 		return PullRequest{}, Errorf(CodeInvalidInput, "workspace %s is on %s, its own base; a pull request needs a branch of its own", ws.Path, branch)
 	}
 
+	// The push runs in the repository itself, not in the workspace: the
+	// workspace's own config (config.worktree, its agent's to write) must
+	// not steer the user's credentials through a proxy, another URL or a
+	// credential helper.
 	ref := "refs/heads/" + branch
 	var porcelain bytes.Buffer
-	err = m.git.runTo(ctx, ws.Path, nil, &porcelain, "push", "--porcelain", remote, ref+":"+ref)
+	err = m.git.runTo(ctx, p.commonDir, []string{"GIT_DIR=" + p.commonDir}, &porcelain, "push", "--porcelain", remote, ref+":"+ref)
 	if err != nil {
 		if ctx.Err() != nil {
 			return PullRequest{}, fmt.Errorf("push %s to %s: %w", branch, remote, ctx.Err())
@@ -98,6 +104,13 @@ func (m *Manager) Push(ctx context.Context, wsPath string, o PushOptions) (PullR
 	}
 	pr.Pushed = true
 	return pr, nil
+}
+
+// ownBranch reports whether branch is the one the workspace ws was made
+// for: Create names a workspace's folder after its branch (worktreePath),
+// so a branch checked out there later, such as a sibling's, is not its own.
+func ownBranch(ws Workspace, branch string) bool {
+	return filepath.Base(ws.Path) == strings.ReplaceAll(branch, "/", "%")
 }
 
 // checkRemote refuses a remote the project does not have.

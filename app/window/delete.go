@@ -34,19 +34,23 @@ type deleteDialog struct {
 	del        *widget.Button
 	cancel     *widget.Button
 
-	// merged is the branch the workspace was merged into, verified, when
-	// the delete follows a merge ("" otherwise): its commits are not lost
-	// then, even when they are not in that branch's history (a squash).
-	// startClean starts the delete as soon as the check finds no
-	// uncommitted change (the Merge window's "delete after").
-	merged     string
-	startClean bool
+	// merged is the verified merge the delete follows (zero otherwise):
+	// the workspace's commits are not lost then, even when they are not
+	// in the target's history (a squash), as long as its HEAD is still
+	// the head the merge verified. stillMerged says the check found it so
+	// (mergeChecked: the check is done); only then is the workspace
+	// treated as merged, and its delete expects that head. startClean
+	// starts the delete as soon as the check finds no uncommitted change
+	// (the Merge window's "delete after").
+	merged                    mergedAt
+	mergeChecked, stillMerged bool
+	startClean                bool
 
 	// branchKnown: the dialog has learned whether CodeHydra created the
 	// branch. Only then does an unticked "Keep the branch" ask to delete a
 	// branch that existed before the workspace; a Delete clicked before
 	// that leaves such a branch, as the domain does by default.
-	branchKnown bool
+	branchKnown, branchCreated bool
 
 	running bool
 	done    bool
@@ -58,21 +62,25 @@ type deleteDialog struct {
 	stop context.CancelFunc
 }
 
+// mergedAt is a verified merge: the branch merged into and the
+// workspace's head the merge verified (MergeResult.Head).
+type mergedAt struct{ target, head string }
+
 // openDelete opens the delete window of ws, or brings its open one forward
 // (and returns nil).
 func (u *UI) openDelete(ws workspace.Workspace) *deleteDialog {
-	return u.openDeleteAfterMerge(ws, "", false)
+	return u.openDeleteAfterMerge(ws, mergedAt{}, false)
 }
 
-// openDeleteAfterMerge opens the delete window of ws after a verified
-// merge into target ("" for none); start starts the delete as soon as the
+// openDeleteAfterMerge opens the delete window of ws after the verified
+// merge m (zero for none); start starts the delete as soon as the
 // workspace is found to have no uncommitted change, which otherwise the
 // window shows and waits for the user. An open delete window of ws is
 // brought forward instead (and nil returned).
-func (u *UI) openDeleteAfterMerge(ws workspace.Workspace, target string, start bool) *deleteDialog {
+func (u *UI) openDeleteAfterMerge(ws workspace.Workspace, m mergedAt, start bool) *deleteDialog {
 	var d *deleteDialog
 	u.window(Spec{Kind: KindDelete, Workspace: ws}, func() (fyne.Window, func()) {
-		d = u.newDeleteDialog(ws, target, start)
+		d = u.newDeleteDialog(ws, m, start)
 		// A delete that runs already (an agent's) or failed shows as such.
 		switch p := u.deps.Tray.DeleteProgress(ws.Path); {
 		case p.Running:
@@ -85,7 +93,7 @@ func (u *UI) openDeleteAfterMerge(ws workspace.Workspace, target string, start b
 	return d
 }
 
-func (u *UI) newDeleteDialog(ws workspace.Workspace, merged string, startClean bool) *deleteDialog {
+func (u *UI) newDeleteDialog(ws workspace.Workspace, merged mergedAt, startClean bool) *deleteDialog {
 	d := &deleteDialog{u: u, ws: ws, merged: merged, startClean: startClean, win: u.app.NewWindow("Delete workspace")}
 	intro := widget.NewLabel(fmt.Sprintf("Delete workspace %s?\nIts folder %s is removed, with its agent.", WorkspaceTitle(ws), ws.Path))
 	intro.Wrapping = fyne.TextWrapWord
@@ -127,7 +135,12 @@ func (u *UI) newDeleteDialog(ws workspace.Workspace, merged string, startClean b
 		if err == nil && st.IsDirty {
 			c, err = u.deps.Workspaces.Changes(ctx, ws.Path)
 		}
-		u.do(func() { d.showStatus(st, c, err) })
+		still := err == nil && d.headIsMerged(ctx)
+		u.do(func() {
+			d.mergeChecked, d.stillMerged = true, still
+			d.showStatus(st, c, err)
+			d.offerKeepBranch()
+		})
 	})
 	if ws.Branch != "" {
 		u.background(func(context.Context) {
@@ -138,21 +151,39 @@ func (u *UI) newDeleteDialog(ws workspace.Workspace, merged string, startClean b
 	return d
 }
 
-// showBranchOrigin offers to keep, ticked, a branch that existed before
-// the workspace: deleting the workspace does not take it unless the user
-// unticks the box.
+// headIsMerged reads whether the workspace's HEAD is still the head the
+// merge it follows verified: a commit since is work the merge did not
+// land. False when no merge is followed or the head cannot be read.
+func (d *deleteDialog) headIsMerged(ctx context.Context) bool {
+	if d.merged.head == "" || d.u.deps.Landing == nil {
+		return false
+	}
+	pf, err := d.u.deps.Landing.Preflight(ctx, d.ws.Path, workspace.MergeOptions{Target: d.merged.target})
+	return err == nil && pf.Head == d.merged.head
+}
+
+// showBranchOrigin learns whether CodeHydra created the branch; see
+// offerKeepBranch.
 func (d *deleteDialog) showBranchOrigin(created bool, err error) {
 	if err != nil || d.running || d.done {
 		return
 	}
-	d.branchKnown = true
-	// After a verified merge the branch's work is in the target: it goes
-	// with the workspace unless the user ticks the box.
-	if !created && d.merged == "" {
-		d.keepBranch.Text = "Keep the branch " + d.ws.Branch + " and its metadata (it existed before this workspace)"
-		d.keepBranch.SetChecked(true)
-		d.keepBranch.Refresh()
+	d.branchKnown, d.branchCreated = true, created
+	d.offerKeepBranch()
+}
+
+// offerKeepBranch offers to keep, ticked, a branch that existed before
+// the workspace: deleting the workspace does not take it unless the user
+// unticks the box. After a verified merge that the workspace has not moved
+// from since, the branch's work is in the target: it goes with the
+// workspace unless the user ticks the box.
+func (d *deleteDialog) offerKeepBranch() {
+	if !d.branchKnown || d.branchCreated || d.running || d.done || d.merged.target != "" && !d.mergeChecked || d.stillMerged {
+		return
 	}
+	d.keepBranch.Text = "Keep the branch " + d.ws.Branch + " and its metadata (it existed before this workspace)"
+	d.keepBranch.SetChecked(true)
+	d.keepBranch.Refresh()
 }
 
 // onEvents shows the steps and failures of this workspace's delete.
@@ -235,19 +266,23 @@ func (d *deleteDialog) showStatus(st workspace.Status, c workspace.Changes, err 
 		say(d.warning, "Could not check for uncommitted changes or unmerged commits ("+UserMessage(err)+"); look before you delete.", true)
 		return
 	}
-	if d.merged != "" {
+	var moved []string
+	switch {
+	case d.stillMerged:
 		// The merge verified that the target holds the branch's work.
 		st.Ahead = 0
 		if !st.IsDirty {
-			say(d.warning, "Its work is merged into "+d.merged+" (verified); nothing is lost.", false)
+			say(d.warning, "Its work is merged into "+d.merged.target+" (verified); nothing is lost.", false)
 			if d.startClean && !d.running && !d.done {
 				d.submit()
 			}
 			return
 		}
+	case d.merged.target != "":
+		moved = []string{"It has moved since its merge into " + d.merged.target + " was verified (or that cannot be read): what it has now is not known to be merged."}
 	}
-	if w := Warnings(st, c); len(w) > 0 {
-		if d.merged != "" && d.startClean {
+	if w := append(moved, Warnings(st, c)...); len(w) > 0 {
+		if d.merged.target != "" && d.startClean {
 			w = append(w, "So the delete waits for you: these changes are not in what was merged.")
 		}
 		say(d.warning, strings.Join(w, "\n"), true)
@@ -266,7 +301,12 @@ func (d *deleteDialog) submit() {
 	}
 	d.running = true
 	d.failShown = false
-	opts := workspace.DeleteOptions{KeepBranch: d.keepBranch.Checked, DeleteBranch: (d.branchKnown || d.merged != "") && !d.keepBranch.Checked}
+	opts := workspace.DeleteOptions{KeepBranch: d.keepBranch.Checked, DeleteBranch: (d.branchKnown || d.stillMerged) && !d.keepBranch.Checked}
+	if d.stillMerged {
+		// Work done since the check is not lost: the delete, once the
+		// agent is stopped, refuses a workspace that moved.
+		opts.ExpectHead = d.merged.head
+	}
 	d.del.Disable()
 	d.keepBranch.Disable()
 	d.cancel.SetText("Close")

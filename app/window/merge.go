@@ -46,9 +46,10 @@ type mergeDialog struct {
 	// running while the merge runs; merged once it moved the target, and
 	// verified once that was checked.
 	running, merged, verified bool
-	// target is the branch merged into, once the merge said it.
-	target string
-	gone   bool
+	// target is the branch merged into, once the merge said it;
+	// verifiedHead is the workspace's head the merge verified.
+	target, verifiedHead string
+	gone                 bool
 }
 
 // The strategies as the window offers them, in order.
@@ -94,7 +95,7 @@ func (u *UI) newMergeDialog(ws workspace.Workspace) *mergeDialog {
 	d.merge = widget.NewButton("Merge", d.submit)
 	d.merge.Importance = widget.HighImportance
 	d.cancel = widget.NewButton("Cancel", d.win.Close)
-	d.deleteWs = widget.NewButton("Delete workspace…", func() { d.u.openDeleteAfterMerge(d.ws, d.target, false) })
+	d.deleteWs = widget.NewButton("Delete workspace…", func() { d.u.openDeleteAfterMerge(d.ws, mergedAt{d.target, d.verifiedHead}, false) })
 	d.deleteWs.Hide()
 	d.buttons = container.NewHBox(d.deleteWs, layout.NewSpacer(), d.cancel, d.merge)
 
@@ -312,10 +313,10 @@ func (d *mergeDialog) showResult(res workspace.MergeResult, err error) {
 		say(d.status, moved+"\nBut CodeHydra could not verify that "+d.target+" holds all of the workspace's work, so the workspace is kept: look at "+d.target+" before you delete it.", true)
 		return
 	}
-	d.verified = true
+	d.verified, d.verifiedHead = true, res.Head
 	if d.deleteAfter.Checked {
 		say(d.status, moved+" Verified: "+d.target+" holds all of its work.\nDeleting the workspace: the Delete window shows how it goes.", false)
-		d.u.openDeleteAfterMerge(d.ws, d.target, true)
+		d.u.openDeleteAfterMerge(d.ws, mergedAt{d.target, d.verifiedHead}, true)
 		return
 	}
 	say(d.status, moved+" Verified: "+d.target+" holds all of its work, so the workspace can go.", false)

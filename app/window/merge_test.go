@@ -91,7 +91,7 @@ func TestMergeWindowMergesThenDeletesTheWorkspaceThroughTheDeleteWindow(t *testi
 	if got := l.Merges(); len(got) != 1 || got[0] != (workspace.MergeOptions{Strategy: workspace.StrategyRebase}) {
 		t.Errorf("merges %+v, want one rebase into the base", got)
 	}
-	if got := f.Deletes(); !slices.Equal(got, []workspace.DeleteOptions{{DeleteBranch: true}}) {
+	if got := f.Deletes(); !slices.Equal(got, []workspace.DeleteOptions{{DeleteBranch: true, ExpectHead: uitest.MergedHead}}) {
 		t.Errorf("deletes %+v, want the workspace and its branch deleted once", got)
 	}
 	for _, want := range []string{"Merged feat into main, which is at 0123456789 now. Verified", "The workspace is deleted."} {
@@ -146,7 +146,7 @@ func TestMergeWindowDeleteAfterWaitsForTheUserWhenNewWorkAppeared(t *testing.T) 
 	// A file changed after the preflight, before the delete.
 	l.OnMerge(func(o workspace.MergeOptions) (workspace.MergeResult, error) {
 		f.SetStatus(ws.Path, workspace.Status{IsDirty: true, Ahead: 3})
-		return workspace.MergeResult{Merged: true, Verified: true, TargetHead: "abc", Preflight: workspace.Preflight{Target: "main"}}, nil
+		return workspace.MergeResult{Merged: true, Verified: true, TargetHead: "abc", Head: uitest.MergedHead, Preflight: workspace.Preflight{Target: "main"}}, nil
 	})
 	d.deleteAfter.SetChecked(true)
 	test.Tap(d.merge)
@@ -191,5 +191,46 @@ func TestMergeWindowSaysWhyThePreflightFailed(t *testing.T) {
 	h.waitFor("the failure", func() bool { return strings.Contains(d.preflight.Text, "Could not check") })
 	if !strings.Contains(d.preflight.Text, "set its metadata key base") || !d.merge.Disabled() {
 		t.Errorf("preflight %q, Merge on %v", d.preflight.Text, !d.merge.Disabled())
+	}
+}
+
+// TestMergeWindowDeleteAfterKeepsAWorkspaceThatMovedSinceTheMerge: a
+// commit in the workspace after the verified merge (its HEAD is no longer
+// the head the merge verified) makes the delete window treat it as
+// unmerged: no delete starts by itself, the commits are counted as not
+// merged, and the user's delete expects no head.
+func TestMergeWindowDeleteAfterKeepsAWorkspaceThatMovedSinceTheMerge(t *testing.T) {
+	f, ws, _ := uitest.OneWorkspace(uitest.AgentIdle)
+	l := uitest.NewLanding(nil)
+	h := newHarness(t, Deps{Workspaces: f, Landing: l})
+	d := openMergeChecked(t, h, ws)
+	l.OnMerge(func(o workspace.MergeOptions) (workspace.MergeResult, error) {
+		res := workspace.MergeResult{Merged: true, Verified: true, TargetHead: "abc", Head: uitest.MergedHead, Preflight: workspace.Preflight{Target: "main"}}
+		// The agent commits once the merge is verified.
+		f.SetStatus(ws.Path, workspace.Status{Ahead: 1})
+		l.OnPreflight(func(o workspace.MergeOptions) (workspace.Preflight, error) {
+			return workspace.Preflight{Branch: "feat", Head: "0123456789newer", Target: "main", Ahead: 1, CanMerge: true}, nil
+		})
+		return res, nil
+	})
+	d.deleteAfter.SetChecked(true)
+	test.Tap(d.merge)
+	h.waitFor("the delete window's check", func() bool {
+		return strings.Contains(h.app.Texts("Delete workspace"), "moved since its merge into main")
+	})
+	h.drain()
+	texts := h.app.Texts("Delete workspace")
+	if !strings.Contains(texts, "1 commit not merged into") || !strings.Contains(texts, "the delete waits for you") || len(f.Deletes()) != 0 {
+		t.Fatalf("deletes %v; the delete window says:\n%s", f.Deletes(), texts)
+	}
+	h.app.CloseAll()
+
+	// The user deletes it anyway: the delete is not one after a merge.
+	del := h.u.openDeleteAfterMerge(ws, mergedAt{"main", uitest.MergedHead}, false)
+	h.waitFor("the delete window's check", func() bool { return del.mergeChecked })
+	test.Tap(del.del)
+	h.waitFor("the delete", func() bool { return len(f.Deletes()) == 1 })
+	if got := f.Deletes()[0]; got.ExpectHead != "" || del.stillMerged {
+		t.Errorf("the delete of a workspace that moved since its merge: %+v, treated as merged %v", got, del.stillMerged)
 	}
 }

@@ -184,6 +184,10 @@ func checkText(o workspace.PullRequestOptions) error {
 		return workspace.Errorf(workspace.CodeInvalidInput, "a body was given without a title: give both, or neither to fill them from the commits")
 	case strings.ContainsAny(o.Title, "\x00\r\n"):
 		return workspace.Errorf(workspace.CodeInvalidInput, "the title must be one line")
+	case strings.HasPrefix(o.Title, "-"):
+		// A prCommand that takes the title on its own would read it as
+		// an option.
+		return workspace.Errorf(workspace.CodeInvalidInput, "the title must not start with '-'")
 	case strings.ContainsRune(o.Body, 0):
 		return workspace.Errorf(workspace.CodeInvalidInput, "the body must not hold a NUL character")
 	case len(o.Title) > maxTitle || len(o.Body) > maxBody:

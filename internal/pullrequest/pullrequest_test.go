@@ -266,6 +266,8 @@ func TestCreateRefusesTextNoCommandLineCarries(t *testing.T) {
 		{Title: "two\nlines"},
 		{Title: "t", Body: "nul\x00"},
 		{Title: strings.Repeat("t", maxTitle+1)},
+		{Title: "--web"},
+		{Title: "-t", Body: "an option's value"},
 	} {
 		if _, err := f.create(t, o); workspace.CodeOf(err) != workspace.CodeInvalidInput {
 			t.Errorf("Create(%.40q, %.40q) = %v, want invalid input", o.Title, o.Body, err)

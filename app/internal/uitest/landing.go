@@ -37,6 +37,10 @@ type Landing struct {
 }
 
 // NewLanding is a Landing whose preflight answers that the merge can go.
+// MergedHead is the workspace's head in what the Landing fake answers by
+// default: its preflights' and the one its merges verified.
+const MergedHead = "feedfacefeedface"
+
 func NewLanding(differ interface {
 	Diff(ctx context.Context, wsPath string, o workspace.DiffOptions) (workspace.Diff, error)
 }) *Landing {
@@ -44,10 +48,10 @@ func NewLanding(differ interface {
 		Differ:  differ,
 		reviews: map[string][]workspace.ReviewDelivery{},
 		preflight: func(o workspace.MergeOptions) (workspace.Preflight, error) {
-			return workspace.Preflight{Branch: "feat", Target: "main", Strategy: o.Strategy, Ahead: 1, CanMerge: true}, nil
+			return workspace.Preflight{Branch: "feat", Head: MergedHead, Target: "main", Strategy: o.Strategy, Ahead: 1, CanMerge: true}, nil
 		},
 		merge: func(o workspace.MergeOptions) (workspace.MergeResult, error) {
-			return workspace.MergeResult{Merged: true, Verified: true, TargetHead: "0123456789abcdef",
+			return workspace.MergeResult{Merged: true, Verified: true, TargetHead: "0123456789abcdef", Head: MergedHead,
 				Preflight: workspace.Preflight{Branch: "feat", Target: "main", Strategy: o.Strategy}}, nil
 		},
 		update: func(mode workspace.UpdateMode) (workspace.UpdateResult, error) {
