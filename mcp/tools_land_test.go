@@ -186,13 +186,19 @@ func TestWorkspaceListTellsAParentWhatItsChildrenChangedAndWhetherTheyMergeClean
 	testenv.CommitFile(t, f.child.Path, "README.md", "the child's readme\n", "child edits the readme")
 	testenv.WriteFile(t, filepath.Join(f.child.Path, "new.txt"), "untracked\n")
 	testenv.CommitFile(t, f.sibling.Path, "s.txt", "s\n", "sibling's work")
+	for _, ws := range []workspace.Workspace{f.child, f.sibling} {
+		testenv.Git(t, f.h.project, "config", "branch."+ws.Branch+".codehydra.pr", "https://forge.example/pr/1")
+	}
 	got := list(t, f, f.h.tokenOf(f.a.Path), "")
 	child := got["child"]
 	if child.ChangedFiles == nil || *child.ChangedFiles != 2 || child.MergesCleanly == nil || !*child.MergesCleanly {
 		t.Fatalf("child entry: changedFiles %v, mergesCleanly %v", child.ChangedFiles, child.MergesCleanly)
 	}
-	if s := got["sibling"]; s.ChangedFiles != nil || s.MergesCleanly != nil {
-		t.Errorf("A is told of a sibling's changes: %+v", s)
+	if s := got["sibling"]; s.ChangedFiles != nil || s.MergesCleanly != nil || s.PR != "" {
+		t.Errorf("A is told of a sibling's changes or pull request: %+v", s)
+	}
+	if child.PR != "https://forge.example/pr/1" {
+		t.Errorf("child entry's pr = %q, want the recorded pull request", child.PR)
 	}
 
 	testenv.CommitFile(t, f.h.project, "README.md", "the user's readme\n", "user edits the readme")

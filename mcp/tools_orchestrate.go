@@ -49,8 +49,9 @@ type (
 		CreatedBy   string                `json:"createdBy,omitempty" jsonschema:"path of the workspace whose agent created this one"`
 		// ChangedFiles and MergesCleanly are given for the caller's
 		// children only (all workspaces for the user).
-		ChangedFiles  *int  `json:"changedFiles,omitempty" jsonschema:"how many files the workspace changed against its base (committed, uncommitted, untracked); only for workspaces you created"`
-		MergesCleanly *bool `json:"mergesCleanly,omitempty" jsonschema:"whether its commits merge into its base without conflicts; absent when that cannot be told; only for workspaces you created"`
+		ChangedFiles  *int   `json:"changedFiles,omitempty" jsonschema:"how many files the workspace changed against its base (committed, uncommitted, untracked); only for workspaces you created"`
+		MergesCleanly *bool  `json:"mergesCleanly,omitempty" jsonschema:"whether its commits merge into its base without conflicts; absent when that cannot be told; only for workspaces you created"`
+		PR            string `json:"pr,omitempty" jsonschema:"the address of its pull request (workspace_create_pr); only for workspaces you created"`
 		// Prompt, LastReply and Review are given for the caller's
 		// children only (all workspaces for the user).
 		Prompt    *workspace.PromptDelivery `json:"prompt,omitempty" jsonschema:"what became of the first prompt (pending, delivered, failed with error); only for workspaces you created"`
@@ -95,7 +96,7 @@ func workspaceListTool() toolDef {
 				"state (agent.state, agent.type idle|busy, agent.needsInput) and createdBy (the workspace whose agent created " +
 				"it). For the workspaces you created with workspace_create it also gives the first prompt's delivery " +
 				"(prompt.state pending|delivered|failed, prompt.error), the agent's last reply (lastReply.text, cut at " +
-				"4 KiB with truncated true), the delivery of the last review you sent it (review), changedFiles and mergesCleanly " +
+				"4 KiB with truncated true), the delivery of the last review you sent it (review), its pull request (pr), changedFiles and mergesCleanly " +
 				"(into its base, without conflicts). Use it to follow the agents you handed work to; see their changes with " +
 				"workspace_get_diff, review them with workspace_send_review and land them with workspace_merge.",
 			Annotations: readOnly(),
@@ -193,6 +194,7 @@ func (s *Server) listEntry(ctx context.Context, who caller, ws workspace.Workspa
 	if !who.isUser() && (e.CreatedBy == "" || !samePath(e.CreatedBy, who.ws.Path)) {
 		return e
 	}
+	e.PR = md[workspace.MetadataPR]
 	s.landState(ctx, ws, &e)
 	if s.opts.Reviews != nil {
 		if all := s.opts.Reviews.Reviews(ws.Path); len(all) > 0 {

@@ -19,6 +19,11 @@ const metadataSection = "codehydra"
 // that no agent can claim another's workspace or disown its own.
 const MetadataCreatedBy = "createdby"
 
+// MetadataPR is the metadata key holding the address of the workspace's
+// pull request, as workspace_create_pr and the tray's Create pull request
+// record it.
+const MetadataPR = "pr"
+
 // recordCreator records creator as the creator of branch's workspace, or,
 // for the user's create ("") of a branch that had one, forgets the old
 // creator: the workspace is the user's now.

@@ -35,7 +35,7 @@ import (
 
 // MetadataKey is the workspace metadata key the pull request's URL is
 // recorded under.
-const MetadataKey = "pr"
+const MetadataKey = workspace.MetadataPR
 
 // Bounds of a pull request command.
 const (
