@@ -87,6 +87,9 @@ func (m *Manager) preflight(ctx context.Context, ws Workspace, p *project, o Mer
 		if target = m.baseOf(ctx, p, branch); target == "" {
 			return nil, Errorf(CodeInvalidInput, "the workspace has no base to merge into; name a target branch or set its metadata key base")
 		}
+		if target, err = m.localBranchOf(ctx, p, target); err != nil {
+			return nil, err
+		}
 	}
 	if err := validateBase(target); err != nil {
 		return nil, err
@@ -224,4 +227,26 @@ func nameList(names []string) string {
 		return strings.Join(names, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:shown], ", "), len(names)-shown)
+}
+
+// localBranchOf is the local branch a merge into base lands in: base
+// itself when it is a local branch; for a remote-tracking base (a clone's
+// origin/main, its workspaces' default base) the local branch of the
+// same name, which the user pushes from. CodeHydra merges into local
+// branches only: with no such branch it says how to make one.
+func (m *Manager) localBranchOf(ctx context.Context, p *project, base string) (string, error) {
+	if head, err := m.commitOf(ctx, p.Path, "refs/heads/"+base); err != nil || head != "" {
+		return base, err
+	}
+	remote, name, ok := strings.Cut(base, "/")
+	if !ok || name == "" {
+		return base, nil
+	}
+	if head, err := m.commitOf(ctx, p.Path, "refs/remotes/"+base); err != nil || head == "" {
+		return base, err
+	}
+	if head, err := m.commitOf(ctx, p.Path, "refs/heads/"+name); err != nil || head != "" {
+		return name, err
+	}
+	return "", Errorf(CodeInvalidInput, "the workspace's base %s is a branch of the remote %s, and CodeHydra merges into local branches only; make its local branch (git branch --track %s %s) or name a target", base, remote, name, base)
 }

@@ -541,3 +541,43 @@ func TestAMergeIsNotVerifiedWhenTheWorkspaceCommittedMoreMeanwhile(t *testing.T)
 		t.Fatalf("%+v: a workspace with a commit the target lacks must not be verified", res)
 	}
 }
+
+// TestAWorkspaceOfACloneMergesIntoTheLocalBranchOfItsRemoteBase: in a
+// clone, a new workspace's base is origin/main; its merge lands in the
+// local main (which the user pushes from), checked out in the clone and
+// moving with it. Without a local main, the refusal says how to make one.
+func TestAWorkspaceOfACloneMergesIntoTheLocalBranchOfItsRemoteBase(t *testing.T) {
+	origin := testenv.GitRepo(t, "origin")
+	clone := filepath.Join(realDir(t), "clone")
+	testenv.Git(t, "", "clone", "-q", origin, clone)
+	m, _ := newManager(t, Options{})
+	ctx := context.Background()
+	p, err := m.AddProject(ctx, clone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := create(t, m, p, "feat")
+	if st, err := m.Status(ctx, ws.Path); err != nil || st.Base != "origin/main" {
+		t.Fatalf("the clone's workspace has base %q (%v), want origin/main", st.Base, err)
+	}
+	head := testenv.CommitFile(t, ws.Path, "feature.txt", "the feature\n", "add the feature")
+
+	pf, err := m.Preflight(ctx, ws.Path, MergeOptions{})
+	if err != nil || pf.Target != "main" || !pf.CanMerge || pf.CheckedOutAt != clone {
+		t.Fatalf("preflight = %+v, %v; want main, checked out in the clone, mergeable", pf, err)
+	}
+	res, err := m.Merge(ctx, ws.Path, MergeOptions{})
+	if err != nil || !res.Verified || testenv.Git(t, clone, "rev-parse", "main") != head {
+		t.Fatalf("merge = %+v, %v; want main fast-forwarded to the workspace's head", res, err)
+	}
+	if _, err := os.Stat(filepath.Join(clone, "feature.txt")); err != nil {
+		t.Errorf("the clone's checkout did not move with main: %v", err)
+	}
+
+	testenv.Git(t, clone, "checkout", "-q", "--detach")
+	testenv.Git(t, clone, "branch", "-q", "-D", "main")
+	_, err = m.Preflight(ctx, ws.Path, MergeOptions{})
+	if CodeOf(err) != CodeInvalidInput || !strings.Contains(err.Error(), "git branch --track main origin/main") {
+		t.Errorf("preflight without a local main = %v; want invalid-input saying how to make it", err)
+	}
+}
