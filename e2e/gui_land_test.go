@@ -104,7 +104,16 @@ func TestGUIReviewMergeUpdateAndPullRequestFromTheTray(t *testing.T) {
 		return err == nil && st.drawn() && d.hasBlue(shot, merge, 240), fmt.Sprintf("no enabled Merge button in %v", merge.rect)
 	})
 	d.click(t, merge, 19, 209) // Delete the workspace after a verified merge
-	guiShot(t, d, shot, merge, a.exited)
+	// The window may check again after the click, its Merge button off
+	// meanwhile: wait for it to be on again.
+	guiWaitUntil(t, 20*time.Second, "the Merge button after ticking delete-after", a.exited, func() (bool, string) {
+		var err error
+		if merge, err = d.findWindow("Merge: repo / child"); err != nil {
+			return false, err.Error()
+		}
+		st, err := d.screenshot(shot, merge.rect)
+		return err == nil && st.drawn() && d.hasBlue(shot, merge, merge.rect.Dy()/2), fmt.Sprintf("no enabled Merge button in %v", merge.rect)
+	})
 	d.clickBlue(t, merge, shot) // Merge
 	guiWaitUntil(t, 60*time.Second, "the child merged, its worktree and branch deleted", a.exited, func() (bool, string) {
 		_, statErr := os.Stat(child)
