@@ -83,7 +83,8 @@ func launch(t *testing.T, bin string, env []string) *appRun {
 // poll waits for cond, failing early if the app exits.
 func (r *appRun) poll(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	testenv.WaitFor(t, what, 45*time.Second, func() bool {
+	const timeout = 45 * time.Second
+	held := testenv.Poll(timeout, 5*time.Millisecond, func() bool {
 		select {
 		case err := <-r.exited:
 			r.exited <- err
@@ -92,6 +93,10 @@ func (r *appRun) poll(t *testing.T, what string, cond func() bool) {
 		}
 		return cond()
 	})
+	if !held {
+		log, _ := os.ReadFile(paths.LogFile())
+		t.Fatalf("timed out after %s waiting for %s\nthe app's output:\n%s\nits log:\n%s", timeout, what, r.out, log)
+	}
 }
 
 // call calls a tool of the running app as the workspace ws ("" for none).

@@ -390,6 +390,9 @@ func (m *Manager) removeWorktree(ctx context.Context, p *project, ws Workspace, 
 	if err := checkNotReplaced(ws.Path); err != nil {
 		return err
 	}
+	// The registration's nonce tells this worktree from one made again at
+	// its path, by the user, once its folder is gone.
+	nonce, _ := ReadTokenNonce(ws.Path)
 	m.step(stepBeforeRemoval, ws.Path)
 	if err := m.removeRegistered(ctx, p, ws.Path, removing, mark); err != nil {
 		return err
@@ -400,6 +403,10 @@ func (m *Manager) removeWorktree(ctx context.Context, p *project, ws Workspace, 
 		return classify(err, CodeInternal, "cannot list the worktrees of %s", p.Path)
 	}
 	if _, still := findEntry(entries, ws.Path); still {
+		if now, _ := ReadTokenNonce(ws.Path); nonce != "" && now != nonce {
+			m.log.Info("a new worktree was made at the path of the deleted one; it is a workspace of its own", "path", ws.Path)
+			return nil
+		}
 		return Errorf(CodeInternal, "git still lists worktree %s after removing it; run `git worktree prune` in %s and delete again", ws.Path, p.Path)
 	}
 	if _, err := os.Lstat(ws.Path); err == nil {

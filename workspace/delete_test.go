@@ -417,6 +417,38 @@ func TestADeleteDoesNotFollowAFolderSwappedForASymlinkAfterItsChecks(t *testing.
 	}
 }
 
+// TestAWorktreeMadeAgainAtThePathDuringADeleteIsNotTakenForTheDeletedOne:
+// a worktree made outside the app at the path of one being deleted, once
+// its folder was gone, made the delete fail ("git still lists worktree")
+// and left the new worktree without a workspace. The delete is done, and
+// the new worktree shows up as a workspace of its own.
+func TestAWorktreeMadeAgainAtThePathDuringADeleteIsNotTakenForTheDeletedOne(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	ws := create(t, m, p, "again")
+	if _, err := TokenNonce(ws.Path); err != nil {
+		t.Fatal(err)
+	}
+	m.deleteStep = func(step, path string) {
+		if step == stepAfterRemoval && path == ws.Path {
+			testenv.Git(t, p.Path, "worktree", "add", "-q", "-b", "made-again", ws.Path)
+			testenv.WriteFile(t, filepath.Join(ws.Path, "new-work.txt"), "the new worktree's work")
+		}
+	}
+	if err := m.Delete(context.Background(), ws.Path, DeleteOptions{}); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if !registered(t, p.Path, ws.Path) {
+		t.Fatal("the worktree made again is no longer registered")
+	}
+	wantFile(t, filepath.Join(ws.Path, "new-work.txt"), "the new worktree's work")
+	m.poll(context.Background())
+	got, err := m.Resolve(ws.Path)
+	if err != nil || got.Branch != "made-again" {
+		t.Fatalf("the worktree made again is %+v, %v; want a workspace on branch made-again", got, err)
+	}
+}
+
 // TestADeleteFinishesAWorktreeWhoseParentFolderIsGone: the worktrees'
 // folder removed by hand (or on a drive no longer there) left a delete
 // that failed at every launch.
