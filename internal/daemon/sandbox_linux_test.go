@@ -156,3 +156,47 @@ echo '{}' > %[4]s || echo REFUSED-write-settings
 	out = f.run(t, f.a, fmt.Sprintf(`cat %s/secret || echo REFUSED-read-b`, f.b.Path))
 	wantLines(t, out, "REFUSED-read-b")
 }
+
+// TestAConfinedShellCommitsInItsWorktreeButCannotWriteTheRepositorysConfigHooksOrAnotherWorktree:
+// the repository's git folder is written only where a commit writes
+// (objects, refs, logs, the worktree's own folder); its config and hooks,
+// which CodeHydra's and the user's git read outside any sandbox, and the
+// other worktrees' folders stay as they are.
+func TestAConfinedShellCommitsInItsWorktreeButCannotWriteTheRepositorysConfigHooksOrAnotherWorktree(t *testing.T) {
+	f := newSandboxFixture(t)
+	common := filepath.Join(f.project, ".git")
+	other := filepath.Join(common, "worktrees", "b")
+	config := filepath.Join(common, "config")
+	before := map[string][]byte{}
+	for _, p := range []string{config, filepath.Join(other, "HEAD"), filepath.Join(other, "gitdir")} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[p] = b
+	}
+	out := f.run(t, f.a, fmt.Sprintf(`
+echo work > work.txt && git add work.txt && git commit -q -m work && echo COMMITTED
+git config core.hooksPath .githooks || echo REFUSED-git-config
+echo '[core] fsmonitor = x' >> %[1]s/config || echo REFUSED-config
+echo '#!/bin/sh' > %[1]s/hooks/post-checkout || echo REFUSED-hook
+mkdir %[1]s/hooks/sub || echo REFUSED-hook-folder
+echo 'ref: refs/heads/a' > %[2]s/HEAD || echo REFUSED-other-head
+echo x > %[2]s/config.worktree || echo REFUSED-other-config
+`, common, other))
+	wantLines(t, out, "COMMITTED", "REFUSED-git-config", "REFUSED-config", "REFUSED-hook\n", "REFUSED-hook-folder",
+		"REFUSED-other-head", "REFUSED-other-config")
+	if got := testenv.Git(t, f.project, "log", "-1", "--format=%s", "a"); strings.TrimSpace(got) != "work" {
+		t.Errorf("branch a's last commit is %q, want the confined shell's", got)
+	}
+	for p, b := range before {
+		if after, _ := os.ReadFile(p); !bytes.Equal(after, b) {
+			t.Errorf("%s changed: %q", p, after)
+		}
+	}
+	for _, p := range []string{filepath.Join(common, "hooks", "post-checkout"), filepath.Join(common, "hooks", "sub"), filepath.Join(other, "config.worktree")} {
+		if testenv.Exists(p) {
+			t.Errorf("%s was made", p)
+		}
+	}
+}
