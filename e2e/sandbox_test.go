@@ -237,6 +237,16 @@ func wantLines(t *testing.T, out string, want ...string) {
 	}
 }
 
+// fileText is the content of the file at path.
+func fileText(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 func unchanged(t *testing.T, path, want string) {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -273,14 +283,7 @@ func TestTheKernelSandboxWithTheRealOpencode(t *testing.T) {
 
 func ownShellCannotLeave(t *testing.T, s *sandboxedApp) {
 	a := s.agent(t, s.a)
-	tokenBefore, err := os.ReadFile(paths.TokenFile())
-	if err != nil {
-		t.Fatal(err)
-	}
-	settingsBefore, err := os.ReadFile(paths.SettingsFile())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tokenBefore, settingsBefore := fileText(t, paths.TokenFile()), fileText(t, paths.SettingsFile())
 	bPID := agentRecord(t, s.b).PID
 
 	raw, err := s.call(t, s.a, mcp.ToolGetStatus, nil)
@@ -319,11 +322,11 @@ mkdir -p %[9]q && echo 'export default async () => ({})' > %[9]q/x.js && echo LE
 		filepath.Join(paths.OpencodeConfigDir(), "plugin")))
 	wantLines(t, out, "REFUSED-token", "REFUSED-environ", "REFUSED-workspace", "REFUSED-home", "REFUSED-settings",
 		"REFUSED-secret", "REFUSED-reflog-link", "REFUSED-path-program", "REFUSED-plugin", "Permission denied")
-	if strings.Contains(out, "LEAK-") || strings.Contains(out, "swordfish") || strings.Contains(out, string(tokenBefore)) {
+	if strings.Contains(out, "LEAK-") || strings.Contains(out, "swordfish") || strings.Contains(out, tokenBefore) {
 		t.Errorf("something got out:\n%s", out)
 	}
-	unchanged(t, paths.TokenFile(), string(tokenBefore))
-	unchanged(t, paths.SettingsFile(), string(settingsBefore))
+	unchanged(t, paths.TokenFile(), tokenBefore)
+	unchanged(t, paths.SettingsFile(), settingsBefore)
 	unchanged(t, filepath.Join(s.home, ".bashrc"), "# the user's own\n")
 	if _, err := os.Stat(filepath.Join(s.b, "planted.txt")); err == nil {
 		t.Error("agent a wrote into workspace b")
@@ -361,18 +364,8 @@ node -e 'console.log("npm gave " + require("tinypkg"))'
 }
 
 func tasksAndServersConfined(t *testing.T, s *sandboxedApp) {
-	tokenBefore, err := os.ReadFile(paths.TokenFile())
-	if err != nil {
-		t.Fatal(err)
-	}
-	settingsBefore, err := os.ReadFile(paths.SettingsFile())
-	if err != nil {
-		t.Fatal(err)
-	}
-	bashrcBefore, err := os.ReadFile(filepath.Join(s.home, ".bashrc"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tokenBefore, settingsBefore := fileText(t, paths.TokenFile()), fileText(t, paths.SettingsFile())
+	bashrcBefore := fileText(t, filepath.Join(s.home, ".bashrc"))
 
 	// A task: make runs whatever its recipe says, here the five escapes
 	// and b's secret, one line each.
@@ -392,12 +385,12 @@ cat %[6]q && echo LEAK-secret || echo REFUSED-secret
 	}
 	wantLines(t, string(raw), "REFUSED-token", "REFUSED-environ", "REFUSED-workspace", "REFUSED-home", "REFUSED-settings",
 		"REFUSED-secret", "Permission denied")
-	if strings.Contains(string(raw), "LEAK-") || strings.Contains(string(raw), "swordfish") || strings.Contains(string(raw), string(tokenBefore)) {
+	if strings.Contains(string(raw), "LEAK-") || strings.Contains(string(raw), "swordfish") || strings.Contains(string(raw), tokenBefore) {
 		t.Errorf("something got out of the task: %s", raw)
 	}
-	unchanged(t, paths.TokenFile(), string(tokenBefore))
-	unchanged(t, paths.SettingsFile(), string(settingsBefore))
-	unchanged(t, filepath.Join(s.home, ".bashrc"), string(bashrcBefore))
+	unchanged(t, paths.TokenFile(), tokenBefore)
+	unchanged(t, paths.SettingsFile(), settingsBefore)
+	unchanged(t, filepath.Join(s.home, ".bashrc"), bashrcBefore)
 	if _, err := os.Stat(filepath.Join(s.b, "planted-by-task.txt")); err == nil {
 		t.Error("a's task wrote into workspace b")
 	}
