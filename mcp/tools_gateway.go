@@ -303,7 +303,7 @@ func admitGateway(ctx context.Context, tool string, gt GatewayTool, wsPath strin
 	switch {
 	case gt.Hidden != "":
 		return workspace.Errorf(workspace.CodeForbidden,
-			"%s: %s (settings: mcpServers.%s.tools); only the user can change that, in Settings > MCP servers", tool, gt.Hidden, gt.Server)
+			"%s: %s (settings: mcpServers.%s.tools); only the user can change that, in the settings file", tool, gt.Hidden, gt.Server)
 	case gt.PerWorkspace && wsPath == "":
 		return workspace.Errorf(workspace.CodeInvalidInput,
 			"%s belongs to %q, a server that runs one instance per workspace, in it; the user's token names no workspace: call it with a workspace's token (its agent's, or a client set up with `codehydra mcp-config --workspace PATH`)", tool, gt.Server)
