@@ -46,6 +46,12 @@ type Options struct {
 	// LookupEnv fills {env:NAME} in the servers' values; os.LookupEnv by
 	// default.
 	LookupEnv func(string) (string, bool)
+	// Workspace gives the workspace variables ({workspace.name},
+	// {workspace.branch}, {project.path}) of the workspace at path, for
+	// the instance of a workspace-scoped server that starts for it; its
+	// error keeps the instance from starting. By default the name is the
+	// folder's, and the branch and project are empty.
+	Workspace func(ctx context.Context, path string) (settings.WorkspaceVars, error)
 	// StartTimeout bounds one start of one instance (spawn, initialize,
 	// list tools); 30 s by default.
 	StartTimeout time.Duration
@@ -81,6 +87,11 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.LookupEnv == nil {
 		o.LookupEnv = os.LookupEnv
+	}
+	if o.Workspace == nil {
+		o.Workspace = func(_ context.Context, path string) (settings.WorkspaceVars, error) {
+			return settings.WorkspaceVars{Path: path, Name: filepath.Base(path)}, nil
+		}
 	}
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = 30 * time.Second
@@ -146,10 +157,10 @@ func New(opts Options) *Gateway {
 }
 
 // Start starts, in the background, the servers marked startAtLaunch (a
-// workspace-scoped one: its probe, to learn its tools).
+// workspace-scoped one: its probe, to learn its tools) and switched on.
 func (g *Gateway) Start() {
 	for _, s := range g.snapshot() {
-		if s.cfg.StartAtLaunch {
+		if s.cfg.StartAtLaunch && s.cfg.On() {
 			go s.tools(context.Background())
 		}
 	}
@@ -225,7 +236,9 @@ func (g *Gateway) Statuses() []ServerStatus {
 
 // Reconfigure applies new settings: servers removed or changed are
 // stopped (a changed one starts again, with its new settings, on next
-// use), new ones are added, unchanged ones keep running.
+// use), new ones are added, unchanged ones keep running. A server
+// switched off ("enabled": false) stays listed, disabled, and offers no
+// tools.
 func (g *Gateway) Reconfigure(servers map[string]settings.MCPServer) {
 	g.mu.Lock()
 	if g.closed {
@@ -251,7 +264,7 @@ func (g *Gateway) Reconfigure(servers map[string]settings.MCPServer) {
 		s.stop()
 	}
 	for _, s := range start {
-		if s.cfg.StartAtLaunch {
+		if s.cfg.StartAtLaunch && s.cfg.On() {
 			go s.tools(context.Background())
 		}
 	}

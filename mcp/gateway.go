@@ -49,4 +49,15 @@ type GatewayTool struct {
 	// ("scope": "workspace"), so a caller without a workspace cannot
 	// call it.
 	PerWorkspace bool
+	// Hidden, when set, says in a sentence which of the server's tools
+	// rules hides the tool (settings "tools"): it is not offered, and a
+	// call of it is refused forbidden with this sentence.
+	Hidden string
+	// PathsAllow and PathsDeny narrow, for a confined server, the paths
+	// its arguments may name inside the caller's workspace (settings
+	// "paths"; see confinement.rules).
+	PathsAllow, PathsDeny []string
+	// PerMinute bounds the calls to the server from all callers together
+	// (settings "rateLimit": {"perMinute": N}); 0 sets no bound.
+	PerMinute int
 }

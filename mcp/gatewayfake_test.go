@@ -38,6 +38,10 @@ type fakeMCP struct {
 	workDir               string
 	stopped               bool // not started yet: no tools
 	down                  bool // calls fail as when its process died
+	// policy, when set, gives each of its tools the settings' policies
+	// the gateway package would (Hidden, PathsAllow, PathsDeny,
+	// PerMinute); it is given the server's own tool name.
+	policy func(tool string, gt *GatewayTool)
 }
 
 // gatewayCall is a call that reached the gateway.
@@ -116,7 +120,7 @@ func (g *fakeGateway) Tools(ctx context.Context) []GatewayTool {
 	var out []GatewayTool
 	for _, m := range servers {
 		g.mu.Lock()
-		stopped := m.stopped
+		stopped, policy := m.stopped, m.policy
 		g.mu.Unlock()
 		if stopped {
 			continue
@@ -130,7 +134,11 @@ func (g *fakeGateway) Tools(ctx context.Context) []GatewayTool {
 			// keeps res.Tools to look its tools up on each call.
 			c := *t
 			c.Name = m.name + "__" + t.Name
-			out = append(out, GatewayTool{Tool: &c, Server: m.name, Confine: m.confine, PerWorkspace: m.perWorkspace, WorkDir: m.workDir})
+			gt := GatewayTool{Tool: &c, Server: m.name, Confine: m.confine, PerWorkspace: m.perWorkspace, WorkDir: m.workDir}
+			if policy != nil {
+				policy(t.Name, &gt)
+			}
+			out = append(out, gt)
 		}
 	}
 	return out

@@ -150,14 +150,23 @@ func (g *gatewayTools) refresh(ctx context.Context) {
 	}
 }
 
-// offer checks the gateway's tools and makes the tools to register: each
-// name must hold "__" and be CodeHydra's own tool's never, each input
+// offer checks the gateway's tools and makes the tools to register; a
+// tool its server's tools rules hide (GatewayTool.Hidden) is kept in next,
+// for its call to be refused, but not offered. Each name must hold "__"
+// and be CodeHydra's own tool's never, each input
 // schema must be an object, and an output schema admits the error shape
 // too, since clients check structuredContent against it even when isError
 // is set (see addTool).
 func (g *gatewayTools) offer(list []GatewayTool) (next map[string]GatewayTool, sigs map[string]string, offered map[string]*sdk.Tool) {
 	next, sigs, offered = map[string]GatewayTool{}, map[string]string{}, map[string]*sdk.Tool{}
 	for _, gt := range list {
+		if gt.Hidden != "" && gt.Tool != nil {
+			// Kept for the call's forbidden, never registered.
+			if _, own := g.s.tools[gt.Tool.Name]; !own && next[gt.Tool.Name].Tool == nil {
+				next[gt.Tool.Name] = gt
+			}
+			continue
+		}
 		t, err := g.offerOne(gt, next)
 		if err != nil {
 			g.s.log.Warn("gateway tool left out", slog.String("server", gt.Server), slog.Any("error", err))
@@ -231,8 +240,9 @@ func (g *gatewayTools) register(t *sdk.Tool) {
 }
 
 // callGateway is callTool's path for a gateway tool: the workspace of the
-// call (a workspace's token: its own; the user's: none), the rate limit,
-// the checks of admitGateway, then the gateway under the call timeout. A
+// call (a workspace's token: its own; the user's: none), the caller's rate
+// limit, the checks of admitGateway, the server's own rate limit, then the
+// gateway under the call timeout. A
 // tool's own failure goes back as its server made it; CodeHydra's and the
 // gateway's failures are docs/DESIGN.md's error results.
 func (s *Server) callGateway(ctx context.Context, rec *auditEntry, who caller, gt GatewayTool, req *sdk.CallToolRequest, next func(context.Context) (sdk.Result, error)) (sdk.Result, error) {
@@ -257,6 +267,11 @@ func (s *Server) callGateway(ctx context.Context, rec *auditEntry, who caller, g
 				"%s: checking its arguments' paths against your workspace took longer than %s; nothing was sent to %q: split the call", rec.Tool, s.opts.CallTimeout, gt.Server)
 		}
 	}
+	// The server's own limit counts only the calls that would reach it.
+	if err == nil && !s.serverLimits.allow(gt.Server, gt.PerMinute) {
+		err = workspace.Errorf(workspace.CodeRateLimited,
+			"too many calls of the MCP server %q from all its callers (its rateLimit: %d per minute, %s included); wait a moment and retry", gt.Server, gt.PerMinute, rec.Tool)
+	}
 	if err != nil {
 		return s.failed(rec, err), nil
 	}
@@ -279,12 +294,16 @@ func (s *Server) callGateway(ctx context.Context, rec *auditEntry, who caller, g
 	return r, nil
 }
 
-// admitGateway refuses, before the gateway sees it, a call that a
-// per-workspace server cannot take without a workspace, and a call of a
+// admitGateway refuses, before the gateway sees it, a call of a tool its
+// server's tools rules hide, a call that a per-workspace server cannot
+// take without a workspace, and a call of a
 // confined server with an argument path outside the caller's workspace
 // or refused by deny (see confineArgs).
 func admitGateway(ctx context.Context, tool string, gt GatewayTool, wsPath string, deny []string, args json.RawMessage) error {
 	switch {
+	case gt.Hidden != "":
+		return workspace.Errorf(workspace.CodeForbidden,
+			"%s: %s (settings: mcpServers.%s.tools); only the user can change that, in the settings file", tool, gt.Hidden, gt.Server)
 	case gt.PerWorkspace && wsPath == "":
 		return workspace.Errorf(workspace.CodeInvalidInput,
 			"%s belongs to %q, a server that runs one instance per workspace, in it; the user's token names no workspace: call it with a workspace's token (its agent's, or a client set up with `codehydra mcp-config --workspace PATH`)", tool, gt.Server)

@@ -72,6 +72,35 @@ func Denied(patterns []string, rel string) string {
 	return denied(patterns, rel, foldCase)
 }
 
+// Under returns the first pattern that rel (a clean, slash-separated path
+// relative to the workspace) is or lies under, or "": a pattern is a path
+// from the workspace's top, matched (path.Match) part by part, so "src/"
+// holds src and all in it, "docs/*.md" each .md file of docs and what a
+// folder of that name holds; the workspace itself lies under none.
+func Under(patterns []string, rel string) string {
+	if rel == "." || rel == "" {
+		return ""
+	}
+	if foldCase {
+		rel = strings.ToLower(rel)
+	}
+	elems := strings.Split(rel, "/")
+	for _, p := range patterns {
+		pat := strings.TrimSuffix(p, "/")
+		if foldCase {
+			pat = strings.ToLower(pat)
+		}
+		n := strings.Count(pat, "/") + 1
+		if n > len(elems) {
+			continue
+		}
+		if ok, _ := path.Match(pat, strings.Join(elems[:n], "/")); ok {
+			return p
+		}
+	}
+	return ""
+}
+
 // foldCase says that names differing only in case are one file, as on the
 // default file systems of macOS (APFS) and Windows (NTFS): there ".ENV"
 // opens .env, so the deny list must refuse it too.

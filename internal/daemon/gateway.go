@@ -19,6 +19,17 @@ func (s *server) startGateway(context.Context) error {
 	return nil
 }
 
+// workspaceVars are the workspace variables of a workspace-scoped MCP
+// server's instance for the workspace at path ({workspace.name} …), read
+// from the manager when the instance starts.
+func (s *server) workspaceVars(_ context.Context, path string) (settings.WorkspaceVars, error) {
+	ws, err := s.manager.Resolve(path)
+	if err != nil {
+		return settings.WorkspaceVars{}, err
+	}
+	return settings.WorkspaceVars{Path: ws.Path, Name: ws.Name, Branch: ws.Branch, ProjectPath: ws.ProjectPath}, nil
+}
+
 // gatewaySettings is the settings store as the app sees it: a change of
 // mcpServers saved through it (the Settings window's "MCP servers" tab)
 // reconfigures the running gateway at once, as no restart is needed for
