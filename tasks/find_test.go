@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -222,6 +223,29 @@ func TestScriptsOfPnpmYarnAndBunTakeNoArguments(t *testing.T) {
 		}
 		if got, err := Argv(dir, Task{Name: "npm:test"}, nil); err != nil || !slices.Equal(got, []string{pm, "run", "test"}) {
 			t.Errorf("%s: Argv without arguments = %q, %v", lock, got, err)
+		}
+	}
+}
+
+// TestARefusedArgumentCharacterIsNamed: an agent told only "bad
+// arguments" cannot tell what to change; the error names the argument
+// and the character, blanks and line breaks in words.
+func TestARefusedArgumentCharacterIsNamed(t *testing.T) {
+	for arg, want := range map[string]string{
+		"V=$(id)":     `holds '$'`,
+		"V=a;b":       `holds ';'`,
+		"V=a b":       "holds a space",
+		"V=a\nb":      `holds a line break ('\n')`,
+		"V=a\r":       `holds a line break ('\r')`,
+		"V=a\tb":      `holds a tab`,
+		"V=`id`":      "holds '`'",
+		"V=\"x\"":     `holds '"'`,
+		"V=a\x1bb":    `holds '\x1b'`,
+		"V=caf\u00e9": `holds 'é'`,
+	} {
+		_, err := Argv(t.TempDir(), Task{Name: "make:test"}, []string{"OK=1", arg})
+		if !errors.Is(err, ErrBadArgs) || !strings.Contains(err.Error(), "args[1] "+want) {
+			t.Errorf("Argv(%q) = %v, want an error saying args[1] %s", arg, err, want)
 		}
 	}
 }
