@@ -164,28 +164,37 @@ func TestAWorkspaceScopedServerStartsWhereNoOtherUserCanPlantAPackage(t *testing
 // TestNoWorkspaceScopedServerStartsBelowAFolderOthersMayWrite: where a
 // folder above the servers' folder may be written by another user (as
 // the system's temporary folder may), no workspace-scoped server starts,
-// and the error names the folder.
+// and the error names the folder: in the home folder, and outside it
+// (a data folder in /tmp).
 func TestNoWorkspaceScopedServerStartsBelowAFolderOthersMayWrite(t *testing.T) {
 	every := testenv.RealMCPServer(t, "mcp-server-everything")
-	open := filepath.Join(os.Getenv("HOME"), "open-to-all-"+filepath.Base(t.TempDir()))
-	if err := os.Mkdir(open, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(open) })
-	if err := os.Chmod(open, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	g := New(Options{WorkDirs: filepath.Join(open, "data", "mcp-wd"), StopTimeout: time.Second,
-		Servers: map[string]settings.MCPServer{"every": {Command: every, Scope: settings.ScopeWorkspace}}})
-	t.Cleanup(func() { _ = g.Close() })
-	if g.WorkDir() != "" {
-		t.Fatalf("WorkDir = %s, want none below %s", g.WorkDir(), open)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	_, err := g.Call(ctx, t.TempDir(), "every__echo", args(t, map[string]string{"message": "hi"}))
-	if err == nil || !strings.Contains(err.Error(), open+" may be written by other users") {
-		t.Fatalf("Call = %v, want an error naming %s", err, open)
+	for name, c := range map[string]struct {
+		parent string
+		mode   os.FileMode
+	}{
+		"in the home folder":                 {os.Getenv("HOME"), 0o777},
+		"like /tmp, outside the home folder": {t.TempDir(), 0o777 | os.ModeSticky},
+	} {
+		open, err := os.MkdirTemp(c.parent, "open-to-all-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.RemoveAll(open) })
+		if err := os.Chmod(open, c.mode); err != nil {
+			t.Fatal(err)
+		}
+		g := New(Options{WorkDirs: filepath.Join(open, "data", "mcp-wd"), StopTimeout: time.Second,
+			Servers: map[string]settings.MCPServer{"every": {Command: every, Scope: settings.ScopeWorkspace}}})
+		t.Cleanup(func() { _ = g.Close() })
+		if g.WorkDir() != "" {
+			t.Fatalf("%s: WorkDir = %s, want none below %s", name, g.WorkDir(), open)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		_, err = g.Call(ctx, t.TempDir(), "every__echo", args(t, map[string]string{"message": "hi"}))
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), open+" may be written by other users") {
+			t.Fatalf("%s: Call = %v, want an error naming %s", name, err, open)
+		}
 	}
 	if pids := serverPIDs(t); len(pids) != 0 {
 		t.Fatalf("server processes %v, want none", pids)

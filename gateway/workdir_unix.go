@@ -6,16 +6,18 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
 // privateAbove refuses dir unless it is the user's own folder, 0700, and
-// each folder above it, up to the home folder (to the root when the home
-// folder does not hold it), belongs to the user or root and may be
-// written by no other user: neither by others nor by a group other than
-// the user's own (a user-private group, as umask 002 systems make them).
-// Above the home folder, the system's folders are relied on, as for
-// every file of the user's.
+// each folder above it, up to the first that holds the home folder (the
+// home folder itself when it holds dir), belongs to the user or root and
+// may be written by no other user: neither by others nor by a group other
+// than the user's own (a user-private group, as umask 002 systems make
+// them). The folders that hold the home folder are relied on, as for
+// every file of the user's; a data folder elsewhere, such as in /tmp, is
+// refused.
 func privateAbove(dir string) error {
 	home := ""
 	if h, err := os.UserHomeDir(); err == nil {
@@ -42,8 +44,14 @@ func privateAbove(dir string) error {
 		case perm&0o002 != 0 || (perm&0o020 != 0 && st.Gid != gid):
 			return fmt.Errorf("%s may be written by other users (mode %v): npm or uv started below it would run what they put there (a node_modules, a package.json, a uv.toml); set XDG_DATA_HOME to a folder of the user's own", d, perm)
 		}
-		if d == home || d == filepath.Dir(d) {
+		if d == filepath.Dir(d) || home != "" && within(d, home) {
 			return nil
 		}
 	}
+}
+
+// within says whether p is dir or lies under it.
+func within(dir, p string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
 }
