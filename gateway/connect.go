@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -173,7 +172,7 @@ func (s *server) command(ctx context.Context, ws string, probe bool) (proc.Optio
 		// relative path would reach what the workspace holds past the
 		// checks. The workspace is its root, and {workspace} in args.
 		if s.g.workDir == "" {
-			return proc.Options{}, errors.New("the empty folder that workspace-scoped servers start in could not be made in the system's temporary folder; check that it exists and is writable, then restart CodeHydra")
+			return proc.Options{}, fmt.Errorf("the empty folder that workspace-scoped servers start in could not be made (fix this, then restart CodeHydra): %w", s.g.workDirErr)
 		}
 		o.Dir = s.g.workDir
 		confine := s.g.opts.Confine

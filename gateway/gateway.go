@@ -82,6 +82,10 @@ type Options struct {
 	// New reaps those a crashed earlier run left behind;
 	// paths.MCPServersDir() by default.
 	RecordsDir string
+	// WorkDirs is the private folder (made 0700) that holds the empty
+	// folder workspace-scoped servers start in (see WorkDir);
+	// paths.MCPWorkDirs() by default.
+	WorkDirs string
 }
 
 func (o Options) withDefaults() Options {
@@ -116,6 +120,9 @@ func (o Options) withDefaults() Options {
 	if o.RecordsDir == "" {
 		o.RecordsDir = paths.MCPServersDir()
 	}
+	if o.WorkDirs == "" {
+		o.WorkDirs = paths.MCPWorkDirs()
+	}
 	return o
 }
 
@@ -129,8 +136,9 @@ type Gateway struct {
 	reaped chan struct{}
 
 	// workDir is the empty, read-only folder that workspace-scoped
-	// servers start in (see WorkDir).
-	workDir string
+	// servers start in (see WorkDir); workDirErr says why it is "".
+	workDir    string
+	workDirErr error
 
 	mu        sync.Mutex
 	servers   map[string]*server
@@ -145,7 +153,11 @@ var _ mcp.Gateway = (*Gateway)(nil)
 // stdio servers that a crashed earlier run left behind (see reapOrphans).
 func New(opts Options) *Gateway {
 	g := &Gateway{opts: opts.withDefaults(), sp: reap.NewSpawner(errGatewayClosed), reaped: make(chan struct{}),
-		servers: map[string]*server{}, workDir: emptyFolder()}
+		servers: map[string]*server{}}
+	g.workDir, g.workDirErr = emptyFolder(g.opts.WorkDirs)
+	if g.workDirErr != nil {
+		g.opts.Log.Warn("no workspace-scoped MCP server can start", "err", g.workDirErr)
+	}
 	for name, cfg := range opts.Servers {
 		g.servers[name] = newServer(g, name, cfg.Clone())
 	}
@@ -317,28 +329,41 @@ func (g *Gateway) Close() error {
 // not be made: no workspace-scoped server starts then.
 func (g *Gateway) WorkDir() string { return g.workDir }
 
-// emptyFolder makes the gateway's working folder in the system's
-// temporary folder, where no confined process may write, its symlinks
-// resolved (so that a relative path is judged from where it really is);
-// "" when that fails.
-func emptyFolder() string {
-	dir, err := os.MkdirTemp("", "codehydra-mcp-wd-")
-	if err != nil {
-		return ""
+// emptyFolder makes the gateway's working folder in parent, a folder of
+// CodeHydra's own (made 0700), its symlinks resolved (so that a relative
+// path is judged from where it really is). npm (npx) and uv take the
+// nearest folder above where they start that holds a node_modules, a
+// package.json or a uv.toml as their project, so no one else may write a
+// folder above it: not the system's temporary folder, where any local
+// user can make /tmp/node_modules (see privateAbove).
+func emptyFolder(parent string) (string, error) {
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return "", fmt.Errorf("make %s: %w", parent, err)
 	}
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
+	real, err := filepath.EvalSymlinks(parent)
+	if err != nil {
+		return "", fmt.Errorf("resolve %s: %w", parent, err)
+	}
+	if runtime.GOOS != "windows" {
+		_ = os.Chmod(real, 0o700) // tightened if found looser; privateAbove checks
+	}
+	if err := privateAbove(real); err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp(real, "wd-")
+	if err != nil {
+		return "", fmt.Errorf("make a folder in %s: %w", real, err)
 	}
 	// Windows ignores the mode (its read-only attribute would only keep
 	// the folder from being removed at Close); the folder's ACL is the
-	// temporary folder's, the user's own.
+	// data folder's, the user's own.
 	if runtime.GOOS != "windows" {
 		if err := os.Chmod(dir, 0o500); err != nil {
 			_ = os.Remove(dir)
-			return ""
+			return "", fmt.Errorf("make %s read-only: %w", dir, err)
 		}
 	}
-	return dir
+	return dir, nil
 }
 
 // errClosed is the error of a call to a server that was stopped.

@@ -59,8 +59,9 @@ var errBudget = errors.New("over budget")
 
 // confineArgs refuses a call of a confined server (GatewayTool.Confine)
 // when a string of its arguments, at any depth and object keys included,
-// names a path outside wsPath, one the deny list refuses, or one the
-// server's own path rules refuse (GatewayTool.PathsAllow, PathsDeny): an absolute
+// names a path outside wsPath, one the deny list refuses, a file with
+// more than one name (wsfs.ManyNames), or one the server's own path rules
+// refuse (GatewayTool.PathsAllow, PathsDeny): an absolute
 // path, a path starting with "~", a file: URI, or a relative path that
 // climbs out of workDir (the empty folder the server starts in, where a
 // relative path that stays names nothing). A path is judged after
@@ -162,7 +163,7 @@ func (c *confinement) judge(at, s string) error {
 			return err
 		}
 	}
-	return nil
+	return c.manyNames(at, os.Lstat, resolved)
 }
 
 // denyRelative applies the deny list to a relative string that names an
@@ -178,7 +179,25 @@ func (c *confinement) denyRelative(at, s string) error {
 	if _, err := os.Lstat(filepath.Join(c.root, rel)); err != nil {
 		return nil
 	}
-	return c.denied(at, filepath.ToSlash(rel))
+	if err := c.denied(at, filepath.ToSlash(rel)); err != nil {
+		return err
+	}
+	return c.manyNames(at, os.Stat, filepath.Join(c.root, rel))
+}
+
+// manyNames refuses p when stat finds an existing regular file with more
+// than one name, which the workspace's file tools do not read either
+// (wsfs.ManyNames): another name may lie outside the workspace.
+func (c *confinement) manyNames(at string, stat func(string) (os.FileInfo, error), p string) error {
+	fi, err := stat(p)
+	if err != nil {
+		return nil
+	}
+	if why := wsfs.ManyNames(fi); why != "" {
+		return workspace.Errorf(workspace.CodeForbidden,
+			"%s belongs to %q, which is confined to your workspace: %s names a file the workspace's tools do not read: %s", c.tool, c.server, at, why)
+	}
+	return nil
 }
 
 func (c *confinement) outside(at string) error {

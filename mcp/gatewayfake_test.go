@@ -27,6 +27,9 @@ type fakeGateway struct {
 	// block, when set, makes Tools wait for it to close (or ctx): a
 	// server that never answers its tools/list.
 	block chan struct{}
+	// known makes Tools answer whatever ctx's deadline, as a gateway
+	// that knows its servers' tools already does.
+	known bool
 }
 
 // fakeMCP is one server of a fakeGateway.
@@ -109,6 +112,9 @@ func (g *fakeGateway) Tools(ctx context.Context) []GatewayTool {
 	g.mu.Lock()
 	block := g.block
 	servers := append([]*fakeMCP{}, g.servers...)
+	if g.known {
+		ctx = context.WithoutCancel(ctx)
+	}
 	g.mu.Unlock()
 	if block != nil {
 		select {

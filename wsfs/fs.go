@@ -137,6 +137,42 @@ func denied(patterns []string, rel string, fold bool) string {
 	return ""
 }
 
+// ManyNames says why a workspace's tools do not read the file info
+// describes: a regular file with more than one name (hard links), another
+// of which may lie outside the workspace, where a file of the user's
+// would be read through it. "" for any other file, and on Windows, where
+// the count is not read.
+func ManyNames(info fs.FileInfo) string {
+	if n := hardLinks(info); info.Mode().IsRegular() && n > 1 {
+		return fmt.Sprintf("it has %d names (hard links): another of them may lie outside the workspace, where a file of the user's would be read through it", n)
+	}
+	return ""
+}
+
+// Withheld says why a diff of the workspace must not show the file rel
+// (slash-separated, relative to the workspace, as git names it): the deny
+// list refuses it, or it has more than one name (ManyNames); "" when it
+// may be shown. A file that is not there (deleted) is judged by the deny
+// list alone.
+func (f *FS) Withheld(rel string) string {
+	if pat := Denied(f.deny, rel); pat != "" {
+		return fmt.Sprintf("the deny list refuses it (it matches %q)", pat)
+	}
+	root, err := os.OpenRoot(f.dir)
+	if err != nil {
+		return "the workspace cannot be opened to look at it"
+	}
+	defer root.Close()
+	info, err := root.Lstat(filepath.FromSlash(rel))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return ""
+	case err != nil:
+		return "it cannot be looked at inside the workspace"
+	}
+	return ManyNames(info)
+}
+
 // resolved is a path the caller gave, checked: rel is where it really is
 // (symlinks inside the workspace followed), relative and slash-separated.
 type resolved struct {

@@ -25,8 +25,9 @@ type Layout struct {
 	// cache): cut out of every grant.
 	Private []string
 	// SharedRead are read grants inside Private that every confined
-	// process gets: the tools folder (the opencode that setup installed)
-	// and the OpenCode config file CodeHydra writes.
+	// process gets: the tools folder (the opencode that setup installed),
+	// the OpenCode config file CodeHydra writes and the folder that holds
+	// the empty folder workspace-scoped MCP servers start in.
 	SharedRead []string
 	// Writable are folders every confined process may write: the build
 	// and tool caches and opencode's own folders, and settings
