@@ -107,15 +107,23 @@ func (s *server) workDir() string {
 
 // tools returns the server's tools, starting it (a workspace-scoped one:
 // its probe) if its tools are not known yet; none when it is switched
-// off. A tool its tools rules hide is marked Hidden with the rule.
+// off, and none from a shared server that does not run (it failed, or
+// ended and waits for its restart). A workspace-scoped server's tools, as
+// its probe learned them, stay while one workspace's instance is down: a
+// call from that workspace gets the reason and starts it again. A tool
+// its tools rules hide is marked Hidden with the rule.
 func (s *server) tools(ctx context.Context) []mcp.GatewayTool {
 	if !s.cfg.On() {
 		return nil
 	}
 	if s.cfg.PerWorkspace() {
 		s.probe(ctx)
-	} else if i := s.instance(""); i != nil {
-		_, _ = i.session(ctx) // a failure is in the status
+	} else if i := s.instance(""); i == nil {
+		return nil
+	} else if _, err := i.session(ctx); err != nil {
+		// Not running (it failed, or ended and waits to restart): its
+		// tools leave the list until it runs again; the status says why.
+		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -193,10 +201,11 @@ func (s *server) runProbe(done chan struct{}) {
 }
 
 // setTools records the tools an instance listed and tells the listeners
-// when they changed.
-func (s *server) setTools(tools []*sdk.Tool) {
+// when they changed, or when back says that they come back (a shared
+// server runs again after it failed or ended).
+func (s *server) setTools(tools []*sdk.Tool, back bool) {
 	s.mu.Lock()
-	changed := s.list == nil || !slices.EqualFunc(s.list, tools, sameTool)
+	changed := back || s.list == nil || !slices.EqualFunc(s.list, tools, sameTool)
 	s.list = tools
 	s.mu.Unlock()
 	if changed {
