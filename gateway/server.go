@@ -235,12 +235,16 @@ func (s *server) crashed(err error) {
 }
 
 // call forwards one call to the instance for wsPath, unless the server
-// is switched off or its tools rules hide the tool.
+// is switched off (for every workspace, or for wsPath's: then no instance
+// starts for it) or its tools rules hide the tool.
 func (s *server) call(ctx context.Context, wsPath, tool string, args json.RawMessage) (*sdk.CallToolResult, error) {
 	if !s.cfg.On() {
 		return nil, workspace.Errorf(workspace.CodeForbidden, "the MCP server %s is switched off (\"enabled\": false in its settings)", s.name)
 	}
 	if why := s.hides(tool); why != "" {
+		return nil, workspace.Errorf(workspace.CodeForbidden, "%s", why)
+	}
+	if why := s.g.Off(wsPath)[s.name]; why != "" {
 		return nil, workspace.Errorf(workspace.CodeForbidden, "%s", why)
 	}
 	ws := ""
@@ -291,6 +295,13 @@ func (s *server) stop() {
 		wg.Go(i.stop)
 	}
 	wg.Wait()
+}
+
+// workspaces are the workspaces that have an instance of the server.
+func (s *server) workspaces() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Collect(maps.Keys(s.instances))
 }
 
 // forget stops the instance of workspace ws, if any, and waits for it to
