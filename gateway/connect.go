@@ -255,7 +255,7 @@ func (s *server) refreshTools(sess *sdk.ClientSession) {
 		s.setErr(fmt.Errorf("%s: list its changed tools: %w", s.name, s.redact(err)))
 		return
 	}
-	s.setTools(tools)
+	s.setTools(tools, false)
 }
 
 func listTools(ctx context.Context, sess *sdk.ClientSession) ([]*sdk.Tool, error) {

@@ -52,6 +52,13 @@ type Options struct {
 	// error keeps the instance from starting. By default the name is the
 	// folder's, and the branch and project are empty.
 	Workspace func(ctx context.Context, path string) (settings.WorkspaceVars, error)
+	// Choice names the servers that the workspace at path does not see
+	// (its project's settings leave them out, or the user switched them
+	// off for it in the tray), each with the sentence that says so and
+	// how to turn it on. Its answer is kept until Rechoose; an error
+	// hides every server from the workspace (and is asked again next
+	// time). Nil: every workspace sees every server.
+	Choice func(ctx context.Context, path string) (map[string]string, error)
 	// StartTimeout bounds one start of one instance (spawn, initialize,
 	// list tools); 30 s by default.
 	StartTimeout time.Duration
@@ -144,6 +151,8 @@ type Gateway struct {
 	servers   map[string]*server
 	listeners []func()
 	closed    bool
+	// choices are Options.Choice's answers, by workspace.
+	choices map[string]map[string]string
 }
 
 var _ mcp.Gateway = (*Gateway)(nil)
@@ -153,7 +162,7 @@ var _ mcp.Gateway = (*Gateway)(nil)
 // stdio servers that a crashed earlier run left behind (see reapOrphans).
 func New(opts Options) *Gateway {
 	g := &Gateway{opts: opts.withDefaults(), sp: reap.NewSpawner(errGatewayClosed), reaped: make(chan struct{}),
-		servers: map[string]*server{}}
+		servers: map[string]*server{}, choices: map[string]map[string]string{}}
 	g.workDir, g.workDirErr = emptyFolder(g.opts.WorkDirs)
 	if g.workDirErr != nil {
 		g.opts.Log.Warn("no workspace-scoped MCP server can start", "err", g.workDirErr)
@@ -213,6 +222,70 @@ func (g *Gateway) Call(ctx context.Context, wsPath, tool string, args json.RawMe
 		return nil, fmt.Errorf("no MCP server %q is configured (tool %s)", name, tool)
 	}
 	return s.call(ctx, wsPath, inner, args)
+}
+
+// Off names the servers the workspace at wsPath does not see, with why
+// (see Options.Choice); none for "" (a call with no workspace).
+func (g *Gateway) Off(wsPath string) map[string]string {
+	if wsPath == "" || g.opts.Choice == nil {
+		return nil
+	}
+	g.mu.Lock()
+	off, ok := g.choices[wsPath]
+	g.mu.Unlock()
+	if ok {
+		return off
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), choiceTimeout)
+	defer cancel()
+	off, err := g.opts.Choice(ctx, wsPath)
+	if err != nil {
+		why := fmt.Sprintf("which MCP servers this workspace sees could not be read (%v); retry in a moment", err)
+		off = map[string]string{}
+		for _, s := range g.snapshot() {
+			off[s.name] = why
+		}
+		return off
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.choices != nil {
+		g.choices[wsPath] = off
+	}
+	return off
+}
+
+// choiceTimeout bounds one read of a workspace's choice of servers.
+const choiceTimeout = 5 * time.Second
+
+// Rechoose forgets what Options.Choice said for the workspace at wsPath
+// ("": every workspace), after the user changed which servers it sees,
+// stops its instances of the servers it no longer sees, and tells the
+// listeners.
+func (g *Gateway) Rechoose(wsPath string) {
+	g.mu.Lock()
+	if wsPath == "" {
+		clear(g.choices)
+	} else {
+		delete(g.choices, wsPath)
+	}
+	g.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range g.snapshot() {
+		if !s.cfg.PerWorkspace() {
+			continue
+		}
+		for _, ws := range s.workspaces() {
+			if wsPath != "" && ws != wsPath {
+				continue
+			}
+			if _, off := g.Off(ws)[s.name]; off {
+				wg.Go(func() { s.forget(ws) })
+			}
+		}
+	}
+	wg.Wait()
+	g.toolsChanged()
 }
 
 // OnToolsChanged registers fn, called on its own goroutine whenever the

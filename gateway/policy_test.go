@@ -6,8 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -143,5 +145,60 @@ func TestAWorkspaceThatCannotBeResolvedStartsNoInstanceAndSaysWhy(t *testing.T) 
 	_, err := g.Call(ctx, t.TempDir(), "every__get-env", nil)
 	if err == nil || !strings.Contains(err.Error(), "no workspace there") {
 		t.Fatalf("Call = %v, want the resolver's error", err)
+	}
+}
+
+func TestAServerSwitchedOffForAWorkspaceStopsItsInstanceThereOnly(t *testing.T) {
+	every := testenv.RealMCPServer(t, "mcp-server-everything")
+	a, b := t.TempDir(), t.TempDir()
+	var mu sync.Mutex
+	off := map[string]map[string]string{}
+	g := New(Options{
+		Servers: map[string]settings.MCPServer{"every": {Command: every, Scope: settings.ScopeWorkspace}},
+		Choice: func(_ context.Context, path string) (map[string]string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return maps.Clone(off[path]), nil
+		},
+		StartTimeout: 20 * time.Second, StopTimeout: time.Second,
+	})
+	t.Cleanup(func() { _ = g.Close() })
+	changed := make(chan struct{}, 8)
+	g.OnToolsChanged(func() { changed <- struct{}{} })
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	for _, ws := range []string{a, b} {
+		if res, err := g.Call(ctx, ws, "every__echo", args(t, map[string]string{"message": "hi"})); err != nil || res.IsError {
+			t.Fatalf("echo from %s: %v", ws, err)
+		}
+	}
+	if st := g.Statuses()[0]; st.Instances != 2 {
+		t.Fatalf("instances %d, want a's and b's", st.Instances)
+	}
+	for len(changed) > 0 {
+		<-changed
+	}
+
+	mu.Lock()
+	off[a] = map[string]string{"every": "the MCP server every is switched off for this workspace"}
+	mu.Unlock()
+	g.Rechoose(a)
+	if st := g.Statuses()[0]; st.Instances != 1 {
+		t.Fatalf("instances after every was switched off for a: %d, want b's only", st.Instances)
+	}
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Rechoose did not tell the listeners")
+	}
+	_, err := g.Call(ctx, a, "every__echo", args(t, map[string]string{"message": "hi"}))
+	if workspace.CodeOf(err) != workspace.CodeForbidden || !strings.Contains(err.Error(), "switched off for this workspace") {
+		t.Fatalf("a's call with every off for it = %v, want forbidden saying so", err)
+	}
+	if st := g.Statuses()[0]; st.Instances != 1 {
+		t.Fatalf("a's refused call started an instance: %d running", st.Instances)
+	}
+	if res, err := g.Call(ctx, b, "every__echo", args(t, map[string]string{"message": "hi"})); err != nil || res.IsError {
+		t.Fatalf("b's echo after every was switched off for a: %v", err)
 	}
 }

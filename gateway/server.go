@@ -107,15 +107,23 @@ func (s *server) workDir() string {
 
 // tools returns the server's tools, starting it (a workspace-scoped one:
 // its probe) if its tools are not known yet; none when it is switched
-// off. A tool its tools rules hide is marked Hidden with the rule.
+// off, and none from a shared server that does not run (it failed, or
+// ended and waits for its restart). A workspace-scoped server's tools, as
+// its probe learned them, stay while one workspace's instance is down: a
+// call from that workspace gets the reason and starts it again. A tool
+// its tools rules hide is marked Hidden with the rule.
 func (s *server) tools(ctx context.Context) []mcp.GatewayTool {
 	if !s.cfg.On() {
 		return nil
 	}
 	if s.cfg.PerWorkspace() {
 		s.probe(ctx)
-	} else if i := s.instance(""); i != nil {
-		_, _ = i.session(ctx) // a failure is in the status
+	} else if i := s.instance(""); i == nil {
+		return nil
+	} else if _, err := i.session(ctx); err != nil {
+		// Not running (it failed, or ended and waits to restart): its
+		// tools leave the list until it runs again; the status says why.
+		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -193,10 +201,11 @@ func (s *server) runProbe(done chan struct{}) {
 }
 
 // setTools records the tools an instance listed and tells the listeners
-// when they changed.
-func (s *server) setTools(tools []*sdk.Tool) {
+// when they changed, or when back says that they come back (a shared
+// server runs again after it failed or ended).
+func (s *server) setTools(tools []*sdk.Tool, back bool) {
 	s.mu.Lock()
-	changed := s.list == nil || !slices.EqualFunc(s.list, tools, sameTool)
+	changed := back || s.list == nil || !slices.EqualFunc(s.list, tools, sameTool)
 	s.list = tools
 	s.mu.Unlock()
 	if changed {
@@ -226,12 +235,16 @@ func (s *server) crashed(err error) {
 }
 
 // call forwards one call to the instance for wsPath, unless the server
-// is switched off or its tools rules hide the tool.
+// is switched off (for every workspace, or for wsPath's: then no instance
+// starts for it) or its tools rules hide the tool.
 func (s *server) call(ctx context.Context, wsPath, tool string, args json.RawMessage) (*sdk.CallToolResult, error) {
 	if !s.cfg.On() {
 		return nil, workspace.Errorf(workspace.CodeForbidden, "the MCP server %s is switched off (\"enabled\": false in its settings)", s.name)
 	}
 	if why := s.hides(tool); why != "" {
+		return nil, workspace.Errorf(workspace.CodeForbidden, "%s", why)
+	}
+	if why := s.g.Off(wsPath)[s.name]; why != "" {
 		return nil, workspace.Errorf(workspace.CodeForbidden, "%s", why)
 	}
 	ws := ""
@@ -282,6 +295,13 @@ func (s *server) stop() {
 		wg.Go(i.stop)
 	}
 	wg.Wait()
+}
+
+// workspaces are the workspaces that have an instance of the server.
+func (s *server) workspaces() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Collect(maps.Keys(s.instances))
 }
 
 // forget stops the instance of workspace ws, if any, and waits for it to

@@ -30,6 +30,13 @@ type Gateway interface {
 	// set of tools, or one tool's schema, may have changed: a server
 	// started, stopped, or sent notifications/tools/list_changed.
 	OnToolsChanged(fn func())
+	// Off names the servers that the workspace at wsPath does not see
+	// (its project's settings leave them out, or the user switched them
+	// off for it), each with the sentence that says so and how to turn it
+	// on; "" (the master token's calls) sees every server. It answers
+	// from memory, for every tools/list and call; a change of it is told
+	// through OnToolsChanged.
+	Off(wsPath string) map[string]string
 }
 
 // GatewayTool is one tool of a gateway server.

@@ -30,6 +30,8 @@ type fakeGateway struct {
 	// known makes Tools answer whatever ctx's deadline, as a gateway
 	// that knows its servers' tools already does.
 	known bool
+	// off is, per workspace, the servers it does not see, with why.
+	off map[string]map[string]string
 }
 
 // fakeMCP is one server of a fakeGateway.
@@ -100,6 +102,31 @@ func (g *fakeGateway) notify() {
 	for _, fn := range fns {
 		fn()
 	}
+}
+
+func (g *fakeGateway) Off(wsPath string) map[string]string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.off[wsPath]
+}
+
+// switchOff switches server off (or on) for the workspace at wsPath and
+// tells the listeners, as the gateway package does when the user flips
+// the workspace's toggle.
+func (g *fakeGateway) switchOff(wsPath, server string, off bool) {
+	g.set(func() {
+		if g.off == nil {
+			g.off = map[string]map[string]string{}
+		}
+		if g.off[wsPath] == nil {
+			g.off[wsPath] = map[string]string{}
+		}
+		if off {
+			g.off[wsPath][server] = "the MCP server " + server + " is switched off for this workspace"
+		} else {
+			delete(g.off[wsPath], server)
+		}
+	})
 }
 
 func (g *fakeGateway) OnToolsChanged(fn func()) {

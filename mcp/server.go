@@ -217,6 +217,9 @@ func New(opts Options) (*Server, error) {
 	s.tools = s.registerTools()
 	s.gw = newGatewayTools(s)
 	s.mcp.AddReceivingMiddleware(s.toolCallMiddleware)
+	if s.gw != nil {
+		s.mcp.AddSendingMiddleware(s.gw.notifyMiddleware)
+	}
 	s.http = s.newHTTPServer(sdkLogger)
 	if opts.Bound != nil {
 		s.use(opts.Bound)

@@ -60,6 +60,7 @@ func (s *server) build(ctx context.Context) error {
 		Confine:      s.confine,
 		ConfineProbe: s.confineProbe,
 		Workspace:    s.workspaceVars,
+		Choice:       s.serversChoice,
 		SharedCaches: filepath.Join(paths.DataDir(), "mcp-server-caches"),
 	})
 	// Closed after the MCP server has stopped (registered before it), so
