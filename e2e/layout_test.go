@@ -46,6 +46,7 @@ var layout = map[string][]string{
 	"codehydra/internal/fakemodel":             {helpers},
 	"codehydra/internal/gitenv":                {helpers},
 	"codehydra/internal/instance":              {helpers},
+	"codehydra/internal/mcpimport":             {helpers},
 	"codehydra/internal/netstat":               {helpers},
 	"codehydra/internal/paths":                 {helpers},
 	"codehydra/internal/pullrequest":           {"codehydra/workspace", helpers},
@@ -72,7 +73,8 @@ var notHelpers = []string{"codehydra/internal/cli", "codehydra/internal/daemon",
 // noFyne are the packages whose tests must build in seconds: Fyne (cgo,
 // minutes cold) stays out of them.
 var noFyne = []string{"codehydra/workspace", "codehydra/workspace/statuscache", "codehydra/mcp", "codehydra/opencode",
-	"codehydra/prepare", "codehydra/gateway", "codehydra/wsfs", "codehydra/tasks", "codehydra/internal/mcpstdio"}
+	"codehydra/prepare", "codehydra/gateway", "codehydra/wsfs", "codehydra/tasks", "codehydra/internal/mcpstdio",
+	"codehydra/internal/mcpimport"}
 
 type listedPackage struct {
 	ImportPath, Dir string

@@ -27,14 +27,17 @@ const mcpStatusEvery = 2 * time.Second
 // to add, edit or remove one. It saves on its own, like the Projects tab;
 // main reconfigures the running servers on each save.
 type mcpServersEditor struct {
-	u       *UI
-	rows    *fyne.Container
-	empty   *widget.Label
-	status  *widget.Label
-	add     *widget.Button
-	list    fyne.CanvasObject
-	form    *mcpServerForm
-	content fyne.CanvasObject
+	u      *UI
+	rows   *fyne.Container
+	empty  *widget.Label
+	status *widget.Label
+	add    *widget.Button
+	// importButton opens imp, the servers found in other clients' files.
+	importButton *widget.Button
+	list         fyne.CanvasObject
+	form         *mcpServerForm
+	imp          *mcpImport
+	content      fyne.CanvasObject
 	// shown is the server names the rows are for, in order; the rows are
 	// rebuilt only when it changes, so that a refresh keeps the buttons.
 	shown  []string
@@ -64,15 +67,18 @@ func (u *UI) newMCPServersEditor(cancel func()) *mcpServersEditor {
 	e.empty.Wrapping = fyne.TextWrapWord
 	e.add = widget.NewButton("Add server…", func() { e.form.open("") })
 	e.add.Importance = widget.HighImportance
+	e.importButton = widget.NewButton("Import…", func() { e.imp.open() })
 	intro := widget.NewLabel("CodeHydra starts these servers and offers their tools to every agent as <server>__<tool>, " +
 		"behind its own access token, limits and audit log.")
 	intro.Wrapping = fyne.TextWrapWord
 	e.list = container.NewBorder(intro,
-		container.NewVBox(e.status, container.NewHBox(layout.NewSpacer(), e.add)), nil, nil,
+		container.NewVBox(e.status, container.NewHBox(layout.NewSpacer(), e.importButton, e.add)), nil, nil,
 		container.NewVScroll(container.NewVBox(e.empty, e.rows)))
 	e.form = newMCPServerForm(e, cancel)
 	e.form.content.Hide()
-	e.content = container.NewStack(e.list, e.form.content)
+	e.imp = newMCPImport(e)
+	e.imp.content.Hide()
+	e.content = container.NewStack(e.list, e.form.content, e.imp.content)
 	e.show(e.statuses())
 	e.watch()
 	return e
