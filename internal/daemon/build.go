@@ -61,6 +61,7 @@ func (s *server) build(ctx context.Context) error {
 		ConfineProbe: s.confineProbe,
 		Workspace:    s.workspaceVars,
 		SharedCaches: filepath.Join(paths.DataDir(), "mcp-server-caches"),
+		Unpinned:     !set.PinTools,
 	})
 	// Closed after the MCP server has stopped (registered before it), so
 	// that no call reaches a stopped server.
