@@ -38,6 +38,10 @@ const DefaultAppID = "io.github.codehydra"
 // Settings window shows it; main adapts the gateway's statuses to it.
 type MCPServerStatus = window.MCPServerStatus
 
+// MCPToolChange is a tool of the user's MCP servers withheld because its
+// definition changed since it was pinned, as Settings shows it.
+type MCPToolChange = window.MCPToolChange
+
 // Deps is what the UI needs from the rest of the app.
 type Deps struct {
 	// Workspaces and Settings are required.

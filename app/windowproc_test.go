@@ -153,7 +153,9 @@ func TestTheWindowsGetWhatTheTrayHasOfTheApp(t *testing.T) {
 
 type gateway struct{}
 
-func (gateway) Statuses() []MCPServerStatus { return nil }
+func (gateway) Statuses() []MCPServerStatus                   { return nil }
+func (gateway) ToolChanges(string) []window.MCPToolChange     { return nil }
+func (gateway) AcceptToolChange(string, string, string) error { return nil }
 
 type preparation struct{}
 

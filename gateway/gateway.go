@@ -37,6 +37,7 @@ import (
 	"codehydra/internal/sandbox"
 	"codehydra/internal/settings"
 	"codehydra/mcp"
+	"codehydra/workspace"
 )
 
 // Options configure a Gateway. Zero values pick the defaults.
@@ -93,6 +94,13 @@ type Options struct {
 	// folder workspace-scoped servers start in (see WorkDir);
 	// paths.MCPWorkDirs() by default.
 	WorkDirs string
+	// PinsFile holds the pinned definitions of the servers' tools (see
+	// pins.go); paths.MCPPinsFile() by default.
+	PinsFile string
+	// Unpinned turns pinning off (settings "pinTools": false): every
+	// tool is offered as its server defines it now, and nothing is
+	// recorded.
+	Unpinned bool
 }
 
 func (o Options) withDefaults() Options {
@@ -130,6 +138,9 @@ func (o Options) withDefaults() Options {
 	if o.WorkDirs == "" {
 		o.WorkDirs = paths.MCPWorkDirs()
 	}
+	if o.PinsFile == "" {
+		o.PinsFile = paths.MCPPinsFile()
+	}
 	return o
 }
 
@@ -146,6 +157,8 @@ type Gateway struct {
 	// servers start in (see WorkDir); workDirErr says why it is "".
 	workDir    string
 	workDirErr error
+	// pins are the tools' pinned definitions; nil when Unpinned.
+	pins *pins
 
 	mu        sync.Mutex
 	servers   map[string]*server
@@ -166,6 +179,9 @@ func New(opts Options) *Gateway {
 	g.workDir, g.workDirErr = emptyFolder(g.opts.WorkDirs)
 	if g.workDirErr != nil {
 		g.opts.Log.Warn("no workspace-scoped MCP server can start", "err", g.workDirErr)
+	}
+	if !g.opts.Unpinned {
+		g.pins = loadPins(g.opts.PinsFile, g.opts.Log)
 	}
 	for name, cfg := range opts.Servers {
 		g.servers[name] = newServer(g, name, cfg.Clone())
@@ -307,6 +323,49 @@ func (g *Gateway) toolsChanged() {
 	for _, fn := range fns {
 		go fn()
 	}
+}
+
+// ToolChanges are the tools of server whose definitions changed since
+// they were pinned, sorted by tool: each is withheld until accepted.
+func (g *Gateway) ToolChanges(server string) []ToolChange {
+	g.mu.Lock()
+	s := g.servers[server]
+	g.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.SortedFunc(maps.Values(s.changed), func(a, b ToolChange) int { return strings.Compare(a.Tool, b.Tool) })
+}
+
+// AcceptToolChange pins the new definition of server's tool, the one
+// whose hash is hash (ToolChange.Hash, as shown to the user), and offers
+// the tool again. A definition that changed again since is not accepted:
+// the user reviews the new one.
+func (g *Gateway) AcceptToolChange(server, tool, hash string) error {
+	g.mu.Lock()
+	s := g.servers[server]
+	g.mu.Unlock()
+	if s == nil || g.pins == nil {
+		return fmt.Errorf("tool %s of server %s has no changed definition to accept", tool, server)
+	}
+	s.mu.Lock()
+	c, ok := s.changed[tool]
+	switch {
+	case !ok:
+		s.mu.Unlock()
+		return fmt.Errorf("tool %s of server %s has no changed definition to accept (it was accepted already, or changed back)", tool, server)
+	case c.Hash != hash || c.New == nil:
+		s.mu.Unlock()
+		return workspace.Errorf(workspace.CodeConflict, "the definition of tool %s of server %s changed again since it was shown; review it anew", tool, server)
+	}
+	g.pins.accept(c)
+	delete(s.changed, tool)
+	s.mu.Unlock()
+	g.opts.Log.Info("accepted a changed MCP tool definition", slog.String("server", server), slog.String("tool", tool), slog.String("hash", hash))
+	g.toolsChanged()
+	return nil
 }
 
 // Statuses says how each server is doing, sorted by name, for the

@@ -80,28 +80,6 @@ func (rt headerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-func listed(t *testing.T, cs *sdk.ClientSession) []string {
-	t.Helper()
-	res, err := cs.ListTools(t.Context(), nil)
-	if err != nil {
-		t.Fatalf("tools/list: %v", err)
-	}
-	var names []string
-	for _, tool := range res.Tools {
-		names = append(names, tool.Name)
-	}
-	return names
-}
-
-func awaitChanged(t *testing.T, changed <-chan struct{}, why string) {
-	t.Helper()
-	select {
-	case <-changed:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("no notifications/tools/list_changed after %s", why)
-	}
-}
-
 func TestAKilledServersToolsLeaveTheClientsListAndComeBackWhenItRunsAgain(t *testing.T) {
 	every := testenv.RealMCPServer(t, "mcp-server-everything")
 	g := New(Options{Servers: map[string]settings.MCPServer{"every": {Command: every}}, StartTimeout: 20 * time.Second, StopTimeout: time.Second,

@@ -25,6 +25,7 @@ func TestToolRulesHideToolsAndACallOfOneIsForbiddenNamingTheRule(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	tools := g.Tools(ctx)
+	const byRules = " (settings: mcpServers.every.tools); only the user can change that, in the settings file"
 	hidden := map[string]string{}
 	for _, tl := range tools {
 		hidden[tl.Tool.Name] = tl.Hidden
@@ -32,8 +33,8 @@ func TestToolRulesHideToolsAndACallOfOneIsForbiddenNamingTheRule(t *testing.T) {
 	for name, want := range map[string]string{
 		"every__echo":                  "",
 		"every__get-sum":               "",
-		"every__get-env":               `tool get-env of server every is hidden by its tools.deny rule "get-env"`,
-		"every__gzip-file-as-resource": `tool gzip-file-as-resource of server every is hidden by its tools.allow rules ("echo", "get-*"), none of which it matches`,
+		"every__get-env":               `tool get-env of server every is hidden by its tools.deny rule "get-env"` + byRules,
+		"every__gzip-file-as-resource": `tool gzip-file-as-resource of server every is hidden by its tools.allow rules ("echo", "get-*"), none of which it matches` + byRules,
 	} {
 		got, ok := hidden[name]
 		if !ok || got != want {

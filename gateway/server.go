@@ -50,6 +50,9 @@ type ServerStatus struct {
 	// Instances is how many of its instances run (one per workspace for
 	// a workspace-scoped server).
 	Instances int
+	// ChangedTools counts its tools withheld because their definitions
+	// changed since they were pinned (see ToolChanges).
+	ChangedTools int
 }
 
 // server is one configured server and its instances.
@@ -63,6 +66,9 @@ type server struct {
 	mu        sync.Mutex
 	instances map[string]*instance // by workspace; "" is a shared server's
 	list      []*sdk.Tool          // as last listed; nil until then
+	// changed are the listed tools whose definitions differ from their
+	// pins, by name; withheld until accepted.
+	changed   map[string]ToolChange
 	lastErr   error
 	restarts  int
 	stopped   bool
@@ -131,8 +137,12 @@ func (s *server) tools(ctx context.Context) []mcp.GatewayTool {
 	for _, t := range s.list {
 		c := *t
 		c.Name = s.name + "__" + t.Name
+		hidden := s.hides(t.Name)
+		if hidden == "" {
+			hidden = s.withheldLocked(t.Name)
+		}
 		out = append(out, mcp.GatewayTool{Tool: &c, Server: s.name, Confine: s.cfg.Confine, PerWorkspace: s.cfg.PerWorkspace(), WorkDir: s.workDir(),
-			Hidden: s.hides(t.Name), PathsAllow: s.cfg.Paths.Allow, PathsDeny: s.cfg.Paths.Deny, PerMinute: s.cfg.RateLimit.PerMinute})
+			Hidden: hidden, PathsAllow: s.cfg.Paths.Allow, PathsDeny: s.cfg.Paths.Deny, PerMinute: s.cfg.RateLimit.PerMinute})
 	}
 	return out
 }
@@ -144,7 +154,17 @@ func (s *server) hides(tool string) string {
 	if rule == "" {
 		return ""
 	}
-	return fmt.Sprintf("tool %s of server %s is hidden by its %s", tool, s.name, rule)
+	return fmt.Sprintf("tool %s of server %s is hidden by its %s (settings: mcpServers.%s.tools); only the user can change that, in the settings file", tool, s.name, rule, s.name)
+}
+
+// withheldLocked says, as a sentence, why the tool named tool is
+// withheld because its definition changed since it was pinned; "" when it
+// is not. s.mu is held.
+func (s *server) withheldLocked(tool string) string {
+	if _, ok := s.changed[tool]; !ok {
+		return ""
+	}
+	return fmt.Sprintf("tool %s of server %s is withheld: its definition changed since it was pinned (definition changed; review it in Settings > MCP servers, where Accept offers it again)", tool, s.name)
 }
 
 // probe learns a workspace-scoped server's tools before any workspace
@@ -200,13 +220,18 @@ func (s *server) runProbe(done chan struct{}) {
 	_, _ = i.session(context.Background())
 }
 
-// setTools records the tools an instance listed and tells the listeners
-// when they changed, or when back says that they come back (a shared
-// server runs again after it failed or ended).
+// setTools records the tools an instance listed, checks them against
+// their pins (pinning those never seen), and tells the listeners when
+// they changed, or when back says that they come back (a shared server
+// runs again after it failed or ended).
 func (s *server) setTools(tools []*sdk.Tool, back bool) {
+	var withheld map[string]ToolChange
+	if s.g.pins != nil {
+		withheld = s.g.pins.check(s.name, tools)
+	}
 	s.mu.Lock()
 	changed := back || s.list == nil || !slices.EqualFunc(s.list, tools, sameTool)
-	s.list = tools
+	s.list, s.changed = tools, withheld
 	s.mu.Unlock()
 	if changed {
 		s.g.toolsChanged()
@@ -236,7 +261,8 @@ func (s *server) crashed(err error) {
 
 // call forwards one call to the instance for wsPath, unless the server
 // is switched off (for every workspace, or for wsPath's: then no instance
-// starts for it) or its tools rules hide the tool.
+// starts for it), its tools rules hide the tool or its definition
+// changed since it was pinned.
 func (s *server) call(ctx context.Context, wsPath, tool string, args json.RawMessage) (*sdk.CallToolResult, error) {
 	if !s.cfg.On() {
 		return nil, workspace.Errorf(workspace.CodeForbidden, "the MCP server %s is switched off (\"enabled\": false in its settings)", s.name)
@@ -244,7 +270,13 @@ func (s *server) call(ctx context.Context, wsPath, tool string, args json.RawMes
 	if why := s.hides(tool); why != "" {
 		return nil, workspace.Errorf(workspace.CodeForbidden, "%s", why)
 	}
-	if why := s.g.Off(wsPath)[s.name]; why != "" {
+	s.mu.Lock()
+	why := s.withheldLocked(tool)
+	s.mu.Unlock()
+	if why == "" {
+		why = s.g.Off(wsPath)[s.name]
+	}
+	if why != "" {
 		return nil, workspace.Errorf(workspace.CodeForbidden, "%s", why)
 	}
 	ws := ""
@@ -319,7 +351,7 @@ func (s *server) forget(ws string) {
 func (s *server) status() ServerStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := ServerStatus{Name: s.name, State: StateStopped, Tools: len(s.list), Calls: s.calls.Load(), Restarts: s.restarts}
+	st := ServerStatus{Name: s.name, State: StateStopped, Tools: len(s.list), Calls: s.calls.Load(), Restarts: s.restarts, ChangedTools: len(s.changed)}
 	if !s.cfg.On() {
 		st.State = StateDisabled
 		return st

@@ -56,9 +56,11 @@ type GatewayTool struct {
 	// ("scope": "workspace"), so a caller without a workspace cannot
 	// call it.
 	PerWorkspace bool
-	// Hidden, when set, says in a sentence which of the server's tools
-	// rules hides the tool (settings "tools"): it is not offered, and a
-	// call of it is refused forbidden with this sentence.
+	// Hidden, when set, says in a sentence why the gateway withholds the
+	// tool and what the user can do about it: one of the server's tools
+	// rules hides it (settings "tools"), or its definition changed since
+	// it was pinned (settings "pinTools"). It is not offered, and a call
+	// of it is refused forbidden with this sentence.
 	Hidden string
 	// PathsAllow and PathsDeny narrow, for a confined server, the paths
 	// its arguments may name inside the caller's workspace (settings

@@ -259,7 +259,7 @@ func (g *gatewayTools) notifyMiddleware(next sdk.MethodHandler) sdk.MethodHandle
 }
 
 // offer checks the gateway's tools and makes the tools to register; a
-// tool its server's tools rules hide (GatewayTool.Hidden) is kept in next,
+// tool the gateway withholds (GatewayTool.Hidden) is kept in next,
 // for its call to be refused, but not offered. Each name must hold "__"
 // and be CodeHydra's own tool's never, each input
 // schema must be an object, and an output schema admits the error shape
@@ -405,16 +405,16 @@ func (s *Server) callGateway(ctx context.Context, rec *auditEntry, who caller, g
 	return r, nil
 }
 
-// admitGateway refuses, before the gateway sees it, a call of a tool its
-// server's tools rules hide, a call that a per-workspace server cannot
+// admitGateway refuses, before the gateway sees it, a call of a tool the
+// gateway withholds (its server's tools rules hide it, or its definition
+// changed since it was pinned), a call that a per-workspace server cannot
 // take without a workspace, and a call of a
 // confined server with an argument path outside the caller's workspace
 // or refused by deny (see confineArgs).
 func admitGateway(ctx context.Context, tool string, gt GatewayTool, wsPath string, deny []string, args json.RawMessage) error {
 	switch {
 	case gt.Hidden != "":
-		return workspace.Errorf(workspace.CodeForbidden,
-			"%s: %s (settings: mcpServers.%s.tools); only the user can change that, in the settings file", tool, gt.Hidden, gt.Server)
+		return workspace.Errorf(workspace.CodeForbidden, "%s: %s", tool, gt.Hidden)
 	case gt.PerWorkspace && wsPath == "":
 		return workspace.Errorf(workspace.CodeInvalidInput,
 			"%s belongs to %q, a server that runs one instance per workspace, in it; the user's token names no workspace: call it with a workspace's token (its agent's, or a client set up with `codehydra mcp-config --workspace PATH`)", tool, gt.Server)

@@ -27,7 +27,7 @@ import (
 // Protocol is the version of the bridge's methods and types: a window
 // process refuses an app of another one (a binary replaced under a
 // running app, by an upgrade, may not speak its bridge).
-const Protocol = 3
+const Protocol = 4
 
 // Hello is what a window process learns first: the window to open and
 // which of the optional Deps the app has.
@@ -158,6 +158,10 @@ type (
 		Options workspace.PullRequestOptions
 	}
 	subscription struct{ ID int }
+	// serverArg names one of the gateway's servers; toolChangeArg one of
+	// its changed tools and the definition's hash as shown.
+	serverArg     struct{ Server string }
+	toolChangeArg struct{ Server, Tool, Hash string }
 )
 
 // Results of the bridge's methods that are more than one value.

@@ -574,6 +574,14 @@ func (r *recorder) URL() string        { r.called("URL"); return "" }
 func (r *recorder) PortNotice() string { r.called("PortNotice"); return "" }
 
 func (r *recorder) Statuses() []window.MCPServerStatus { r.called("Statuses"); return nil }
+func (r *recorder) ToolChanges(string) []window.MCPToolChange {
+	r.called("ToolChanges")
+	return nil
+}
+func (r *recorder) AcceptToolChange(string, string, string) error {
+	r.called("AcceptToolChange")
+	return nil
+}
 
 func (r *recorder) State(string) (prepare.State, bool) {
 	r.called("State")

@@ -336,6 +336,16 @@ func (g gatewayClient) Statuses() []window.MCPServerStatus {
 	return v
 }
 
+func (g gatewayClient) ToolChanges(server string) []window.MCPToolChange {
+	v, err := get[[]window.MCPToolChange](g.c, "Gateway.ToolChanges", serverArg{server})
+	g.c.quiet("Gateway.ToolChanges", err)
+	return v
+}
+
+func (g gatewayClient) AcceptToolChange(server, tool, hash string) error {
+	return g.c.call("Gateway.AcceptToolChange", toolChangeArg{server, tool, hash}, nil)
+}
+
 // prepareClient is window.Preparation over the bridge.
 type prepareClient struct{ c *Client }
 

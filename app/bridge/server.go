@@ -258,6 +258,10 @@ func (s *Server) optionalMethods(m map[string]handler) {
 	}
 	if d.Gateway != nil {
 		m["Gateway.Statuses"] = on(func(context.Context, struct{}) (any, error) { return d.Gateway.Statuses(), nil })
+		m["Gateway.ToolChanges"] = on(func(_ context.Context, a serverArg) (any, error) { return d.Gateway.ToolChanges(a.Server), nil })
+		m["Gateway.AcceptToolChange"] = on(func(_ context.Context, a toolChangeArg) (any, error) {
+			return nil, d.Gateway.AcceptToolChange(a.Server, a.Tool, a.Hash)
+		})
 	}
 	if p := d.Prepare; p != nil {
 		m["Prepare.State"] = on(func(_ context.Context, a pathArg) (any, error) {

@@ -139,6 +139,23 @@ type MCPGateway interface {
 	// Statuses says how each configured server is doing, by name; it must
 	// be cheap, as the Settings window asks every few seconds.
 	Statuses() []MCPServerStatus
+	// ToolChanges are the tools of the server called server that are
+	// withheld because their definitions changed since they were pinned
+	// (settings pinTools), sorted by tool.
+	ToolChanges(server string) []MCPToolChange
+	// AcceptToolChange pins the new definition of the server's tool, the
+	// one whose hash is hash (as shown), and offers the tool again; a
+	// definition that changed again since is refused.
+	AcceptToolChange(server, tool, hash string) error
+}
+
+// MCPToolChange is a tool withheld because its definition changed: Old
+// is the pinned definition, New the server's now (each the JSON of its
+// name, description, inputSchema and annotations), Hash is New's.
+type MCPToolChange struct {
+	Tool     string
+	Old, New string
+	Hash     string
 }
 
 // MCPServerStatus is how one of the user's MCP servers is doing.
@@ -155,6 +172,9 @@ type MCPServerStatus struct {
 	// Instances is how many of its instances run (one per workspace for a
 	// workspace-scoped server).
 	Instances int
+	// ChangedTools counts its tools withheld because their definitions
+	// changed since they were pinned (see MCPGateway.ToolChanges).
+	ChangedTools int
 }
 
 // Preparation is the readying of created workspaces before their agent

@@ -2,7 +2,9 @@ package window
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -98,6 +100,10 @@ func (f *fakeTray) DeleteProgress(path string) DeleteProgress {
 type fakeGateway struct {
 	mu sync.Mutex
 	st []MCPServerStatus
+	// changes are each server's withheld tools; accepted records each
+	// AcceptToolChange as "server/tool@hash".
+	changes  map[string][]MCPToolChange
+	accepted []string
 }
 
 func (g *fakeGateway) set(st ...MCPServerStatus) {
@@ -110,4 +116,29 @@ func (g *fakeGateway) Statuses() []MCPServerStatus {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return append([]MCPServerStatus(nil), g.st...)
+}
+
+func (g *fakeGateway) ToolChanges(server string) []MCPToolChange {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]MCPToolChange(nil), g.changes[server]...)
+}
+
+// AcceptToolChange takes the change of tool shown with hash, as the
+// gateway does: it leaves ToolChanges and the server's count.
+func (g *fakeGateway) AcceptToolChange(server, tool, hash string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.accepted = append(g.accepted, server+"/"+tool+"@"+hash)
+	i := slices.IndexFunc(g.changes[server], func(c MCPToolChange) bool { return c.Tool == tool })
+	if i < 0 || g.changes[server][i].Hash != hash {
+		return errors.New("it changed again since it was shown; review it anew")
+	}
+	g.changes[server] = slices.Delete(g.changes[server], i, i+1)
+	for k := range g.st {
+		if g.st[k].Name == server {
+			g.st[k].ChangedTools--
+		}
+	}
+	return nil
 }

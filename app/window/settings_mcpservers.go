@@ -37,6 +37,7 @@ type mcpServersEditor struct {
 	list         fyne.CanvasObject
 	form         *mcpServerForm
 	imp          *mcpImport
+	pins         *pinReview
 	content      fyne.CanvasObject
 	// shown is the server names the rows are for, in order; the rows are
 	// rebuilt only when it changes, so that a refresh keeps the buttons.
@@ -50,13 +51,18 @@ type mcpServerRow struct {
 	name string
 	// on switches the server on and off (settings "enabled"), saved at
 	// once.
-	on       *widget.Check
-	kind     *widget.Label
-	state    *widget.Label
-	lastErr  *widget.Label
-	edit     *widget.Button
-	remove   *widget.Button
-	contents fyne.CanvasObject
+	on      *widget.Check
+	kind    *widget.Label
+	state   *widget.Label
+	lastErr *widget.Label
+	// changes says how many of its tools are withheld because their
+	// definitions changed; review opens them.
+	changes     *widget.Label
+	review      *widget.Button
+	changesLine fyne.CanvasObject
+	edit        *widget.Button
+	remove      *widget.Button
+	contents    fyne.CanvasObject
 }
 
 // newMCPServersEditor builds the tab and starts refreshing the servers'
@@ -78,7 +84,8 @@ func (u *UI) newMCPServersEditor(cancel func()) *mcpServersEditor {
 	e.form.content.Hide()
 	e.imp = newMCPImport(e)
 	e.imp.content.Hide()
-	e.content = container.NewStack(e.list, e.form.content, e.imp.content)
+	e.pins = newPinReview(e)
+	e.content = container.NewStack(e.list, e.form.content, e.imp.content, e.pins.content)
 	e.show(e.statuses())
 	e.watch()
 	return e
@@ -152,7 +159,11 @@ func (e *mcpServersEditor) newRow(name string) *mcpServerRow {
 	r.remove = widget.NewButton("Remove…", func() { e.confirmRemove(name) })
 	head := container.NewBorder(nil, nil, nil, container.NewHBox(r.on, r.edit, r.remove),
 		widget.NewLabelWithStyle(name, fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
-	r.contents = container.NewVBox(head, r.kind, r.state, r.lastErr, widget.NewSeparator())
+	r.changes = widget.NewLabel("")
+	r.changes.Importance = widget.WarningImportance
+	r.review = widget.NewButton("Review…", func() { e.pins.open(name) })
+	r.changesLine = container.NewHBox(r.changes, r.review)
+	r.contents = container.NewVBox(head, r.kind, r.state, r.changesLine, r.lastErr, widget.NewSeparator())
 	return r
 }
 
@@ -169,6 +180,12 @@ func (r *mcpServerRow) set(m settings.MCPServer, statuses map[string]MCPServerSt
 		st = MCPServerStatus{State: "stopped"}
 	}
 	r.state.SetText(stateLine(st, m, running))
+	showIf(r.changesLine, running && m.On() && st.ChangedTools > 0)
+	if st.ChangedTools == 1 {
+		r.changes.SetText("1 tool definition changed —")
+	} else {
+		r.changes.SetText(fmt.Sprintf("%d tool definitions changed —", st.ChangedTools))
+	}
 	r.lastErr.Hide()
 	if running && st.State == "failed" && st.LastError != "" {
 		r.lastErr.SetText("Last error: " + st.LastError)

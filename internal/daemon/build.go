@@ -62,6 +62,7 @@ func (s *server) build(ctx context.Context) error {
 		Workspace:    s.workspaceVars,
 		Choice:       s.serversChoice,
 		SharedCaches: filepath.Join(paths.DataDir(), "mcp-server-caches"),
+		Unpinned:     !set.PinTools,
 	})
 	// Closed after the MCP server has stopped (registered before it), so
 	// that no call reaches a stopped server.

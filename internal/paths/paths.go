@@ -52,6 +52,10 @@ func MCPServersDir() string { return filepath.Join(xdg.StateHome, app, "mcp-serv
 // empty folder the gateway's workspace-scoped MCP servers start in.
 func MCPWorkDirs() string { return filepath.Join(DataDir(), "mcp-wd") }
 
+// MCPPinsFile is $XDG_STATE_HOME/codehydra/mcp-pins.json (0600): the
+// definitions of the gateway's tools as first seen or last accepted.
+func MCPPinsFile() string { return filepath.Join(xdg.StateHome, app, "mcp-pins.json") }
+
 // RuntimeDir is $XDG_RUNTIME_DIR/codehydra. When XDG_RUNTIME_DIR is unset
 // and xdg's fallback /run/user/<uid> does not exist (no systemd login, CI,
 // containers), it is <temp>/codehydra-<uid>; internal/instance checks that

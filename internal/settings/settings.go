@@ -98,6 +98,9 @@ type Settings struct {
 	// MCPServers are the user's own MCP servers, keyed by name, offered
 	// to every agent through CodeHydra's MCP server; see MCPServer.
 	MCPServers map[string]MCPServer `json:"mcpServers"`
+	// PinTools withholds a gateway tool whose definition changed since it
+	// was first seen, until the user accepts the change in Settings.
+	PinTools bool `json:"pinTools"`
 	// WorkspaceDeny are deny patterns the workspace file tools refuse on
 	// top of their built-in list; see CheckDenyPattern.
 	WorkspaceDeny []string `json:"workspaceDeny"`
@@ -116,6 +119,7 @@ func Default() Settings {
 		Projects:              []string{},
 		ProjectSetup:          map[string]ProjectSetup{},
 		MCPServers:            map[string]MCPServer{},
+		PinTools:              true,
 		WorkspaceDeny:         []string{},
 		Sandbox:               DefaultSandbox(),
 		RateLimit:             RateLimit{PerSecond: 20, Burst: 40},

@@ -32,6 +32,7 @@ func TestDefaultMatchesDocumentedValues(t *testing.T) {
 		MaxAgents:            20,
 		ProjectSetup:         map[string]ProjectSetup{},
 		MCPServers:           map[string]MCPServer{},
+		PinTools:             true,
 		WorkspaceDeny:        []string{},
 		Sandbox: Sandbox{Mode: "auto", Writable: []string{}, Readable: []string{}, Hidden: []string{
 			"~/.ssh", "~/.gnupg", "~/.aws", "~/.azure", "~/.config/gcloud", "~/.config/gh", "~/.docker",
@@ -140,13 +141,18 @@ func TestLoadReadsValidFiles(t *testing.T) {
 			s.Notifications = false
 			return s
 		}},
+		{"tool pinning can be turned off", `{"pinTools": false}`, func() Settings {
+			s := Default()
+			s.PinTools = false
+			return s
+		}},
 		{"every key", `{"mcpPort":1,"opencodeBasePort":2,"opencodeBin":"/bin/oc","worktreeRoot":"/w","notifications":true,
 			"projects":["/a","/b"],"rateLimit":{"perSecond":1.5,"burst":3},"toolTimeoutSeconds":600,
 			"mcpSessionIdleSeconds":2,"mcpMaxSessions":7,"mcpMaxConnections":99,"taskTimeoutSeconds":5,
 			"logMaxMB":1,"workspaceCreateLimit":{"count":3,"minutes":60},"maxAgents":4,
 			"projectSetup":{"/a":{"copy":[".env*"],"setup":"make","setupTimeoutSeconds":9}},
 			"mcpServers":{"fs":{"command":"npx","args":["-y","x"],"env":{"T":"{env:T}"},"scope":"workspace","confine":true,"startAtLaunch":true},
-				"gh":{"url":"https://example.com/mcp","headers":{"Authorization":"Bearer {env:GH}"}}},"workspaceDeny":["vault/"],
+				"gh":{"url":"https://example.com/mcp","headers":{"Authorization":"Bearer {env:GH}"}}},"pinTools":true,"workspaceDeny":["vault/"],
 			"sandbox":{"mode":"required","writable":["~/.m2"],"readable":["/opt/sdk"],"hidden":[]}}`, func() Settings {
 			return Settings{MCPPort: 1, OpencodeBasePort: 2, OpencodeBin: "/bin/oc", WorktreeRoot: "/w", Notifications: true,
 				Projects: []string{"/a", "/b"}, RateLimit: RateLimit{PerSecond: 1.5, Burst: 3}, ToolTimeoutSeconds: 600,
@@ -156,8 +162,8 @@ func TestLoadReadsValidFiles(t *testing.T) {
 				MCPServers: map[string]MCPServer{
 					"fs": {Command: "npx", Args: []string{"-y", "x"}, Env: map[string]string{"T": "{env:T}"}, Scope: ScopeWorkspace, Confine: true, StartAtLaunch: true},
 					"gh": {URL: "https://example.com/mcp", Headers: map[string]string{"Authorization": "Bearer {env:GH}"}}},
-				WorkspaceDeny: []string{"vault/"},
-				Sandbox:       Sandbox{Mode: "required", Writable: []string{"~/.m2"}, Readable: []string{"/opt/sdk"}, Hidden: []string{}}}
+				PinTools: true, WorkspaceDeny: []string{"vault/"},
+				Sandbox: Sandbox{Mode: "required", Writable: []string{"~/.m2"}, Readable: []string{"/opt/sdk"}, Hidden: []string{}}}
 		}},
 		{"the sandbox mode alone", `{"sandbox": "off"}`, func() Settings {
 			s := Default()
@@ -362,7 +368,7 @@ func TestSaveWritesEveryKnownKey(t *testing.T) {
 	}
 	for _, k := range []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds",
 		"mcpSessionIdleSeconds", "mcpMaxSessions", "mcpMaxConnections", "taskTimeoutSeconds", "logMaxMB", "workspaceCreateLimit", "maxAgents",
-		"editorCommand", "terminalCommand", "prCommand", "projectSetup", "mcpServers", "workspaceDeny", "sandbox"} {
+		"editorCommand", "terminalCommand", "prCommand", "projectSetup", "mcpServers", "pinTools", "workspaceDeny", "sandbox"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("key %s missing from\n%s", k, data)
 		}
@@ -452,7 +458,7 @@ func TestStoreConcurrentUpdatesAllLand(t *testing.T) {
 func TestKnownKeysMatchStructTags(t *testing.T) {
 	want := []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds",
 		"mcpSessionIdleSeconds", "mcpMaxSessions", "mcpMaxConnections", "taskTimeoutSeconds", "logMaxMB", "workspaceCreateLimit", "maxAgents",
-		"editorCommand", "terminalCommand", "prCommand", "projectSetup", "mcpServers", "workspaceDeny", "sandbox"}
+		"editorCommand", "terminalCommand", "prCommand", "projectSetup", "mcpServers", "pinTools", "workspaceDeny", "sandbox"}
 	if got := knownKeys(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("knownKeys() = %v, want %v", got, want)
 	}
