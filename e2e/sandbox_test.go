@@ -238,6 +238,16 @@ func wantLines(t *testing.T, out string, want ...string) {
 	}
 }
 
+// fileText is the content of the file at path.
+func fileText(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 func unchanged(t *testing.T, path, want string) {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -274,14 +284,7 @@ func TestTheKernelSandboxWithTheRealOpencode(t *testing.T) {
 
 func ownShellCannotLeave(t *testing.T, s *sandboxedApp) {
 	a := s.agent(t, s.a)
-	tokenBefore, err := os.ReadFile(paths.TokenFile())
-	if err != nil {
-		t.Fatal(err)
-	}
-	settingsBefore, err := os.ReadFile(paths.SettingsFile())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tokenBefore, settingsBefore := fileText(t, paths.TokenFile()), fileText(t, paths.SettingsFile())
 	bPID := agentRecord(t, s.b).PID
 
 	raw, err := s.call(t, s.a, mcp.ToolGetStatus, nil)
@@ -343,11 +346,11 @@ node -e 'const c = require("net").connect(process.argv[1]); c.on("connect", () =
 		c.Close()
 		t.Error("the socket outside got a connection from the agent's shell")
 	}
-	if strings.Contains(out, "LEAK-") || strings.Contains(out, "swordfish") || strings.Contains(out, string(tokenBefore)) {
+	if strings.Contains(out, "LEAK-") || strings.Contains(out, "swordfish") || strings.Contains(out, tokenBefore) {
 		t.Errorf("something got out:\n%s", out)
 	}
-	unchanged(t, paths.TokenFile(), string(tokenBefore))
-	unchanged(t, paths.SettingsFile(), string(settingsBefore))
+	unchanged(t, paths.TokenFile(), tokenBefore)
+	unchanged(t, paths.SettingsFile(), settingsBefore)
 	unchanged(t, filepath.Join(s.home, ".bashrc"), "# the user's own\n")
 	if _, err := os.Stat(filepath.Join(s.b, "planted.txt")); err == nil {
 		t.Error("agent a wrote into workspace b")
@@ -385,16 +388,35 @@ node -e 'console.log("npm gave " + require("tinypkg"))'
 }
 
 func tasksAndServersConfined(t *testing.T, s *sandboxedApp) {
+	tokenBefore, settingsBefore := fileText(t, paths.TokenFile()), fileText(t, paths.SettingsFile())
+	bashrcBefore := fileText(t, filepath.Join(s.home, ".bashrc"))
 
-	// A task: make runs whatever its recipe says.
-	testenv.WriteFile(t, filepath.Join(s.a, "Makefile"), fmt.Sprintf("peek:\n\tcat %s || echo REFUSED-task\nlocal:\n\techo made > made.txt\n", s.secret))
+	// A task: make runs whatever its recipe says, here the five escapes
+	// and b's secret, one line each.
+	testenv.WriteFile(t, filepath.Join(s.a, "escape.sh"), fmt.Sprintf(`
+cat %[1]q && echo LEAK-token || echo REFUSED-token
+tr '\0' '\n' < /proc/%[2]d/environ | grep OPENCODE_SERVER_PASSWORD && echo LEAK-environ || echo REFUSED-environ
+echo planted > %[3]q && echo LEAK-workspace || echo REFUSED-workspace
+echo overwritten > %[4]q && echo LEAK-home || echo REFUSED-home
+echo '{}' > %[5]q && echo LEAK-settings || echo REFUSED-settings
+cat %[6]q && echo LEAK-secret || echo REFUSED-secret
+`, paths.TokenFile(), agentRecord(t, s.b).PID, filepath.Join(s.b, "planted-by-task.txt"), filepath.Join(s.home, ".bashrc"),
+		paths.SettingsFile(), s.secret))
+	testenv.WriteFile(t, filepath.Join(s.a, "Makefile"), "peek:\n\tsh escape.sh\nlocal:\n\techo made > made.txt\n")
 	raw, err := s.call(t, s.a, mcp.ToolRunTask, map[string]any{"name": "make:peek"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantLines(t, string(raw), "REFUSED-task", "Permission denied")
-	if strings.Contains(string(raw), "swordfish") {
-		t.Errorf("the task read b's secret: %s", raw)
+	wantLines(t, string(raw), "REFUSED-token", "REFUSED-environ", "REFUSED-workspace", "REFUSED-home", "REFUSED-settings",
+		"REFUSED-secret", "Permission denied")
+	if strings.Contains(string(raw), "LEAK-") || strings.Contains(string(raw), "swordfish") || strings.Contains(string(raw), tokenBefore) {
+		t.Errorf("something got out of the task: %s", raw)
+	}
+	unchanged(t, paths.TokenFile(), tokenBefore)
+	unchanged(t, paths.SettingsFile(), settingsBefore)
+	unchanged(t, filepath.Join(s.home, ".bashrc"), bashrcBefore)
+	if _, err := os.Stat(filepath.Join(s.b, "planted-by-task.txt")); err == nil {
+		t.Error("a's task wrote into workspace b")
 	}
 	if _, err := s.call(t, s.a, mcp.ToolRunTask, map[string]any{"name": "make:local"}); err != nil {
 		t.Fatal(err)

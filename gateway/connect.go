@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -51,7 +50,7 @@ func (s *server) connect(ctx context.Context, ws string, probe bool) (sess *sdk.
 		return nil, nil, nil, err
 	}
 	if s.cfg.Remote() {
-		transport, err = s.httpTransport()
+		transport, err = s.httpTransport(ctx, ws, probe)
 	} else {
 		var o proc.Options
 		o, err = s.command(ctx, ws, probe)
@@ -128,7 +127,7 @@ func awaitRoots(ctx context.Context, asked <-chan struct{}) {
 
 // command is how to start the stdio server for workspace ws ("" for a
 // shared one), with its {env:NAME} values (and a workspace-scoped one's
-// {workspace}) filled in. The instance of a workspace runs in that
+// workspace variables) filled in. The instance of a workspace runs in that
 // workspace's sandbox (Options.Confine), a probe in one of its empty
 // folder (Options.ConfineProbe); both start in the gateway's empty
 // working folder (Gateway.WorkDir), a shared one where CodeHydra runs.
@@ -143,14 +142,15 @@ func (s *server) command(ctx context.Context, ws string, probe bool) (proc.Optio
 	} else if _, err := os.Stat(prog); err != nil {
 		return proc.Options{}, fmt.Errorf("command not found: %s", prog)
 	}
+	vars, err := s.workspaceVars(ctx, ws, probe)
+	if err != nil {
+		return proc.Options{}, err
+	}
 	args := make([]string, len(s.cfg.Args))
 	for k, a := range s.cfg.Args {
-		v, err := settings.ExpandEnv(a, s.g.opts.LookupEnv)
+		v, err := settings.Expand(a, s.g.opts.LookupEnv, vars)
 		if err != nil {
 			return proc.Options{}, fmt.Errorf("args: %w", err)
-		}
-		if s.cfg.PerWorkspace() {
-			v = strings.ReplaceAll(v, settings.WorkspaceRef, ws)
 		}
 		args[k] = v
 	}
@@ -159,7 +159,7 @@ func (s *server) command(ctx context.Context, ws string, probe bool) (proc.Optio
 		env = append(env, sharedCacheEnv(s.g.opts.SharedCaches)...)
 	}
 	for k, v := range s.cfg.Env {
-		v, err := settings.ExpandEnv(v, s.g.opts.LookupEnv)
+		v, err := settings.Expand(v, s.g.opts.LookupEnv, vars)
 		if err != nil {
 			return proc.Options{}, fmt.Errorf("env %s: %w", k, err)
 		}
@@ -172,7 +172,7 @@ func (s *server) command(ctx context.Context, ws string, probe bool) (proc.Optio
 		// relative path would reach what the workspace holds past the
 		// checks. The workspace is its root, and {workspace} in args.
 		if s.g.workDir == "" {
-			return proc.Options{}, errors.New("the empty folder that workspace-scoped servers start in could not be made in the system's temporary folder; check that it exists and is writable, then restart CodeHydra")
+			return proc.Options{}, fmt.Errorf("the empty folder that workspace-scoped servers start in could not be made (fix this, then restart CodeHydra): %w", s.g.workDirErr)
 		}
 		o.Dir = s.g.workDir
 		confine := s.g.opts.Confine
@@ -189,21 +189,46 @@ func (s *server) command(ctx context.Context, ws string, probe bool) (proc.Optio
 	return o, nil
 }
 
+// workspaceVars are the workspace variables of the instance for ws: nil
+// for a shared server, the probe's empty folder as its workspace and
+// project (no branch) for a probe, else what Options.Workspace says.
+func (s *server) workspaceVars(ctx context.Context, ws string, probe bool) (*settings.WorkspaceVars, error) {
+	switch {
+	case ws == "" || !s.cfg.PerWorkspace():
+		return nil, nil
+	case probe:
+		return &settings.WorkspaceVars{Path: ws, Name: filepath.Base(ws), ProjectPath: ws}, nil
+	}
+	v, err := s.g.opts.Workspace(ctx, ws)
+	if err != nil {
+		return nil, fmt.Errorf("learn the workspace's name, branch and project for its variables: %w", err)
+	}
+	v.Path = ws
+	return &v, nil
+}
+
 // redact hides the {env:NAME} values of a remote server's URL in err: the
 // HTTP client's errors (*url.Error) quote the URL it was given, and these
 // errors reach the log, the Settings window and the agents. The URL is
-// shown as configured instead; errors.Is and As still see err.
+// shown as configured instead; errors.Is and As still see err. A
+// workspace-scoped server's URL is expanded once per workspace: each form
+// it was given is hidden.
 func (s *server) redact(err error) error {
 	if err == nil || !s.cfg.Remote() {
 		return err
 	}
 	u, xerr := settings.ExpandEnv(s.cfg.URL, s.g.opts.LookupEnv)
-	if xerr != nil || u == s.cfg.URL {
+	if xerr != nil {
 		return err
 	}
 	msg := err.Error()
-	for _, form := range []string{u, strings.Trim(strconv.Quote(u), `"`)} {
-		msg = strings.ReplaceAll(msg, form, s.cfg.URL)
+	for _, u := range append(s.expandedURLs(), u) {
+		if u == s.cfg.URL {
+			continue
+		}
+		for _, form := range []string{u, strings.Trim(strconv.Quote(u), `"`)} {
+			msg = strings.ReplaceAll(msg, form, s.cfg.URL)
+		}
 	}
 	if msg == err.Error() {
 		return err
@@ -230,7 +255,7 @@ func (s *server) refreshTools(sess *sdk.ClientSession) {
 		s.setErr(fmt.Errorf("%s: list its changed tools: %w", s.name, s.redact(err)))
 		return
 	}
-	s.setTools(tools)
+	s.setTools(tools, false)
 }
 
 func listTools(ctx context.Context, sess *sdk.ClientSession) ([]*sdk.Tool, error) {

@@ -46,6 +46,19 @@ type Options struct {
 	// LookupEnv fills {env:NAME} in the servers' values; os.LookupEnv by
 	// default.
 	LookupEnv func(string) (string, bool)
+	// Workspace gives the workspace variables ({workspace.name},
+	// {workspace.branch}, {project.path}) of the workspace at path, for
+	// the instance of a workspace-scoped server that starts for it; its
+	// error keeps the instance from starting. By default the name is the
+	// folder's, and the branch and project are empty.
+	Workspace func(ctx context.Context, path string) (settings.WorkspaceVars, error)
+	// Choice names the servers that the workspace at path does not see
+	// (its project's settings leave them out, or the user switched them
+	// off for it in the tray), each with the sentence that says so and
+	// how to turn it on. Its answer is kept until Rechoose; an error
+	// hides every server from the workspace (and is asked again next
+	// time). Nil: every workspace sees every server.
+	Choice func(ctx context.Context, path string) (map[string]string, error)
 	// StartTimeout bounds one start of one instance (spawn, initialize,
 	// list tools); 30 s by default.
 	StartTimeout time.Duration
@@ -76,11 +89,20 @@ type Options struct {
 	// New reaps those a crashed earlier run left behind;
 	// paths.MCPServersDir() by default.
 	RecordsDir string
+	// WorkDirs is the private folder (made 0700) that holds the empty
+	// folder workspace-scoped servers start in (see WorkDir);
+	// paths.MCPWorkDirs() by default.
+	WorkDirs string
 }
 
 func (o Options) withDefaults() Options {
 	if o.LookupEnv == nil {
 		o.LookupEnv = os.LookupEnv
+	}
+	if o.Workspace == nil {
+		o.Workspace = func(_ context.Context, path string) (settings.WorkspaceVars, error) {
+			return settings.WorkspaceVars{Path: path, Name: filepath.Base(path)}, nil
+		}
 	}
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = 30 * time.Second
@@ -105,6 +127,9 @@ func (o Options) withDefaults() Options {
 	if o.RecordsDir == "" {
 		o.RecordsDir = paths.MCPServersDir()
 	}
+	if o.WorkDirs == "" {
+		o.WorkDirs = paths.MCPWorkDirs()
+	}
 	return o
 }
 
@@ -118,13 +143,16 @@ type Gateway struct {
 	reaped chan struct{}
 
 	// workDir is the empty, read-only folder that workspace-scoped
-	// servers start in (see WorkDir).
-	workDir string
+	// servers start in (see WorkDir); workDirErr says why it is "".
+	workDir    string
+	workDirErr error
 
 	mu        sync.Mutex
 	servers   map[string]*server
 	listeners []func()
 	closed    bool
+	// choices are Options.Choice's answers, by workspace.
+	choices map[string]map[string]string
 }
 
 var _ mcp.Gateway = (*Gateway)(nil)
@@ -134,7 +162,11 @@ var _ mcp.Gateway = (*Gateway)(nil)
 // stdio servers that a crashed earlier run left behind (see reapOrphans).
 func New(opts Options) *Gateway {
 	g := &Gateway{opts: opts.withDefaults(), sp: reap.NewSpawner(errGatewayClosed), reaped: make(chan struct{}),
-		servers: map[string]*server{}, workDir: emptyFolder()}
+		servers: map[string]*server{}, choices: map[string]map[string]string{}}
+	g.workDir, g.workDirErr = emptyFolder(g.opts.WorkDirs)
+	if g.workDirErr != nil {
+		g.opts.Log.Warn("no workspace-scoped MCP server can start", "err", g.workDirErr)
+	}
 	for name, cfg := range opts.Servers {
 		g.servers[name] = newServer(g, name, cfg.Clone())
 	}
@@ -146,10 +178,10 @@ func New(opts Options) *Gateway {
 }
 
 // Start starts, in the background, the servers marked startAtLaunch (a
-// workspace-scoped one: its probe, to learn its tools).
+// workspace-scoped one: its probe, to learn its tools) and switched on.
 func (g *Gateway) Start() {
 	for _, s := range g.snapshot() {
-		if s.cfg.StartAtLaunch {
+		if s.cfg.StartAtLaunch && s.cfg.On() {
 			go s.tools(context.Background())
 		}
 	}
@@ -192,6 +224,70 @@ func (g *Gateway) Call(ctx context.Context, wsPath, tool string, args json.RawMe
 	return s.call(ctx, wsPath, inner, args)
 }
 
+// Off names the servers the workspace at wsPath does not see, with why
+// (see Options.Choice); none for "" (a call with no workspace).
+func (g *Gateway) Off(wsPath string) map[string]string {
+	if wsPath == "" || g.opts.Choice == nil {
+		return nil
+	}
+	g.mu.Lock()
+	off, ok := g.choices[wsPath]
+	g.mu.Unlock()
+	if ok {
+		return off
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), choiceTimeout)
+	defer cancel()
+	off, err := g.opts.Choice(ctx, wsPath)
+	if err != nil {
+		why := fmt.Sprintf("which MCP servers this workspace sees could not be read (%v); retry in a moment", err)
+		off = map[string]string{}
+		for _, s := range g.snapshot() {
+			off[s.name] = why
+		}
+		return off
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.choices != nil {
+		g.choices[wsPath] = off
+	}
+	return off
+}
+
+// choiceTimeout bounds one read of a workspace's choice of servers.
+const choiceTimeout = 5 * time.Second
+
+// Rechoose forgets what Options.Choice said for the workspace at wsPath
+// ("": every workspace), after the user changed which servers it sees,
+// stops its instances of the servers it no longer sees, and tells the
+// listeners.
+func (g *Gateway) Rechoose(wsPath string) {
+	g.mu.Lock()
+	if wsPath == "" {
+		clear(g.choices)
+	} else {
+		delete(g.choices, wsPath)
+	}
+	g.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range g.snapshot() {
+		if !s.cfg.PerWorkspace() {
+			continue
+		}
+		for _, ws := range s.workspaces() {
+			if wsPath != "" && ws != wsPath {
+				continue
+			}
+			if _, off := g.Off(ws)[s.name]; off {
+				wg.Go(func() { s.forget(ws) })
+			}
+		}
+	}
+	wg.Wait()
+	g.toolsChanged()
+}
+
 // OnToolsChanged registers fn, called on its own goroutine whenever the
 // tools may have changed.
 func (g *Gateway) OnToolsChanged(fn func()) {
@@ -225,7 +321,9 @@ func (g *Gateway) Statuses() []ServerStatus {
 
 // Reconfigure applies new settings: servers removed or changed are
 // stopped (a changed one starts again, with its new settings, on next
-// use), new ones are added, unchanged ones keep running.
+// use), new ones are added, unchanged ones keep running. A server
+// switched off ("enabled": false) stays listed, disabled, and offers no
+// tools.
 func (g *Gateway) Reconfigure(servers map[string]settings.MCPServer) {
 	g.mu.Lock()
 	if g.closed {
@@ -251,7 +349,7 @@ func (g *Gateway) Reconfigure(servers map[string]settings.MCPServer) {
 		s.stop()
 	}
 	for _, s := range start {
-		if s.cfg.StartAtLaunch {
+		if s.cfg.StartAtLaunch && s.cfg.On() {
 			go s.tools(context.Background())
 		}
 	}
@@ -304,28 +402,41 @@ func (g *Gateway) Close() error {
 // not be made: no workspace-scoped server starts then.
 func (g *Gateway) WorkDir() string { return g.workDir }
 
-// emptyFolder makes the gateway's working folder in the system's
-// temporary folder, where no confined process may write, its symlinks
-// resolved (so that a relative path is judged from where it really is);
-// "" when that fails.
-func emptyFolder() string {
-	dir, err := os.MkdirTemp("", "codehydra-mcp-wd-")
-	if err != nil {
-		return ""
+// emptyFolder makes the gateway's working folder in parent, a folder of
+// CodeHydra's own (made 0700), its symlinks resolved (so that a relative
+// path is judged from where it really is). npm (npx) and uv take the
+// nearest folder above where they start that holds a node_modules, a
+// package.json or a uv.toml as their project, so no one else may write a
+// folder above it: not the system's temporary folder, where any local
+// user can make /tmp/node_modules (see privateAbove).
+func emptyFolder(parent string) (string, error) {
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return "", fmt.Errorf("make %s: %w", parent, err)
 	}
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
+	real, err := filepath.EvalSymlinks(parent)
+	if err != nil {
+		return "", fmt.Errorf("resolve %s: %w", parent, err)
+	}
+	if runtime.GOOS != "windows" {
+		_ = os.Chmod(real, 0o700) // tightened if found looser; privateAbove checks
+	}
+	if err := privateAbove(real); err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp(real, "wd-")
+	if err != nil {
+		return "", fmt.Errorf("make a folder in %s: %w", real, err)
 	}
 	// Windows ignores the mode (its read-only attribute would only keep
 	// the folder from being removed at Close); the folder's ACL is the
-	// temporary folder's, the user's own.
+	// data folder's, the user's own.
 	if runtime.GOOS != "windows" {
 		if err := os.Chmod(dir, 0o500); err != nil {
 			_ = os.Remove(dir)
-			return ""
+			return "", fmt.Errorf("make %s read-only: %w", dir, err)
 		}
 	}
-	return dir
+	return dir, nil
 }
 
 // errClosed is the error of a call to a server that was stopped.

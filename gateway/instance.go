@@ -102,10 +102,11 @@ func (i *instance) start(ctx context.Context, cancel context.CancelFunc, done ch
 		i.s.setErr(err)
 		return
 	}
+	back := i.err != nil // it failed or ended before: its tools come back
 	i.sess, i.cleanup, i.err = sess, cleanup, nil
 	go i.supervise(sess, time.Now())
 	i.mu.Unlock()
-	i.s.setTools(tools)
+	i.s.setTools(tools, back && !i.s.cfg.PerWorkspace())
 }
 
 // supervise waits for sess to end; when it ends on its own the instance
@@ -130,6 +131,9 @@ func (i *instance) supervise(sess *sdk.ClientSession, started time.Time) {
 	i.mu.Unlock()
 	cleanup()
 	i.s.crashed(err)
+	if !i.s.cfg.PerWorkspace() {
+		i.s.g.toolsChanged() // its tools leave the list until it runs again
+	}
 	if supervised {
 		time.AfterFunc(wait, func() { _, _ = i.session(context.Background()) })
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,18 +23,23 @@ import (
 // must be the user's own (another local user could listen there, e.g.
 // while the user's server is down), which the dial checks on Linux; where
 // that cannot be checked, a plain-http server with headers is refused.
-func (s *server) httpTransport() (sdk.Transport, error) {
-	u, err := settings.ExpandEnv(s.cfg.URL, s.g.opts.LookupEnv)
+func (s *server) httpTransport(ctx context.Context, ws string, probe bool) (sdk.Transport, error) {
+	vars, err := s.workspaceVars(ctx, ws, probe)
+	if err != nil {
+		return nil, err
+	}
+	u, err := settings.Expand(s.cfg.URL, s.g.opts.LookupEnv, vars)
 	if err != nil {
 		return nil, fmt.Errorf("url: %w", err)
 	}
+	s.addExpandedURL(u)
 	origin, err := url.Parse(u)
 	if err != nil {
 		return nil, fmt.Errorf("url: %w", err)
 	}
 	h := http.Header{}
 	for k, v := range s.cfg.Headers {
-		v, err := settings.ExpandEnv(v, s.g.opts.LookupEnv)
+		v, err := settings.Expand(v, s.g.opts.LookupEnv, vars)
 		if err != nil {
 			return nil, fmt.Errorf("header %s: %w", k, err)
 		}
@@ -58,6 +65,26 @@ func (s *server) httpTransport() (sdk.Transport, error) {
 		},
 	}
 	return &sdk.StreamableClientTransport{Endpoint: u, HTTPClient: client}, nil
+}
+
+// addExpandedURL keeps u, the server's URL as one instance was given it,
+// for redact.
+func (s *server) addExpandedURL(u string) {
+	s.urlsMu.Lock()
+	defer s.urlsMu.Unlock()
+	if s.urls == nil {
+		s.urls = map[string]bool{}
+	}
+	s.urls[u] = true
+}
+
+// expandedURLs are the forms of the server's URL its instances were
+// given, longest first (so that one that holds another is replaced
+// whole).
+func (s *server) expandedURLs() []string {
+	s.urlsMu.Lock()
+	defer s.urlsMu.Unlock()
+	return slices.SortedFunc(maps.Keys(s.urls), func(a, b string) int { return len(b) - len(a) })
 }
 
 // originOf is u's scheme, host and port, the port spelled out.

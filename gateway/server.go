@@ -17,6 +17,7 @@ import (
 
 	"codehydra/internal/settings"
 	"codehydra/mcp"
+	"codehydra/workspace"
 )
 
 // State is where a server is in its life.
@@ -28,6 +29,9 @@ const (
 	StateStarting State = "starting"
 	StateRunning  State = "running"
 	StateFailed   State = "failed"
+	// StateDisabled is a server switched off in the settings ("enabled":
+	// false): configured, but neither started nor offered.
+	StateDisabled State = "disabled"
 )
 
 // ServerStatus is how one server is doing.
@@ -64,6 +68,11 @@ type server struct {
 	stopped   bool
 	probing   chan struct{} // closed when the running probe ends
 	probeInst *instance     // the running probe's instance, for stop
+
+	// urlsMu guards urls on its own: redact runs under an instance's
+	// lock, which status takes under mu.
+	urlsMu sync.Mutex
+	urls   map[string]bool // a remote server's URL as expanded, for redact
 }
 
 func newServer(g *Gateway, name string, cfg settings.MCPServer) *server {
@@ -97,12 +106,24 @@ func (s *server) workDir() string {
 }
 
 // tools returns the server's tools, starting it (a workspace-scoped one:
-// its probe) if its tools are not known yet.
+// its probe) if its tools are not known yet; none when it is switched
+// off, and none from a shared server that does not run (it failed, or
+// ended and waits for its restart). A workspace-scoped server's tools, as
+// its probe learned them, stay while one workspace's instance is down: a
+// call from that workspace gets the reason and starts it again. A tool
+// its tools rules hide is marked Hidden with the rule.
 func (s *server) tools(ctx context.Context) []mcp.GatewayTool {
+	if !s.cfg.On() {
+		return nil
+	}
 	if s.cfg.PerWorkspace() {
 		s.probe(ctx)
-	} else if i := s.instance(""); i != nil {
-		_, _ = i.session(ctx) // a failure is in the status
+	} else if i := s.instance(""); i == nil {
+		return nil
+	} else if _, err := i.session(ctx); err != nil {
+		// Not running (it failed, or ended and waits to restart): its
+		// tools leave the list until it runs again; the status says why.
+		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -110,9 +131,20 @@ func (s *server) tools(ctx context.Context) []mcp.GatewayTool {
 	for _, t := range s.list {
 		c := *t
 		c.Name = s.name + "__" + t.Name
-		out = append(out, mcp.GatewayTool{Tool: &c, Server: s.name, Confine: s.cfg.Confine, PerWorkspace: s.cfg.PerWorkspace(), WorkDir: s.workDir()})
+		out = append(out, mcp.GatewayTool{Tool: &c, Server: s.name, Confine: s.cfg.Confine, PerWorkspace: s.cfg.PerWorkspace(), WorkDir: s.workDir(),
+			Hidden: s.hides(t.Name), PathsAllow: s.cfg.Paths.Allow, PathsDeny: s.cfg.Paths.Deny, PerMinute: s.cfg.RateLimit.PerMinute})
 	}
 	return out
+}
+
+// hides says, as a sentence, why the server's tools rules hide its tool
+// named tool; "" when they do not.
+func (s *server) hides(tool string) string {
+	rule := s.cfg.Tools.Hides(tool)
+	if rule == "" {
+		return ""
+	}
+	return fmt.Sprintf("tool %s of server %s is hidden by its %s", tool, s.name, rule)
 }
 
 // probe learns a workspace-scoped server's tools before any workspace
@@ -169,10 +201,11 @@ func (s *server) runProbe(done chan struct{}) {
 }
 
 // setTools records the tools an instance listed and tells the listeners
-// when they changed.
-func (s *server) setTools(tools []*sdk.Tool) {
+// when they changed, or when back says that they come back (a shared
+// server runs again after it failed or ended).
+func (s *server) setTools(tools []*sdk.Tool, back bool) {
 	s.mu.Lock()
-	changed := s.list == nil || !slices.EqualFunc(s.list, tools, sameTool)
+	changed := back || s.list == nil || !slices.EqualFunc(s.list, tools, sameTool)
 	s.list = tools
 	s.mu.Unlock()
 	if changed {
@@ -201,8 +234,19 @@ func (s *server) crashed(err error) {
 	s.g.opts.Log.Warn("MCP server ended; restarting it", slog.String("server", s.name), slog.Any("err", err))
 }
 
-// call forwards one call to the instance for wsPath.
+// call forwards one call to the instance for wsPath, unless the server
+// is switched off (for every workspace, or for wsPath's: then no instance
+// starts for it) or its tools rules hide the tool.
 func (s *server) call(ctx context.Context, wsPath, tool string, args json.RawMessage) (*sdk.CallToolResult, error) {
+	if !s.cfg.On() {
+		return nil, workspace.Errorf(workspace.CodeForbidden, "the MCP server %s is switched off (\"enabled\": false in its settings)", s.name)
+	}
+	if why := s.hides(tool); why != "" {
+		return nil, workspace.Errorf(workspace.CodeForbidden, "%s", why)
+	}
+	if why := s.g.Off(wsPath)[s.name]; why != "" {
+		return nil, workspace.Errorf(workspace.CodeForbidden, "%s", why)
+	}
 	ws := ""
 	if s.cfg.PerWorkspace() {
 		if wsPath == "" {
@@ -253,6 +297,13 @@ func (s *server) stop() {
 	wg.Wait()
 }
 
+// workspaces are the workspaces that have an instance of the server.
+func (s *server) workspaces() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Collect(maps.Keys(s.instances))
+}
+
 // forget stops the instance of workspace ws, if any, and waits for it to
 // end; a later call from ws starts a new one.
 func (s *server) forget(ws string) {
@@ -269,6 +320,10 @@ func (s *server) status() ServerStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := ServerStatus{Name: s.name, State: StateStopped, Tools: len(s.list), Calls: s.calls.Load(), Restarts: s.restarts}
+	if !s.cfg.On() {
+		st.State = StateDisabled
+		return st
+	}
 	if s.lastErr != nil {
 		st.LastError = s.lastErr.Error()
 	}

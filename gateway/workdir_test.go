@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -98,6 +99,104 @@ func TestAConfinedSharedServerIsNotStartedAndSaysWhy(t *testing.T) {
 		t.Fatalf("Statuses = %+v, want failed with the reason and nothing running", st)
 	}
 	if pids := serverPIDs(t); slices.ContainsFunc(pids, func(int) bool { return true }) {
+		t.Fatalf("server processes %v, want none", pids)
+	}
+}
+
+// TestAWorkspaceScopedServerStartsWhereNoOtherUserCanPlantAPackage: npm
+// (npx) takes the nearest folder above where it starts that holds a
+// node_modules or package.json as its project, and uv its uv.toml. The
+// empty folder used to be made in the system's temporary folder, where
+// any local user may make /tmp/node_modules: npx then ran their copy of
+// the server as this user. Now the folder is in CodeHydra's data folder,
+// and each folder above it, up to the home folder, is the user's (or
+// root's) and written by no one else.
+func TestAWorkspaceScopedServerStartsWhereNoOtherUserCanPlantAPackage(t *testing.T) {
+	npx, err := exec.LookPath("npx")
+	if err != nil {
+		testenv.CannotRun(t, testenv.RequireOpencodeEnv, "npx not found: run `make setup`")
+	}
+	every := testenv.RealMCPServer(t, "mcp-server-everything")
+	ws := t.TempDir()
+	// The system's temporary folder, where another user plants a copy.
+	shared := t.TempDir()
+	t.Setenv("TMPDIR", shared)
+	planted := filepath.Join(ws, "ran-the-planted-copy")
+	bin := filepath.Join(shared, "node_modules", ".bin", "codehydra-test-mcp-server")
+	testenv.WriteFile(t, bin, "#!/bin/sh\ntouch "+planted+"\nexec "+every+"\n")
+	if err := os.Chmod(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	g := newGateway(t, map[string]settings.MCPServer{"npx": {Command: npx, Args: []string{"--no", "codehydra-test-mcp-server"}, Scope: settings.ScopeWorkspace}})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	_, _ = g.Call(ctx, ws, "npx__echo", args(t, map[string]string{"message": "hi"}))
+	if _, err := os.Stat(planted); err == nil {
+		t.Error("npx ran the copy of the server planted in the system's temporary folder")
+	}
+
+	wd := g.WorkDir()
+	if wd == "" || strings.HasPrefix(wd, shared+"/") {
+		t.Fatalf("the servers start in %q, want a folder outside the system's temporary folder %s", wd, shared)
+	}
+	home, err := filepath.EvalSymlinks(os.Getenv("HOME"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(wd, home+"/") {
+		t.Fatalf("the servers start in %s, want a folder in the home folder %s (the test's data folder)", wd, home)
+	}
+	for d := filepath.Dir(wd); d != home; d = filepath.Dir(d) {
+		fi, err := os.Lstat(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := fi.Sys().(*syscall.Stat_t); !fi.IsDir() || int(st.Uid) != os.Getuid() || fi.Mode().Perm()&0o022 != 0 {
+			t.Errorf("%s above the servers' folder: %v, owner %d, want a folder of the user's that no one else may write", d, fi.Mode(), st.Uid)
+		}
+	}
+	if fi, err := os.Stat(filepath.Dir(wd)); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the folder holding the servers' folder: %v, %v, want 0700", fi, err)
+	}
+}
+
+// TestNoWorkspaceScopedServerStartsBelowAFolderOthersMayWrite: where a
+// folder above the servers' folder may be written by another user (as
+// the system's temporary folder may), no workspace-scoped server starts,
+// and the error names the folder: in the home folder, and outside it
+// (a data folder in /tmp).
+func TestNoWorkspaceScopedServerStartsBelowAFolderOthersMayWrite(t *testing.T) {
+	every := testenv.RealMCPServer(t, "mcp-server-everything")
+	for name, c := range map[string]struct {
+		parent string
+		mode   os.FileMode
+	}{
+		"in the home folder":                 {os.Getenv("HOME"), 0o777},
+		"like /tmp, outside the home folder": {t.TempDir(), 0o777 | os.ModeSticky},
+	} {
+		open, err := os.MkdirTemp(c.parent, "open-to-all-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.RemoveAll(open) })
+		if err := os.Chmod(open, c.mode); err != nil {
+			t.Fatal(err)
+		}
+		g := New(Options{WorkDirs: filepath.Join(open, "data", "mcp-wd"), StopTimeout: time.Second,
+			Servers: map[string]settings.MCPServer{"every": {Command: every, Scope: settings.ScopeWorkspace}}})
+		t.Cleanup(func() { _ = g.Close() })
+		if g.WorkDir() != "" {
+			t.Fatalf("%s: WorkDir = %s, want none below %s", name, g.WorkDir(), open)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		_, err = g.Call(ctx, t.TempDir(), "every__echo", args(t, map[string]string{"message": "hi"}))
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), open+" may be written by other users") {
+			t.Fatalf("%s: Call = %v, want an error naming %s", name, err, open)
+		}
+	}
+	if pids := serverPIDs(t); len(pids) != 0 {
 		t.Fatalf("server processes %v, want none", pids)
 	}
 }

@@ -46,6 +46,10 @@ type confinement struct {
 	// deny is the deny list (wsfs.DefaultDeny and settings
 	// workspaceDeny), applied to every path inside the workspace.
 	deny []string
+	// pathsAllow and pathsDeny are the server's own path rules (settings
+	// "paths"), applied after deny: a path must lie under one allow
+	// entry, when there are any, and match no deny entry.
+	pathsAllow, pathsDeny []string
 	// steps counts the path parts looked at, against maxConfinedSteps.
 	steps int
 }
@@ -55,7 +59,9 @@ var errBudget = errors.New("over budget")
 
 // confineArgs refuses a call of a confined server (GatewayTool.Confine)
 // when a string of its arguments, at any depth and object keys included,
-// names a path outside wsPath or one the deny list refuses: an absolute
+// names a path outside wsPath, one the deny list refuses, a file with
+// more than one name (wsfs.ManyNames), or one the server's own path rules
+// refuse (GatewayTool.PathsAllow, PathsDeny): an absolute
 // path, a path starting with "~", a file: URI, or a relative path that
 // climbs out of workDir (the empty folder the server starts in, where a
 // relative path that stays names nothing). A path is judged after
@@ -79,7 +85,8 @@ func confineArgs(ctx context.Context, tool string, gt GatewayTool, wsPath string
 	if err := dec.Decode(&v); err != nil {
 		return workspace.Errorf(workspace.CodeInvalidInput, "%s: the arguments are not JSON: %v", tool, err)
 	}
-	c := &confinement{tool: tool, server: gt.Server, ws: wsPath, root: wsPath, workDir: gt.WorkDir, deny: deny}
+	c := &confinement{tool: tool, server: gt.Server, ws: wsPath, root: wsPath, workDir: gt.WorkDir, deny: deny,
+		pathsAllow: gt.PathsAllow, pathsDeny: gt.PathsDeny}
 	if r, err := filepath.EvalSymlinks(wsPath); err == nil {
 		c.root = r
 	}
@@ -156,7 +163,7 @@ func (c *confinement) judge(at, s string) error {
 			return err
 		}
 	}
-	return nil
+	return c.manyNames(at, os.Lstat, resolved)
 }
 
 // denyRelative applies the deny list to a relative string that names an
@@ -172,7 +179,25 @@ func (c *confinement) denyRelative(at, s string) error {
 	if _, err := os.Lstat(filepath.Join(c.root, rel)); err != nil {
 		return nil
 	}
-	return c.denied(at, filepath.ToSlash(rel))
+	if err := c.denied(at, filepath.ToSlash(rel)); err != nil {
+		return err
+	}
+	return c.manyNames(at, os.Stat, filepath.Join(c.root, rel))
+}
+
+// manyNames refuses p when stat finds an existing regular file with more
+// than one name, which the workspace's file tools do not read either
+// (wsfs.ManyNames): another name may lie outside the workspace.
+func (c *confinement) manyNames(at string, stat func(string) (os.FileInfo, error), p string) error {
+	fi, err := stat(p)
+	if err != nil {
+		return nil
+	}
+	if why := wsfs.ManyNames(fi); why != "" {
+		return workspace.Errorf(workspace.CodeForbidden,
+			"%s belongs to %q, which is confined to your workspace: %s names a file the workspace's tools do not read: %s", c.tool, c.server, at, why)
+	}
+	return nil
 }
 
 func (c *confinement) outside(at string) error {
@@ -180,12 +205,31 @@ func (c *confinement) outside(at string) error {
 		"%s belongs to %q, which is confined to your workspace %s: %s names a path outside it (absolute and relative paths, ~ and file: URIs must lie inside the workspace once symlinks and .. are resolved); use an absolute path inside your workspace", c.tool, c.server, c.ws, at)
 }
 
+// denied refuses rel (relative to the workspace) when the deny list or
+// the server's path rules refuse it.
 func (c *confinement) denied(at, rel string) error {
 	if pat := wsfs.Denied(c.deny, rel); pat != "" {
 		return workspace.Errorf(workspace.CodeForbidden,
 			"%s belongs to %q, which is confined to your workspace: %s names %s, which the deny list refuses (it matches %q; settings: workspaceDeny)", c.tool, c.server, at, rel, pat)
 	}
+	if pat := wsfs.Denied(c.pathsDeny, rel); pat != "" {
+		return workspace.Errorf(workspace.CodeForbidden,
+			"%s belongs to %q, which is confined to your workspace: %s names %s, which its paths.deny rule %q refuses (settings: mcpServers.%s.paths)", c.tool, c.server, at, rel, pat, c.server)
+	}
+	if len(c.pathsAllow) > 0 && wsfs.Under(c.pathsAllow, rel) == "" {
+		return workspace.Errorf(workspace.CodeForbidden,
+			"%s belongs to %q, which is confined to your workspace: %s names %s, which lies under none of its paths.allow rules (%s; settings: mcpServers.%s.paths): name a path under one of them", c.tool, c.server, at, rel, quoteAll(c.pathsAllow), c.server)
+	}
 	return nil
+}
+
+// quoteAll is the strings quoted, separated by commas.
+func quoteAll(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = strconv.Quote(s)
+	}
+	return strings.Join(q, ", ")
 }
 
 // walkStrings calls fn with every string of v (object keys included),

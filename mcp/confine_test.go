@@ -171,6 +171,29 @@ func TestAConfinedCallTooBigToCheckIsRefusedAtOnce(t *testing.T) {
 	}
 }
 
+// TestAConfinedCheckPastTheCallTimeoutSendsNothing: the check of a
+// confined call's paths ran before the call's timeout was set, so one
+// slow check held the server past it (71 s in the review). It now runs
+// within the timeout: a check still going when the timeout passes ends
+// the call as a timeout that says so, and the server never sees it.
+func TestAConfinedCheckPastTheCallTimeoutSendsNothing(t *testing.T) {
+	// A timeout that has passed by the time the check looks: any check
+	// runs past it. The fake gateway lists its tools whatever the
+	// timeout, as the gateway package answers from what it knows.
+	h, g, a, _, _ := confinedFS(t, func(o *Options) {
+		o.CallTimeout = time.Nanosecond
+		o.Gateway.(*fakeGateway).known = true
+	})
+	cs := h.sessionAs(h.tokenOf(a.Path), "")
+	code, msg := errCode(t, call(t, cs, "fs__read", map[string]any{"path": filepath.Join(a.Path, "README.md")}))
+	if code != workspace.CodeTimeout || !strings.Contains(msg, "checking its arguments' paths") || !strings.Contains(msg, "nothing was sent") {
+		t.Fatalf("a check past the call's timeout: %s %q, want a timeout saying the check took too long", code, msg)
+	}
+	if n := len(g.reached()); n != 0 {
+		t.Fatalf("%d calls reached the gateway after their check ran past the timeout", n)
+	}
+}
+
 // TestALongRelativePathIsStillJudged: a relative string over the length
 // of a path was left alone, so "./" repeated past it hid a climb out
 // that servers which normalise paths would follow.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -37,14 +38,23 @@ func (h *harness) initializeWithin(d time.Duration) int {
 // set, and reads the answer; the connection stays open (HTTP/1.1).
 func (h *harness) rawInitialize(c net.Conn, token bool) (*http.Response, *bufio.Reader) {
 	h.t.Helper()
+	return h.rawInitializeWith(c, func(req *http.Request) {
+		if token {
+			req.Header = h.authHeader(req.Header)
+		}
+	})
+}
+
+// rawInitializeWith is rawInitialize with the request as change leaves
+// it.
+func (h *harness) rawInitializeWith(c net.Conn, change func(*http.Request)) (*http.Response, *bufio.Reader) {
+	h.t.Helper()
 	req, err := http.NewRequest(http.MethodPost, h.srv.URL(), strings.NewReader(initializeBody))
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	req.Header = mcpHeaders()
-	if token {
-		req.Header = h.authHeader(req.Header)
-	}
+	change(req)
 	if err := req.Write(c); err != nil {
 		h.t.Fatal(err)
 	}
@@ -138,6 +148,43 @@ func TestATokenlessFloodHoldsNoPlaceAndTheUserIsServed(t *testing.T) {
 	}
 	held[0].Close()
 	waitFor(t, "a place freed by an authenticated connection", func() bool { return h.initializeWithin(5*time.Second) == http.StatusOK })
+}
+
+// TestA403ClosesItsConnectionAsA401Does: a refused request must hold no
+// connection place, whatever refused it. A foreign or rebinding Host and
+// a cross-site request (Origin, Sec-Fetch-Site) are answered 403 before
+// the token is looked at, with or without one, and the server closes the
+// connection after the answer.
+func TestA403ClosesItsConnectionAsA401Does(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.MaxConnections, o.MaxUnauthenticated = 2, 4 })
+	port := strconv.Itoa(h.srv.Port())
+	for name, change := range map[string]func(*http.Request){
+		"a foreign Host":            func(r *http.Request) { r.Host = "evil.example:" + port },
+		"a rebinding Host":          func(r *http.Request) { r.Host = "127.0.0.1.evil.example:" + port },
+		"a Host with another port":  func(r *http.Request) { r.Host = "127.0.0.1:1" },
+		"a cross-site Origin":       func(r *http.Request) { r.Header.Set("Origin", "https://evil.example") },
+		"a null Origin":             func(r *http.Request) { r.Header.Set("Origin", "null") },
+		"Sec-Fetch-Site cross-site": func(r *http.Request) { r.Header.Set("Sec-Fetch-Site", "cross-site") },
+	} {
+		for _, token := range []bool{false, true} {
+			c := h.dial()
+			resp, br := h.rawInitializeWith(c, func(r *http.Request) {
+				if token {
+					r.Header = h.authHeader(r.Header)
+				}
+				change(r)
+			})
+			if resp.StatusCode != http.StatusForbidden {
+				t.Errorf("%s (token %v): %d, want 403", name, token, resp.StatusCode)
+			}
+			if !closedByServer(c, br) {
+				t.Errorf("%s (token %v): the connection stayed open after its 403", name, token)
+			}
+		}
+	}
+	if code := h.initializeWithin(15 * time.Second); code != http.StatusOK {
+		t.Fatalf("the user's call after the refused ones: %d, want 200", code)
+	}
 }
 
 // TestTheConnectionGateLosesNoPlace: a connection given up for a newer

@@ -30,6 +30,13 @@ type Gateway interface {
 	// set of tools, or one tool's schema, may have changed: a server
 	// started, stopped, or sent notifications/tools/list_changed.
 	OnToolsChanged(fn func())
+	// Off names the servers that the workspace at wsPath does not see
+	// (its project's settings leave them out, or the user switched them
+	// off for it), each with the sentence that says so and how to turn it
+	// on; "" (the master token's calls) sees every server. It answers
+	// from memory, for every tools/list and call; a change of it is told
+	// through OnToolsChanged.
+	Off(wsPath string) map[string]string
 }
 
 // GatewayTool is one tool of a gateway server.
@@ -49,4 +56,15 @@ type GatewayTool struct {
 	// ("scope": "workspace"), so a caller without a workspace cannot
 	// call it.
 	PerWorkspace bool
+	// Hidden, when set, says in a sentence which of the server's tools
+	// rules hides the tool (settings "tools"): it is not offered, and a
+	// call of it is refused forbidden with this sentence.
+	Hidden string
+	// PathsAllow and PathsDeny narrow, for a confined server, the paths
+	// its arguments may name inside the caller's workspace (settings
+	// "paths"; see confinement.rules).
+	PathsAllow, PathsDeny []string
+	// PerMinute bounds the calls to the server from all callers together
+	// (settings "rateLimit": {"perMinute": N}); 0 sets no bound.
+	PerMinute int
 }

@@ -27,6 +27,11 @@ type fakeGateway struct {
 	// block, when set, makes Tools wait for it to close (or ctx): a
 	// server that never answers its tools/list.
 	block chan struct{}
+	// known makes Tools answer whatever ctx's deadline, as a gateway
+	// that knows its servers' tools already does.
+	known bool
+	// off is, per workspace, the servers it does not see, with why.
+	off map[string]map[string]string
 }
 
 // fakeMCP is one server of a fakeGateway.
@@ -38,6 +43,10 @@ type fakeMCP struct {
 	workDir               string
 	stopped               bool // not started yet: no tools
 	down                  bool // calls fail as when its process died
+	// policy, when set, gives each of its tools the settings' policies
+	// the gateway package would (Hidden, PathsAllow, PathsDeny,
+	// PerMinute); it is given the server's own tool name.
+	policy func(tool string, gt *GatewayTool)
 }
 
 // gatewayCall is a call that reached the gateway.
@@ -95,6 +104,31 @@ func (g *fakeGateway) notify() {
 	}
 }
 
+func (g *fakeGateway) Off(wsPath string) map[string]string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.off[wsPath]
+}
+
+// switchOff switches server off (or on) for the workspace at wsPath and
+// tells the listeners, as the gateway package does when the user flips
+// the workspace's toggle.
+func (g *fakeGateway) switchOff(wsPath, server string, off bool) {
+	g.set(func() {
+		if g.off == nil {
+			g.off = map[string]map[string]string{}
+		}
+		if g.off[wsPath] == nil {
+			g.off[wsPath] = map[string]string{}
+		}
+		if off {
+			g.off[wsPath][server] = "the MCP server " + server + " is switched off for this workspace"
+		} else {
+			delete(g.off[wsPath], server)
+		}
+	})
+}
+
 func (g *fakeGateway) OnToolsChanged(fn func()) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -105,6 +139,9 @@ func (g *fakeGateway) Tools(ctx context.Context) []GatewayTool {
 	g.mu.Lock()
 	block := g.block
 	servers := append([]*fakeMCP{}, g.servers...)
+	if g.known {
+		ctx = context.WithoutCancel(ctx)
+	}
 	g.mu.Unlock()
 	if block != nil {
 		select {
@@ -116,7 +153,7 @@ func (g *fakeGateway) Tools(ctx context.Context) []GatewayTool {
 	var out []GatewayTool
 	for _, m := range servers {
 		g.mu.Lock()
-		stopped := m.stopped
+		stopped, policy := m.stopped, m.policy
 		g.mu.Unlock()
 		if stopped {
 			continue
@@ -130,7 +167,11 @@ func (g *fakeGateway) Tools(ctx context.Context) []GatewayTool {
 			// keeps res.Tools to look its tools up on each call.
 			c := *t
 			c.Name = m.name + "__" + t.Name
-			out = append(out, GatewayTool{Tool: &c, Server: m.name, Confine: m.confine, PerWorkspace: m.perWorkspace, WorkDir: m.workDir})
+			gt := GatewayTool{Tool: &c, Server: m.name, Confine: m.confine, PerWorkspace: m.perWorkspace, WorkDir: m.workDir}
+			if policy != nil {
+				policy(t.Name, &gt)
+			}
+			out = append(out, gt)
 		}
 	}
 	return out

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -53,6 +54,8 @@ type reply struct {
 	body   []byte
 	took   time.Duration
 	msgs   []map[string]any // JSON-RPC messages in the body (JSON or SSE)
+	// closes says that the server closes the connection after it.
+	closes bool
 }
 
 // classify says how the server answered: a refusal kind, or "success"
@@ -114,7 +117,7 @@ func (h *harness) send(method string, hdr http.Header, body io.Reader) reply {
 	if err != nil {
 		h.t.Fatalf("read answer: %v", err)
 	}
-	return reply{status: resp.StatusCode, header: resp.Header, body: b, took: time.Since(start), msgs: jsonRPCMessages(b)}
+	return reply{status: resp.StatusCode, header: resp.Header, body: b, took: time.Since(start), msgs: jsonRPCMessages(b), closes: resp.Close}
 }
 
 // jsonRPCMessages reads the messages of a JSON or text/event-stream body.
@@ -209,6 +212,11 @@ func TestHostileRequestsGetACleanRefusalAndTheServerKeepsServing(t *testing.T) {
 	if err := os.Symlink(outside, linkOut); err != nil {
 		t.Fatal(err)
 	}
+	// A hard link in the workspace to a file of the user's outside it.
+	testenv.WriteFile(t, filepath.Join(outside, "id_rsa"), "PRIVATE KEY")
+	if err := os.Link(filepath.Join(outside, "id_rsa"), filepath.Join(ws.Path, "linked.txt")); err != nil {
+		t.Fatal(err)
+	}
 	port := strconv.Itoa(h.srv.Port())
 	auth := func() http.Header { return h.authHeader(mcpHeaders()) }
 	with := func(hdr http.Header, kv ...string) http.Header {
@@ -286,6 +294,10 @@ func TestHostileRequestsGetACleanRefusalAndTheServerKeepsServing(t *testing.T) {
 			check(t, tc.name, r, want)
 			if r.status != tc.status {
 				t.Errorf("%s: HTTP %d, want %d: %.200s", tc.name, r.status, tc.status, r.body)
+			}
+			// A refusal before the token is accepted holds no connection.
+			if (r.status == http.StatusUnauthorized || r.status == http.StatusForbidden) && !r.closes {
+				t.Errorf("%s: HTTP %d, and the connection stays open", tc.name, r.status)
 			}
 		}
 	})
@@ -392,6 +404,12 @@ func TestHostileRequestsGetACleanRefusalAndTheServerKeepsServing(t *testing.T) {
 			{"add: a workspace as project", ToolProjectAdd, `{"path":"` + ws.Path + `"}`, refusedInvalid},
 			{"remove: project path of 500,000 parts", ToolProjectRemove, `{"path":"` + deepPath + `"}`, refusedInvalid},
 			{"remove: path with NUL", ToolProjectRemove, `{"path":"/tmp\u0000x"}`, refusedInvalid},
+		}
+		if runtime.GOOS != "windows" { // where a file's names are not counted
+			tests = append(tests, struct {
+				name, tool, args string
+				want             refusal
+			}{"read: a hard link out", ToolReadFile, `{"path":"linked.txt"}`, refusedForbid})
 		}
 		for i, tc := range tests {
 			check(t, tc.name, h.send(http.MethodPost, hdr, strings.NewReader(toolCall(100+i, tc.tool, tc.args))), tc.want)

@@ -85,6 +85,41 @@ func (r *rateLimiter) pruneLocked(now time.Time) {
 	}
 }
 
+// serverLimits keeps one bucket per gateway server with a rateLimit
+// (GatewayTool.PerMinute), shared by all its callers: perMinute calls in a
+// burst, refilled at perMinute a minute.
+type serverLimits struct {
+	now func() time.Time
+
+	mu sync.Mutex
+	by map[string]serverLimit
+}
+
+type serverLimit struct {
+	perMinute int
+	l         *rateLimiter
+}
+
+func newServerLimits(now func() time.Time) *serverLimits {
+	return &serverLimits{now: now, by: map[string]serverLimit{}}
+}
+
+// allow takes one token from server's bucket, reporting false when it is
+// empty; perMinute 0 takes none. A changed perMinute starts a new bucket.
+func (s *serverLimits) allow(server string, perMinute int) bool {
+	if perMinute <= 0 {
+		return true
+	}
+	s.mu.Lock()
+	sl, ok := s.by[server]
+	if !ok || sl.perMinute != perMinute {
+		sl = serverLimit{perMinute: perMinute, l: newRateLimiter(rate.Limit(float64(perMinute)/60), perMinute, s.now)}
+		s.by[server] = sl
+	}
+	s.mu.Unlock()
+	return sl.l.allow(limiterKey{op: server})
+}
+
 // limitBody answers 413 to a request whose declared length exceeds max, and
 // caps the body of any other so that a chunked or lying request fails while
 // being read (the SDK turns that failure into 413 too).

@@ -41,10 +41,16 @@ func (s *Server) toolCallMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 			if err := s.limitMethod(method, req); err != nil {
 				return nil, err
 			}
-			if method == "tools/list" {
-				s.gw.awaitFirst(ctx)
+			if method != "tools/list" {
+				return next(ctx, method, req)
 			}
-			return next(ctx, method, req)
+			s.gw.awaitFirst(ctx)
+			res, err := next(ctx, method, req)
+			if lr, ok := res.(*sdk.ListToolsResult); ok && err == nil {
+				ss, _ := req.GetSession().(*sdk.ServerSession)
+				s.gw.shown(ss, callerOf(req).ws.Path, lr)
+			}
+			return res, err
 		}
 		return s.callTool(ctx, call, func(ctx context.Context) (sdk.Result, error) { return next(ctx, method, req) })
 	}

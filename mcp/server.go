@@ -133,12 +133,14 @@ type Server struct {
 	mcp     *sdk.Server
 	http    *http.Server
 	limiter *rateLimiter
-	ids     *identities
-	gate    *connGate
-	audit   *auditLog
-	tools   map[string]toolDef
-	gw      *gatewayTools // nil without Options.Gateway
-	tel     *telemetry    // nil: telemetry off
+	// serverLimits are the gateway servers' own rate limits.
+	serverLimits *serverLimits
+	ids          *identities
+	gate         *connGate
+	audit        *auditLog
+	tools        map[string]toolDef
+	gw           *gatewayTools // nil without Options.Gateway
+	tel          *telemetry    // nil: telemetry off
 
 	port atomic.Int32
 
@@ -198,6 +200,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
 	s.limiter = newRateLimiter(opts.RateLimit, opts.Burst, func() time.Time { return s.now() })
+	s.serverLimits = newServerLimits(func() time.Time { return s.now() })
 	s.ids = &identities{master: opts.Token, workspaces: opts.Workspaces, now: func() time.Time { return s.now() }}
 	s.gate = newConnGate(opts.MaxConnections, opts.MaxUnauthenticated)
 
@@ -214,6 +217,9 @@ func New(opts Options) (*Server, error) {
 	s.tools = s.registerTools()
 	s.gw = newGatewayTools(s)
 	s.mcp.AddReceivingMiddleware(s.toolCallMiddleware)
+	if s.gw != nil {
+		s.mcp.AddSendingMiddleware(s.gw.notifyMiddleware)
+	}
 	s.http = s.newHTTPServer(sdkLogger)
 	if opts.Bound != nil {
 		s.use(opts.Bound)

@@ -10,10 +10,13 @@ package mcp
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -47,13 +50,23 @@ type gatewayTools struct {
 	mu    sync.Mutex
 	tools map[string]GatewayTool // by offered name
 	sigs  map[string]string      // the JSON of each registered tool
+	// views are, per session, its workspace and the gateway tools it was
+	// last shown (see view), so that tools/list_changed reaches only the
+	// sessions whose list changed.
+	views map[*sdk.ServerSession]sessionView
+}
+
+// sessionView is what one session was last shown of the gateway's tools.
+type sessionView struct {
+	ws   string // its token's workspace; "" for the user's
+	seen string // view(ws) when it last listed or was told
 }
 
 func newGatewayTools(s *Server) *gatewayTools {
 	if s.opts.Gateway == nil {
 		return nil
 	}
-	g := &gatewayTools{s: s, dirty: make(chan struct{}, 1), listed: make(chan struct{})}
+	g := &gatewayTools{s: s, dirty: make(chan struct{}, 1), listed: make(chan struct{}), views: map[*sdk.ServerSession]sessionView{}}
 	g.changed() // the first list, as soon as Serve runs
 	s.opts.Gateway.OnToolsChanged(g.changed)
 	return g
@@ -143,21 +156,125 @@ func (g *gatewayTools) refresh(ctx context.Context) {
 	if len(gone) > 0 {
 		g.s.mcp.RemoveTools(gone...)
 	}
+	registered := len(gone) > 0
 	for name, t := range offered {
 		if old[name] != sigs[name] {
 			g.register(t)
+			registered = true
 		}
+	}
+	if !registered && len(offered) > 0 {
+		// Nothing changed for everyone, but the servers a workspace sees
+		// may have: registering a tool again as it is makes the SDK send
+		// tools/list_changed, which tell passes to the sessions whose list
+		// changed only (the SDK has no notification for one session).
+		g.register(offered[slices.Min(slices.Collect(maps.Keys(offered)))])
+	}
+	g.prune()
+}
+
+// off is the servers the workspace ws does not see, with why.
+func (g *gatewayTools) off(ws string) map[string]string {
+	if g == nil || ws == "" {
+		return nil
+	}
+	return g.s.opts.Gateway.Off(ws)
+}
+
+// view sums up the gateway tools the workspace ws sees: their names and
+// definitions, without those of the servers it does not see.
+func (g *gatewayTools) view(ws string) string {
+	off := g.off(ws)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	h := sha256.New()
+	for _, name := range slices.Sorted(maps.Keys(g.sigs)) {
+		if _, no := off[g.tools[name].Server]; !no {
+			fmt.Fprintf(h, "%s\x00%s\x00", name, g.sigs[name])
+		}
+	}
+	return string(h.Sum(nil))
+}
+
+// shown filters the answer of a tools/list for ss, whose token's
+// workspace is ws: the tools of servers ws does not see leave it. It
+// records what ss was shown.
+func (g *gatewayTools) shown(ss *sdk.ServerSession, ws string, res *sdk.ListToolsResult) {
+	if g == nil || ss == nil {
+		return
+	}
+	if off := g.off(ws); len(off) > 0 && res != nil {
+		res.Tools = slices.DeleteFunc(res.Tools, func(t *sdk.Tool) bool {
+			gt, ok := g.lookup(t.Name)
+			_, no := off[gt.Server]
+			return ok && no
+		})
+	}
+	seen := g.view(ws)
+	g.mu.Lock()
+	g.views[ss] = sessionView{ws: ws, seen: seen}
+	g.mu.Unlock()
+}
+
+// tell decides whether ss gets a tools/list_changed: a session that never
+// listed tools does; another only when what its workspace sees changed
+// since it was last shown or told.
+func (g *gatewayTools) tell(ss *sdk.ServerSession) bool {
+	g.mu.Lock()
+	v, ok := g.views[ss]
+	g.mu.Unlock()
+	if !ok {
+		return true
+	}
+	seen := g.view(v.ws)
+	if seen == v.seen {
+		return false
+	}
+	g.mu.Lock()
+	g.views[ss] = sessionView{ws: v.ws, seen: seen}
+	g.mu.Unlock()
+	return true
+}
+
+// prune forgets the views of sessions that ended.
+func (g *gatewayTools) prune() {
+	live := map[*sdk.ServerSession]bool{}
+	for ss := range g.s.mcp.Sessions() {
+		live[ss] = true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	maps.DeleteFunc(g.views, func(ss *sdk.ServerSession, _ sessionView) bool { return !live[ss] })
+}
+
+// notifyMiddleware drops a tools/list_changed for a session whose list
+// did not change (see tell).
+func (g *gatewayTools) notifyMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		if ss, ok := req.GetSession().(*sdk.ServerSession); ok && method == "notifications/tools/list_changed" && !g.tell(ss) {
+			return nil, nil
+		}
+		return next(ctx, method, req)
 	}
 }
 
-// offer checks the gateway's tools and makes the tools to register: each
-// name must hold "__" and be CodeHydra's own tool's never, each input
+// offer checks the gateway's tools and makes the tools to register; a
+// tool its server's tools rules hide (GatewayTool.Hidden) is kept in next,
+// for its call to be refused, but not offered. Each name must hold "__"
+// and be CodeHydra's own tool's never, each input
 // schema must be an object, and an output schema admits the error shape
 // too, since clients check structuredContent against it even when isError
 // is set (see addTool).
 func (g *gatewayTools) offer(list []GatewayTool) (next map[string]GatewayTool, sigs map[string]string, offered map[string]*sdk.Tool) {
 	next, sigs, offered = map[string]GatewayTool{}, map[string]string{}, map[string]*sdk.Tool{}
 	for _, gt := range list {
+		if gt.Hidden != "" && gt.Tool != nil {
+			// Kept for the call's forbidden, never registered.
+			if _, own := g.s.tools[gt.Tool.Name]; !own && next[gt.Tool.Name].Tool == nil {
+				next[gt.Tool.Name] = gt
+			}
+			continue
+		}
 		t, err := g.offerOne(gt, next)
 		if err != nil {
 			g.s.log.Warn("gateway tool left out", slog.String("server", gt.Server), slog.Any("error", err))
@@ -231,8 +348,9 @@ func (g *gatewayTools) register(t *sdk.Tool) {
 }
 
 // callGateway is callTool's path for a gateway tool: the workspace of the
-// call (a workspace's token: its own; the user's: none), the rate limit,
-// the checks of admitGateway, then the gateway under the call timeout. A
+// call (a workspace's token: its own; the user's: none), the caller's rate
+// limit, the checks of admitGateway, the server's own rate limit, then the
+// gateway under the call timeout. A
 // tool's own failure goes back as its server made it; CodeHydra's and the
 // gateway's failures are docs/DESIGN.md's error results.
 func (s *Server) callGateway(ctx context.Context, rec *auditEntry, who caller, gt GatewayTool, req *sdk.CallToolRequest, next func(context.Context) (sdk.Result, error)) (sdk.Result, error) {
@@ -250,12 +368,20 @@ func (s *Server) callGateway(ctx context.Context, rec *auditEntry, who caller, g
 	// costs a system call per path part.
 	callCtx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
 	defer cancel()
+	if why := s.gw.off(ws.Path)[gt.Server]; err == nil && why != "" {
+		err = workspace.Errorf(workspace.CodeForbidden, "%s: %s", rec.Tool, why)
+	}
 	if err == nil {
 		err = admitGateway(callCtx, rec.Tool, gt, ws.Path, wsfs.DenyPatterns(s.opts.WorkspaceDeny), req.Params.Arguments)
 		if err != nil && errors.Is(callCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 			err = workspace.Errorf(workspace.CodeTimeout,
 				"%s: checking its arguments' paths against your workspace took longer than %s; nothing was sent to %q: split the call", rec.Tool, s.opts.CallTimeout, gt.Server)
 		}
+	}
+	// The server's own limit counts only the calls that would reach it.
+	if err == nil && !s.serverLimits.allow(gt.Server, gt.PerMinute) {
+		err = workspace.Errorf(workspace.CodeRateLimited,
+			"too many calls of the MCP server %q from all its callers (its rateLimit: %d per minute, %s included); wait a moment and retry", gt.Server, gt.PerMinute, rec.Tool)
 	}
 	if err != nil {
 		return s.failed(rec, err), nil
@@ -279,12 +405,16 @@ func (s *Server) callGateway(ctx context.Context, rec *auditEntry, who caller, g
 	return r, nil
 }
 
-// admitGateway refuses, before the gateway sees it, a call that a
-// per-workspace server cannot take without a workspace, and a call of a
+// admitGateway refuses, before the gateway sees it, a call of a tool its
+// server's tools rules hide, a call that a per-workspace server cannot
+// take without a workspace, and a call of a
 // confined server with an argument path outside the caller's workspace
 // or refused by deny (see confineArgs).
 func admitGateway(ctx context.Context, tool string, gt GatewayTool, wsPath string, deny []string, args json.RawMessage) error {
 	switch {
+	case gt.Hidden != "":
+		return workspace.Errorf(workspace.CodeForbidden,
+			"%s: %s (settings: mcpServers.%s.tools); only the user can change that, in the settings file", tool, gt.Hidden, gt.Server)
 	case gt.PerWorkspace && wsPath == "":
 		return workspace.Errorf(workspace.CodeInvalidInput,
 			"%s belongs to %q, a server that runs one instance per workspace, in it; the user's token names no workspace: call it with a workspace's token (its agent's, or a client set up with `codehydra mcp-config --workspace PATH`)", tool, gt.Server)

@@ -302,6 +302,7 @@ type staticGateway struct{ tools []GatewayTool }
 
 func (s staticGateway) Tools(context.Context) []GatewayTool { return s.tools }
 func (s staticGateway) OnToolsChanged(func())               {}
+func (s staticGateway) Off(string) map[string]string        { return nil }
 func (s staticGateway) Call(context.Context, string, string, json.RawMessage) (*sdk.CallToolResult, error) {
 	return textResult("gateway"), nil
 }
@@ -404,5 +405,60 @@ func TestConfinedGatewayToolsRefuseEveryPathOutsideTheCallersWorkspace(t *testin
 	call(t, cs, "wsfs__read", nil)
 	if got := g.reached(); len(got) != before+1 || got[before].ws != a.Path {
 		t.Fatalf("a per-workspace call reached the gateway as %+v, want a's", got[before:])
+	}
+}
+
+func TestAServerSwitchedOffForAWorkspaceLeavesOnlyItsSessionsLists(t *testing.T) {
+	g := newFakeGateway(t)
+	g.add("fs", newProbe().fsTools)
+	h := newHarness(t, withGateway(g))
+	a, b := h.create("a"), h.create("b")
+	changedA, changedB := make(chan struct{}, 4), make(chan struct{}, 4)
+	csA := h.sessionNotified(h.tokenOf(a.Path), "", changedA)
+	csB := h.sessionNotified(h.tokenOf(b.Path), "", changedB)
+	for _, cs := range []*sdk.ClientSession{csA, csB} {
+		waitFor(t, "fs__echo listed", func() bool { return slices.Contains(toolNames(t, cs), "fs__echo") })
+	}
+	for len(changedA)+len(changedB) > 0 {
+		select {
+		case <-changedA:
+		case <-changedB:
+		}
+	}
+
+	g.switchOff(a.Path, "fs", true)
+	waitChanged(t, changedA, "fs was switched off for a")
+	if names := toolNames(t, csA); slices.Contains(names, "fs__echo") || !slices.Contains(names, ToolProjectList) {
+		t.Fatalf("a's tools with fs off: %v", names)
+	}
+	before := len(g.reached())
+	code, msg := errCode(t, call(t, csA, "fs__echo", map[string]any{"text": "x"}))
+	if code != workspace.CodeForbidden || !strings.Contains(msg, "switched off for this workspace") {
+		t.Fatalf("a's call of fs__echo: %s %q, want forbidden saying fs is off for it", code, msg)
+	}
+	if len(g.reached()) != before {
+		t.Fatal("a's call of a server off for it reached the gateway")
+	}
+	// b's list did not change: no notification, and fs still answers it.
+	select {
+	case <-changedB:
+		t.Fatal("b was told its tools changed when fs was switched off for a")
+	case <-time.After(500 * time.Millisecond):
+	}
+	if !slices.Contains(toolNames(t, csB), "fs__echo") {
+		t.Fatal("b lost fs__echo when it was switched off for a")
+	}
+	var out echoOut
+	okJSON(t, call(t, csB, "fs__echo", map[string]any{"text": "b"}), &out)
+
+	g.switchOff(a.Path, "fs", false)
+	waitChanged(t, changedA, "fs was switched on again for a")
+	if !slices.Contains(toolNames(t, csA), "fs__echo") {
+		t.Fatal("fs__echo did not come back for a")
+	}
+	select {
+	case <-changedB:
+		t.Fatal("b was told its tools changed when fs came back for a")
+	case <-time.After(500 * time.Millisecond):
 	}
 }

@@ -38,17 +38,17 @@ type diffInput struct {
 }
 
 // getDiff answers workspace.Manager.Diff for the caller's workspace or a
-// workspace it may review. Files the deny list refuses are listed as
-// withheld and left out of the patch, as the file tools refuse them.
+// workspace it may review. Files the file tools refuse (the deny list, a
+// file with another name) are listed as withheld, with why, and left out
+// of the patch.
 func (s *Server) getDiff(ctx context.Context, _ *sdk.CallToolRequest, in diffInput) (*sdk.CallToolResult, workspace.Diff, error) {
 	ws, err := s.reviewable(ctx, in.Workspace)
 	if err != nil {
 		return nil, workspace.Diff{}, fail(err)
 	}
-	deny := wsfs.DenyPatterns(s.opts.WorkspaceDeny)
+	files := wsfs.New(ws.Path, s.opts.WorkspaceDeny, nil)
 	d, err := s.opts.Workspaces.Diff(ctx, ws.Path, workspace.DiffOptions{
-		File: in.File, Offset: in.Offset, MaxBytes: in.MaxBytes,
-		Withhold: func(p string) bool { return wsfs.Denied(deny, p) != "" },
+		File: in.File, Offset: in.Offset, MaxBytes: in.MaxBytes, Withhold: files.Withheld,
 	})
 	if err != nil {
 		return nil, workspace.Diff{}, fail(err)

@@ -240,8 +240,8 @@ func TestRunTaskRefusesArgsWithShellOrMakeMetacharactersAndRunsNothing(t *testin
 	ws := taskWorkspace(h, "literal")
 	value := "V=a;b|c&&touch pwned `touch pwned2` $(touch pwned3) 'q' \"d\" >x"
 	code, msg := errCode(t, call(t, h.session(ws), ToolRunTask, map[string]any{"name": "make:show", "args": []string{value}}))
-	if code != workspace.CodeInvalidInput || !strings.Contains(msg, "letters, digits") {
-		t.Fatalf("%s: %s", code, msg)
+	if code != workspace.CodeInvalidInput || !strings.Contains(msg, "letters, digits") || !strings.Contains(msg, "args[0] holds ';'") {
+		t.Fatalf("%s: %s, want invalid-input naming the argument and its first bad character", code, msg)
 	}
 	for _, f := range []string{"pwned", "pwned2", "pwned3", "x"} {
 		if _, err := os.Stat(filepath.Join(ws, f)); err == nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"codehydra/internal/sandbox"
+	"codehydra/internal/testenv"
 	"codehydra/workspace"
 )
 
@@ -55,8 +56,8 @@ func TestTheAgentsStatusSaysWhetherItIsConfined(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			probe := sandbox.Probe()
-			if tc.enough && !probe.Enforced {
-				t.Skip(probe.Reason)
+			if tc.enough {
+				probe = testenv.RequireSandbox(t)
 			}
 			f := newFixture(t)
 			o := f.options()

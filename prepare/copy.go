@@ -17,6 +17,8 @@ import (
 	"os/exec"
 	"path"
 	"strings"
+
+	"codehydra/internal/gitenv"
 )
 
 // CopyReport says what a copy did.
@@ -80,9 +82,11 @@ func CopyFiles(ctx context.Context, src, dst string, patterns []string) (CopyRep
 }
 
 // untracked lists the untracked files of the checkout at dir, ignored ones
-// included, as "/"-separated relative paths.
+// included, as "/"-separated relative paths. git runs as CodeHydra's
+// every git does (gitenv.Env): no fsmonitor or hook of the repository's.
 func untracked(ctx context.Context, dir string) ([]string, error) {
 	cmd := exec.CommandContext(ctx, "git", "-C", dir, "ls-files", "--others", "-z")
+	cmd.Env = gitenv.Env(os.Environ())
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

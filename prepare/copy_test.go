@@ -124,3 +124,33 @@ func TestCopyFilesDoesNotWriteThroughASymlinkInTheWorktree(t *testing.T) {
 		t.Fatalf("report %+v, want conf/local.json skipped", rep)
 	}
 }
+
+// TestCopyFilesRunsNoFsmonitorOfTheRepository: the list of untracked files
+// comes from a git run as CodeHydra runs every git, so a core.fsmonitor
+// in the repository's config (which git would run) does not run.
+func TestCopyFilesRunsNoFsmonitorOfTheRepository(t *testing.T) {
+	main, wt, _ := newWorktree(t)
+	testenv.WriteFile(t, filepath.Join(main, ".env"), "KEY=1\n")
+	ran := filepath.Join(t.TempDir(), "ran")
+	monitor := filepath.Join(t.TempDir(), "fsmonitor.sh")
+	testenv.WriteFile(t, monitor, "#!/bin/sh\ntouch "+ran+"\nexit 1\n")
+	if err := os.Chmod(monitor, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Git(t, main, "config", "core.fsmonitor", monitor)
+	rep, err := CopyFiles(context.Background(), main, wt, []string{".env"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rep.Copied, []string{".env"}) {
+		t.Errorf("report %+v, want .env copied", rep)
+	}
+	if testenv.Exists(ran) {
+		t.Error("the repository's core.fsmonitor ran during the copy")
+	}
+	// The control: a plain git runs it.
+	testenv.Git(t, main, "ls-files", "--others")
+	if !testenv.Exists(ran) {
+		t.Error("plain git ran no fsmonitor either: this test shows nothing")
+	}
+}

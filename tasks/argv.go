@@ -50,15 +50,29 @@ func safeArgChar(r rune) bool {
 }
 
 // checkArgChars refuses an argument with a character outside safeArgChar,
-// naming it.
+// naming it (see charName).
 func checkArgChars(i int, a string) error {
 	for _, r := range a {
 		if !safeArgChar(r) {
-			return fmt.Errorf("%w: argument %d holds %q, which the task's shell or make would not take as plain text; "+
-				"task arguments may hold letters, digits and ._+-/:=,@%%^~ only", ErrBadArgs, i, r)
+			return fmt.Errorf("%w: args[%d] holds %s, which the task's shell or make would not take as plain text; "+
+				"task arguments may hold letters, digits and ._+-/:=,@%%^~ only", ErrBadArgs, i, charName(r))
 		}
 	}
 	return nil
+}
+
+// charName names r for an error: blanks and line breaks, which a quoted
+// character leaves hard to see, in words as well.
+func charName(r rune) string {
+	switch r {
+	case ' ':
+		return "a space"
+	case '\t':
+		return "a tab"
+	case '\n', '\r', '\v', '\f', '\u0085', '\u2028', '\u2029':
+		return fmt.Sprintf("a line break (%q)", r)
+	}
+	return fmt.Sprintf("%q", r)
 }
 
 // lockfiles name the package manager a folder uses, first match wins; no
@@ -130,9 +144,9 @@ func checkArgs(args []string) error {
 	for i, a := range args {
 		switch {
 		case strings.ContainsRune(a, 0):
-			return fmt.Errorf("%w: argument %d holds a NUL byte", ErrBadArgs, i)
+			return fmt.Errorf("%w: args[%d] holds a NUL byte", ErrBadArgs, i)
 		case len(a) > MaxArgBytes:
-			return fmt.Errorf("%w: argument %d is %d bytes, at most %d", ErrBadArgs, i, len(a), MaxArgBytes)
+			return fmt.Errorf("%w: args[%d] is %d bytes, at most %d", ErrBadArgs, i, len(a), MaxArgBytes)
 		}
 		if err := checkArgChars(i, a); err != nil {
 			return err

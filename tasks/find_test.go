@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,6 +29,7 @@ func write(t *testing.T, dir, name, content string) {
 func TestJustfileParserListsPublicRecipesOnly(t *testing.T) {
 	got, err := justTasks([]byte(`# comment
 set shell := ["bash", "-c"]
+set allow-duplicate-recipes
 alias b := build
 version := "1.0"
 export FOO := 'x:y'
@@ -222,6 +224,73 @@ func TestScriptsOfPnpmYarnAndBunTakeNoArguments(t *testing.T) {
 		}
 		if got, err := Argv(dir, Task{Name: "npm:test"}, nil); err != nil || !slices.Equal(got, []string{pm, "run", "test"}) {
 			t.Errorf("%s: Argv without arguments = %q, %v", lock, got, err)
+		}
+	}
+}
+
+// TestARefusedArgumentCharacterIsNamed: an agent told only "bad
+// arguments" cannot tell what to change; the error names the argument
+// and the character, blanks and line breaks in words.
+func TestARefusedArgumentCharacterIsNamed(t *testing.T) {
+	for arg, want := range map[string]string{
+		"V=$(id)":     `holds '$'`,
+		"V=a;b":       `holds ';'`,
+		"V=a b":       "holds a space",
+		"V=a\nb":      `holds a line break ('\n')`,
+		"V=a\r":       `holds a line break ('\r')`,
+		"V=a\tb":      `holds a tab`,
+		"V=`id`":      "holds '`'",
+		"V=\"x\"":     `holds '"'`,
+		"V=a\x1bb":    `holds '\x1b'`,
+		"V=caf\u00e9": `holds 'é'`,
+	} {
+		_, err := Argv(t.TempDir(), Task{Name: "make:test"}, []string{"OK=1", arg})
+		if !errors.Is(err, ErrBadArgs) || !strings.Contains(err.Error(), "args[1] "+want) {
+			t.Errorf("Argv(%q) = %v, want an error saying args[1] %s", arg, err, want)
+		}
+	}
+}
+
+// TestAJustRecipeDefinedTwiceIsItsLastDefinitionOrRefused: with `set
+// allow-duplicate-recipes` just runs a recipe's last definition, but the
+// listing kept the first: its parameters (here *flags) then let an
+// argument through that just took as another recipe to run, and a recipe
+// made private by its last definition stayed listed. Without the setting
+// just refuses the justfile, and so does the listing.
+func TestAJustRecipeDefinedTwiceIsItsLastDefinitionOrRefused(t *testing.T) {
+	body := `build *flags:
+    echo first
+[private]
+hidden:
+    echo private first
+shown:
+    echo public first
+build:
+    echo last
+[private]
+shown:
+    echo private last
+hidden:
+    echo public last
+`
+	for _, setting := range []string{"set allow-duplicate-recipes\n", "set allow-duplicate-recipes := true\n"} {
+		for _, file := range []string{setting + body, body + setting} {
+			got, err := justTasks([]byte(file))
+			if err != nil {
+				t.Fatalf("%q: %v", file, err)
+			}
+			if want := []string{"just:build", "just:hidden"}; !slices.Equal(names(got), want) {
+				t.Errorf("%q: recipes %v, want %v", file, names(got), want)
+			}
+			if _, err := Argv(t.TempDir(), got[0], []string{"_secret"}); !errors.Is(err, ErrBadArgs) {
+				t.Errorf("%q: build, which takes no parameter in its last definition, took an argument: %v", file, err)
+			}
+		}
+	}
+	for _, file := range []string{body, "set allow-duplicate-recipes := false\n" + body} {
+		got, err := justTasks([]byte(file))
+		if err == nil || !strings.Contains(err.Error(), "build") || !strings.Contains(err.Error(), "allow-duplicate-recipes") {
+			t.Errorf("%q: %v, %v; want the justfile refused, naming the recipe and the setting", file, names(got), err)
 		}
 	}
 }

@@ -35,14 +35,21 @@ var (
 // start with a name and whose first ':' outside quotes is not ':='.
 // Recipes whose name starts with '_' or that carry [private] are left out,
 // as `just --list` leaves them out. Text inside multi-line strings and
-// backticks is skipped.
+// backticks is skipped. A recipe defined twice is what just runs: its
+// last definition under `set allow-duplicate-recipes` (wherever in the
+// file), else an error, as just refuses such a justfile.
 func justTasks(data []byte) ([]Task, error) {
-	var out []Task
-	private := false
+	type recipe struct {
+		name          string
+		private       bool
+		maxArgs, line int
+	}
+	var defs []recipe
+	private, allowDuplicates := false, false
 	inBlock := ""
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64<<10), maxFileBytes)
-	for sc.Scan() {
+	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
 		if inBlock != "" || opensBlock(line) != "" {
 			inBlock = toggleBlocks(line, inBlock)
@@ -55,16 +62,62 @@ func justTasks(data []byte) ([]Task, error) {
 			private = private || strings.Contains(line, "private")
 			continue
 		}
-		name, ok := justRecipeName(line)
-		if ok && !private && !strings.HasPrefix(name, "_") && !slices.ContainsFunc(out, func(t Task) bool { return t.Name == PrefixJust+":"+name }) {
-			out = append(out, Task{Name: PrefixJust + ":" + name, Command: "just -- " + name, maxArgs: justParams(line)})
+		if on, ok := justDuplicatesSetting(line); ok {
+			allowDuplicates = on
+		}
+		if name, ok := justRecipeName(line); ok {
+			defs = append(defs, recipe{name: name, private: private || strings.HasPrefix(name, "_"), maxArgs: justParams(line), line: n})
 		}
 		private = false
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	// The definition just runs, at the place of the first.
+	var order []string
+	last := map[string]recipe{}
+	for _, d := range defs {
+		if first, ok := last[d.name]; !ok {
+			order = append(order, d.name)
+		} else if !allowDuplicates {
+			return nil, fmt.Errorf("the recipe %s is defined on line %d and again on line %d, and the justfile does not `set allow-duplicate-recipes`: just refuses it", d.name, first.line, d.line)
+		}
+		last[d.name] = d
+	}
+	var out []Task
+	for _, name := range order {
+		if d := last[name]; !d.private {
+			out = append(out, Task{Name: PrefixJust + ":" + name, Command: "just -- " + name, maxArgs: d.maxArgs})
+		}
 		if len(out) >= maxTasksPerFile {
 			break
 		}
 	}
-	return out, sc.Err()
+	return out, nil
+}
+
+// justDuplicatesSetting says whether line is just's `set
+// allow-duplicate-recipes` (bare or `:= true`: on; `:= false`: off).
+func justDuplicatesSetting(line string) (on, ok bool) {
+	rest, ok := strings.CutPrefix(line, "set ")
+	if !ok {
+		return false, false
+	}
+	rest, ok = strings.CutPrefix(strings.TrimLeft(rest, " \t"), "allow-duplicate-recipes")
+	if !ok {
+		return false, false
+	}
+	rest = strings.TrimSpace(rest)
+	if i := strings.Index(rest, "#"); i >= 0 {
+		rest = strings.TrimSpace(rest[:i])
+	}
+	switch strings.Join(strings.Fields(rest), " ") {
+	case "", ":= true":
+		return true, true
+	case ":= false":
+		return false, true
+	}
+	return false, false
 }
 
 // justRecipeName is the recipe a justfile line declares, if it declares

@@ -28,10 +28,12 @@ type DiffOptions struct {
 	// MaxBytes is the most patch bytes the page holds; 0 means
 	// DefaultDiffBytes.
 	MaxBytes int
-	// Withhold, when set, names files (by either path of a rename) whose
-	// change is listed as Withheld, with no counts, and left out of the
-	// patch: the file tools' deny list.
-	Withhold func(path string) bool
+	// Withhold, when set, says why a file (by either path of a rename)
+	// must not be shown, "" when it may: its change is then listed as
+	// Withheld, with no counts and that reason, and left out of the patch.
+	// The file tools' deny list, and files with another name outside the
+	// workspace (see wsfs.FS.Withheld).
+	Withhold func(path string) string
 }
 
 // FileChange is one file a workspace changed against its base.
@@ -46,8 +48,10 @@ type FileChange struct {
 	// Binary files have no line counts, and the patch only says that they
 	// differ.
 	Binary bool `json:"binary,omitempty"`
-	// Withheld files are left out of the patch (DiffOptions.Withhold).
-	Withheld bool `json:"withheld,omitempty"`
+	// Withheld files are left out of the patch (DiffOptions.Withhold);
+	// Why says why.
+	Withheld bool   `json:"withheld,omitempty"`
+	Why      string `json:"why,omitempty"`
 }
 
 // Diff is what a workspace changed against its base: the commits since
@@ -127,8 +131,15 @@ func (m *Manager) Diff(ctx context.Context, wsPath string, o DiffOptions) (Diff,
 		args = append(args, ".")
 	}
 	for i, f := range d.Files {
-		if o.Withhold != nil && (o.Withhold(f.Path) || f.OldPath != "" && o.Withhold(f.OldPath)) {
-			d.Files[i] = FileChange{Path: f.Path, OldPath: f.OldPath, Status: f.Status, Withheld: true}
+		if o.Withhold == nil {
+			break
+		}
+		why := o.Withhold(f.Path)
+		if why == "" && f.OldPath != "" {
+			why = o.Withhold(f.OldPath)
+		}
+		if why != "" {
+			d.Files[i] = FileChange{Path: f.Path, OldPath: f.OldPath, Status: f.Status, Withheld: true, Why: why}
 			for _, p := range []string{f.Path, f.OldPath} {
 				if p != "" {
 					args = append(args, ":(exclude,literal)"+p)

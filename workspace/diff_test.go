@@ -163,7 +163,12 @@ func TestDiffWithholdsWhatItIsTold(t *testing.T) {
 	t.Parallel()
 	m, ws := diffFixture(t)
 	testenv.WriteFile(t, filepath.Join(ws.Path, ".env"), "SECRET=hunter2\n")
-	withhold := func(p string) bool { return p == ".env" }
+	withhold := func(p string) string {
+		if p == ".env" {
+			return "a secret"
+		}
+		return ""
+	}
 	d, err := m.Diff(context.Background(), ws.Path, DiffOptions{Withhold: withhold})
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +182,7 @@ func TestDiffWithholdsWhatItIsTold(t *testing.T) {
 	found := false
 	for _, f := range d.Files {
 		if f.Path == ".env" {
-			found = f == FileChange{Path: ".env", Status: "added", Withheld: true}
+			found = f == FileChange{Path: ".env", Status: "added", Withheld: true, Why: "a secret"}
 		}
 	}
 	if !found {

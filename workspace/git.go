@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"codehydra/internal/gitenv"
 )
 
 // gitRunner runs the git command line. Process spawning and the environment
@@ -32,26 +34,6 @@ type gitRunner struct {
 	// workspace, instead of what its .git file (its agent's to write)
 	// says; an error keeps the command from running.
 	pin func(dir string) ([]string, error)
-}
-
-// safeConfig keeps a git that CodeHydra runs from running code of the
-// repository's: no fsmonitor daemon or hook (a hook or core.hooksPath an
-// agent committed or wrote, e.g. a relative core.hooksPath such as
-// husky's, would otherwise run outside any sandbox the next time
-// CodeHydra runs git); no repository found as a bare one in a folder (an
-// agent that took its workspace's .git away could otherwise make the
-// workspace itself a git folder of its making); no look into the work
-// trees of submodules, whose .git files are in the workspace and could
-// lead git to a config with filters of the agent's (their commits still
-// count). Given in the environment (GIT_CONFIG_COUNT, as -c would give
-// them), they win over every config file and reach the git processes git
-// itself starts.
-var safeConfig = []string{
-	"GIT_CONFIG_COUNT=4",
-	"GIT_CONFIG_KEY_0=core.fsmonitor", "GIT_CONFIG_VALUE_0=false",
-	"GIT_CONFIG_KEY_1=core.hooksPath", "GIT_CONFIG_VALUE_1=" + os.DevNull,
-	"GIT_CONFIG_KEY_2=safe.bareRepository", "GIT_CONFIG_VALUE_2=explicit",
-	"GIT_CONFIG_KEY_3=diff.ignoreSubmodules", "GIT_CONFIG_VALUE_3=dirty",
 }
 
 func newGitRunner(path string) *gitRunner {
@@ -99,34 +81,9 @@ func stderrOf(err error) string {
 	return ""
 }
 
-// dropEnv reports variables not passed to git: those that would point git at
-// another repository than the one named by the working folder (a CodeHydra
-// started from a git hook inherits them) and those set below.
-func dropEnv(name string) bool {
-	switch name {
-	case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
-		"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE",
-		"GIT_PREFIX", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM",
-		"LC_ALL", "LANGUAGE", "GIT_TERMINAL_PROMPT", "GIT_OPTIONAL_LOCKS",
-		"GIT_CONFIG_COUNT", "GIT_CONFIG_PARAMETERS":
-		return true
-	}
-	return strings.HasPrefix(name, "GIT_CONFIG_KEY_") || strings.HasPrefix(name, "GIT_CONFIG_VALUE_")
-}
-
-func (g *gitRunner) env(extra []string) []string {
-	base := g.environ()
-	env := make([]string, 0, len(base)+len(extra)+3)
-	for _, kv := range base {
-		if name, _, _ := strings.Cut(kv, "="); !dropEnv(name) {
-			env = append(env, kv)
-		}
-	}
-	// C locale: git's messages are parsed (lock files, "no such section").
-	env = append(env, "LC_ALL=C", "GIT_TERMINAL_PROMPT=0")
-	env = append(env, safeConfig...)
-	return append(env, extra...)
-}
+// env is the environment of a git that CodeHydra runs (see gitenv.Env:
+// none of the repository's code runs), with extra added.
+func (g *gitRunner) env(extra []string) []string { return gitenv.Env(g.environ(), extra...) }
 
 // run runs git with args in dir and returns its stdout.
 func (g *gitRunner) run(ctx context.Context, dir string, args ...string) (string, error) {

@@ -44,7 +44,7 @@ func (m *Manager) GitDirs(ws Workspace) (gitDir, commonDir string, err error) {
 // Git runs git with args in dir, a workspace or a project's main
 // checkout, as the manager runs its own git: in a workspace pinned to its
 // git folders, with no hook, fsmonitor or look into submodules (see
-// safeConfig and pinnedGit), and with env added. It returns git's stdout;
+// gitenv.Env and pinnedGit), and with env added. It returns git's stdout;
 // a failure carries git's stderr. It is for the readers of a workspace
 // outside this package (the file tools), which must not run a git that
 // the workspace's agent can steer.
@@ -104,7 +104,7 @@ func (m *Manager) pinnedGit(dir string) ([]string, error) {
 
 // programKeys are the last parts of git config keys whose values git
 // runs, or that pull in other files (include.path). core.fsmonitor and
-// core.hooksPath are not among them: safeConfig overrides them.
+// core.hooksPath are not among them: gitenv.Env overrides them.
 var programKeys = []string{"clean", "smudge", "process", "textconv", "command", "driver", "helper", "path", "program",
 	"editor", "pager", "sshcommand", "askpass", "alternaterefscommand", "gitproxy",
 	"packobjectshook", "uploadpack", "receivepack", "external", "worktree"}

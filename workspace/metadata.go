@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"slices"
 	"strings"
 )
 
@@ -23,6 +24,59 @@ const MetadataCreatedBy = "createdby"
 // pull request, as workspace_create_pr and the tray's Create pull request
 // record it.
 const MetadataPR = "pr"
+
+// MetadataMCPOff is the metadata key holding the MCP servers (settings
+// mcpServers names, comma-separated) that the user switched off for the
+// workspace in its tray submenu: the gateway offers them no tools there.
+// Only SetMCPServerOff writes it; SetMetadata refuses it, so that no
+// agent can switch a server back on for itself.
+const MetadataMCPOff = "mcpoff"
+
+// MCPServersOff returns the MCP servers switched off for the workspace
+// (MetadataMCPOff), sorted.
+func (m *Manager) MCPServersOff(ctx context.Context, wsPath string) ([]string, error) {
+	md, err := m.Metadata(ctx, wsPath)
+	if err != nil {
+		return nil, err
+	}
+	return splitNames(md[MetadataMCPOff]), nil
+}
+
+// SetMCPServerOff switches the MCP server named server off (or back on)
+// for the workspace; it publishes metadata-changed. Like all metadata it
+// is stored per branch: a detached HEAD has none (CodeInvalidInput).
+func (m *Manager) SetMCPServerOff(ctx context.Context, wsPath, server string, off bool) error {
+	if server == "" || strings.ContainsAny(server, ", \t\n") {
+		return Errorf(CodeInvalidInput, "%q is not an MCP server's name", server)
+	}
+	names, err := m.MCPServersOff(ctx, wsPath)
+	if err != nil {
+		return err
+	}
+	names = slices.DeleteFunc(names, func(n string) bool { return n == server })
+	if off {
+		names = append(names, server)
+		slices.Sort(names)
+	}
+	var value *string
+	if len(names) > 0 {
+		v := strings.Join(names, ",")
+		value = &v
+	}
+	return m.setMetadata(ctx, wsPath, MetadataMCPOff, value)
+}
+
+// splitNames splits a comma-separated list, dropping empty names.
+func splitNames(s string) []string {
+	var out []string
+	for n := range strings.SplitSeq(s, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
 
 // recordCreator records creator as the creator of branch's workspace, or,
 // for the user's create ("") of a branch that had one, forgets the old
@@ -192,6 +246,15 @@ func (m *Manager) SetMetadata(ctx context.Context, wsPath, key string, value *st
 	if strings.EqualFold(key, MetadataCreatedBy) {
 		return Errorf(CodeForbidden, "createdBy is recorded by CodeHydra when an agent creates a workspace and cannot be set or deleted")
 	}
+	if strings.EqualFold(key, MetadataMCPOff) {
+		return Errorf(CodeForbidden, "mcpOff lists the MCP servers the user switched off for this workspace in the tray (the workspace's submenu); only the user changes it there")
+	}
+	return m.setMetadata(ctx, wsPath, key, value)
+}
+
+// setMetadata is SetMetadata without the refusal of the keys only
+// CodeHydra writes.
+func (m *Manager) setMetadata(ctx context.Context, wsPath, key string, value *string) error {
 	isBase := strings.EqualFold(key, "base")
 	switch {
 	case value == nil && isBase:

@@ -207,3 +207,37 @@ func TestMetadataOfAnUnknownWorkspaceIsNotFound(t *testing.T) {
 	wantCode(t, err, CodeWorkspaceNotFound)
 	wantCode(t, m.SetMetadata(context.Background(), p.Path, "k", ptr("v")), CodeWorkspaceNotFound)
 }
+
+func TestMCPServersSwitchedOffAreTheUsersOnlyAndPerWorkspace(t *testing.T) {
+	t.Parallel()
+	m, p := setup(t)
+	a, b := create(t, m, p, "mcp-a"), create(t, m, p, "mcp-b")
+	ctx := context.Background()
+	for _, name := range []string{"fs", "db", "fs"} {
+		if err := m.SetMCPServerOff(ctx, a.Path, name, true); err != nil {
+			t.Fatalf("switch %s off: %v", name, err)
+		}
+	}
+	if got, err := m.MCPServersOff(ctx, a.Path); err != nil || strings.Join(got, ",") != "db,fs" {
+		t.Fatalf("a's servers off = %v, %v; want db and fs", got, err)
+	}
+	if got, _ := m.MCPServersOff(ctx, b.Path); len(got) != 0 {
+		t.Fatalf("b's servers off = %v, want none", got)
+	}
+	if err := m.SetMCPServerOff(ctx, a.Path, "fs", false); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := m.MCPServersOff(ctx, a.Path); strings.Join(got, ",") != "db" {
+		t.Fatalf("a's servers off after fs came back = %v, want db", got)
+	}
+	for _, key := range []string{"mcpoff", "MCPOff"} {
+		for _, v := range []*string{ptr(""), nil} {
+			if err := m.SetMetadata(ctx, a.Path, key, v); CodeOf(err) != CodeForbidden {
+				t.Fatalf("SetMetadata(%s, %v) = %v, want forbidden", key, v, err)
+			}
+		}
+	}
+	if err := m.SetMCPServerOff(ctx, a.Path, "a,b", true); CodeOf(err) != CodeInvalidInput {
+		t.Fatalf("a name with a comma: %v", err)
+	}
+}

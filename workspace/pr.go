@@ -192,7 +192,7 @@ func RedactCredentials(s string) string {
 // and that runs git there itself (gh does): CodeHydra's own environment
 // with what its own git gets (no hook or fsmonitor, no inherited GIT_*
 // pointing elsewhere, and in a workspace git's folders pinned; see
-// safeConfig and pinnedGit). The error says why no git may run there.
+// gitenv.Env and pinnedGit). The error says why no git may run there.
 func (m *Manager) GitEnv(dir string) ([]string, error) {
 	pinned, err := m.pinnedGit(filepath.Clean(dir))
 	if err != nil {

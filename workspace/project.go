@@ -82,7 +82,7 @@ func (m *Manager) openProject(ctx context.Context, path string) (*project, error
 		}
 		if strings.Contains(stderrOf(err), "safe.bareRepository") {
 			// CodeHydra's git finds no repository in a git folder itself
-			// (see safeConfig).
+			// (see gitenv.Env).
 			return nil, &Error{Code: CodeInvalidInput, Message: fmt.Sprintf("%s is a bare repository or inside a .git folder, which has no main checkout; add the repository's working folder", clean), Err: err}
 		}
 		return nil, classify(err, CodeInvalidInput, "cannot open %s as a git repository", clean)

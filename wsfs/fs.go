@@ -72,6 +72,35 @@ func Denied(patterns []string, rel string) string {
 	return denied(patterns, rel, foldCase)
 }
 
+// Under returns the first pattern that rel (a clean, slash-separated path
+// relative to the workspace) is or lies under, or "": a pattern is a path
+// from the workspace's top, matched (path.Match) part by part, so "src/"
+// holds src and all in it, "docs/*.md" each .md file of docs and what a
+// folder of that name holds; the workspace itself lies under none.
+func Under(patterns []string, rel string) string {
+	if rel == "." || rel == "" {
+		return ""
+	}
+	if foldCase {
+		rel = strings.ToLower(rel)
+	}
+	elems := strings.Split(rel, "/")
+	for _, p := range patterns {
+		pat := strings.TrimSuffix(p, "/")
+		if foldCase {
+			pat = strings.ToLower(pat)
+		}
+		n := strings.Count(pat, "/") + 1
+		if n > len(elems) {
+			continue
+		}
+		if ok, _ := path.Match(pat, strings.Join(elems[:n], "/")); ok {
+			return p
+		}
+	}
+	return ""
+}
+
 // foldCase says that names differing only in case are one file, as on the
 // default file systems of macOS (APFS) and Windows (NTFS): there ".ENV"
 // opens .env, so the deny list must refuse it too.
@@ -106,6 +135,42 @@ func denied(patterns []string, rel string, fold bool) string {
 		}
 	}
 	return ""
+}
+
+// ManyNames says why a workspace's tools do not read the file info
+// describes: a regular file with more than one name (hard links), another
+// of which may lie outside the workspace, where a file of the user's
+// would be read through it. "" for any other file, and on Windows, where
+// the count is not read.
+func ManyNames(info fs.FileInfo) string {
+	if n := hardLinks(info); info.Mode().IsRegular() && n > 1 {
+		return fmt.Sprintf("it has %d names (hard links): another of them may lie outside the workspace, where a file of the user's would be read through it", n)
+	}
+	return ""
+}
+
+// Withheld says why a diff of the workspace must not show the file rel
+// (slash-separated, relative to the workspace, as git names it): the deny
+// list refuses it, or it has more than one name (ManyNames); "" when it
+// may be shown. A file that is not there (deleted) is judged by the deny
+// list alone.
+func (f *FS) Withheld(rel string) string {
+	if pat := Denied(f.deny, rel); pat != "" {
+		return fmt.Sprintf("the deny list refuses it (it matches %q)", pat)
+	}
+	root, err := os.OpenRoot(f.dir)
+	if err != nil {
+		return "the workspace cannot be opened to look at it"
+	}
+	defer root.Close()
+	info, err := root.Lstat(filepath.FromSlash(rel))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return ""
+	case err != nil:
+		return "it cannot be looked at inside the workspace"
+	}
+	return ManyNames(info)
 }
 
 // resolved is a path the caller gave, checked: rel is where it really is

@@ -24,6 +24,21 @@ func TestDeniedMatchesEachPatternKindAtAnyDepth(t *testing.T) {
 	}
 }
 
+func TestUnderMatchesFromTheWorkspacesTopPartByPart(t *testing.T) {
+	allow := []string{"src/", "docs/*.md", "cmd/*/main.go"}
+	for _, c := range []struct {
+		rel, want string
+	}{
+		{"src", "src/"}, {"src/a/b.go", "src/"}, {"docs/a.md", "docs/*.md"}, {"docs/a.md/x", "docs/*.md"},
+		{"cmd/app/main.go", "cmd/*/main.go"},
+		{".", ""}, {"srcx/a.go", ""}, {"x/src/a.go", ""}, {"docs", ""}, {"docs/a.txt", ""}, {"cmd/app/other.go", ""}, {"cmd/app", ""},
+	} {
+		if got := Under(allow, c.rel); got != c.want {
+			t.Errorf("Under(%q) = %q, want %q", c.rel, got, c.want)
+		}
+	}
+}
+
 func TestCutToRuneKeepsWholeCharacters(t *testing.T) {
 	euro := []byte("€") // 3 bytes
 	for _, c := range []struct {

@@ -77,9 +77,9 @@ func (f *FS) Read(p string, offset, limit int64) (Page, error) {
 	if !info.Mode().IsRegular() {
 		return Page{}, workspace.Errorf(workspace.CodeInvalidInput, "%s is not a regular file (%s)", p, info.Mode().Type())
 	}
-	if n := hardLinks(info); n > 1 {
+	if why := ManyNames(info); why != "" {
 		return Page{}, workspace.Errorf(workspace.CodeForbidden,
-			"%s has %d names (hard links): another of them may lie outside the workspace, where a file of the user's would be read through it; it is not read (copy it into a file of its own if you need it)", p, n)
+			"%s: %s; it is not read (copy it into a file of its own if you need it)", p, why)
 	}
 	return readPage(file, r.rel, info.Size(), offset, limit)
 }

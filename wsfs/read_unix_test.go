@@ -41,6 +41,42 @@ func TestReadRefusesAFileWithAnotherNameOutsideTheWorkspace(t *testing.T) {
 	}
 }
 
+// TestWithheldSaysWhyADiffMustNotShowAFile: a diff withholds what the
+// file tools do not read (the deny list, a file with another name), and
+// shows the rest, a file that is gone included.
+func TestWithheldSaysWhyADiffMustNotShowAFile(t *testing.T) {
+	ws, outside := t.TempDir(), t.TempDir()
+	secret := filepath.Join(outside, "secret.txt")
+	if err := os.WriteFile(secret, []byte("swordfish"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(ws, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(secret, filepath.Join(ws, "sub", "innocent.txt")); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"plain.txt", ".env"} {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := New(ws, []string{"private/"}, nil)
+	for rel, want := range map[string]string{
+		"sub/innocent.txt":  "2 names (hard links)",
+		".env":              `deny list refuses it (it matches ".env*")`,
+		"private/gone.txt":  `deny list refuses it (it matches "private/")`,
+		"plain.txt":         "",
+		"gone.txt":          "",
+		"sub/gone/deep.txt": "",
+	} {
+		got := f.Withheld(rel)
+		if want == "" && got != "" || !strings.Contains(got, want) {
+			t.Errorf("Withheld(%s) = %q, want %q", rel, got, want)
+		}
+	}
+}
+
 // TestReadOfAFileSwappedForAFIFOReturnsAtOnce: a FIFO put in place of the
 // file between Read's look at it and its open blocked the open until a
 // writer came. The open does not wait, and what was opened is looked at

@@ -58,23 +58,25 @@ func newMCPServerForm(e *mcpServersEditor, escape func()) *mcpServerForm {
 	f.command = newField(func(s string) error { return serverReason(settings.MCPServer{Command: s}, s == "") })
 	f.command.SetPlaceHolder("npx, or the program's absolute path")
 	f.args = multiField(func(s string) error {
-		return serverReason(settings.MCPServer{Command: "x", Args: lines(s)}, false)
+		return serverReason(settings.MCPServer{Command: "x", Args: lines(s), Scope: settings.ScopeWorkspace}, false)
 	}, "one argument a line, e.g.\n-y\n@modelcontextprotocol/server-github")
 	f.env = multiField(func(s string) error {
 		env, err := pairs(s, "=", "env")
 		if err != nil {
 			return err
 		}
-		return serverReason(settings.MCPServer{Command: "x", Env: env}, false)
+		return serverReason(settings.MCPServer{Command: "x", Env: env, Scope: settings.ScopeWorkspace}, false)
 	}, "NAME=VALUE a line; a value may be {env:NAME}, e.g.\nGITHUB_TOKEN={env:GITHUB_TOKEN}")
-	f.url = newField(func(s string) error { return serverReason(settings.MCPServer{URL: s}, s == "") })
+	f.url = newField(func(s string) error {
+		return serverReason(settings.MCPServer{URL: s, Scope: settings.ScopeWorkspace}, s == "")
+	})
 	f.url.SetPlaceHolder("https://example.com/mcp (http only on 127.0.0.1)")
 	f.headers = multiField(func(s string) error {
 		h, err := pairs(s, ":", "headers")
 		if err != nil {
 			return err
 		}
-		return serverReason(settings.MCPServer{URL: "https://x", Headers: h}, false)
+		return serverReason(settings.MCPServer{URL: "https://x", Headers: h, Scope: settings.ScopeWorkspace}, false)
 	}, "Name: value a line, e.g.\nAuthorization: Bearer {env:API_TOKEN}")
 	f.kind = widget.NewRadioGroup([]string{kindStdio, kindRemote}, f.showKind)
 	f.kind.Horizontal, f.kind.Required = true, true
@@ -180,10 +182,12 @@ func (f *mcpServerForm) checkName(s string) error {
 }
 
 // read turns the form into a server; the error lists every field that is
-// wrong.
+// wrong. What the form does not show (enabled, tools, paths, rateLimit,
+// set in the settings file) is kept as it was.
 func (f *mcpServerForm) read() (string, settings.MCPServer, error) {
 	name := strings.TrimSpace(f.name.Text)
-	var m settings.MCPServer
+	m := f.e.u.deps.Settings.Get().MCPServers[f.editing].Clone()
+	m.Command, m.Args, m.Env, m.URL, m.Headers, m.Scope = "", nil, nil, "", nil, ""
 	var errs []error
 	for _, fl := range []*field{f.name, f.command, f.args, f.env, f.url, f.headers} {
 		if err := fl.showReason(); err != nil && !fl.Disabled() {

@@ -44,7 +44,10 @@ type mcpServersEditor struct {
 
 // mcpServerRow is one server in the list.
 type mcpServerRow struct {
-	name     string
+	name string
+	// on switches the server on and off (settings "enabled"), saved at
+	// once.
+	on       *widget.Check
 	kind     *widget.Label
 	state    *widget.Label
 	lastErr  *widget.Label
@@ -138,9 +141,10 @@ func (e *mcpServersEditor) newRow(name string) *mcpServerRow {
 	r.lastErr.Importance = widget.DangerImportance
 	// A long program path wraps instead of widening the window.
 	r.kind.Wrapping = fyne.TextWrapWord
+	r.on = widget.NewCheck("On", func(on bool) { e.switchServer(name, on) })
 	r.edit = widget.NewButton("Edit…", func() { e.form.open(name) })
 	r.remove = widget.NewButton("Remove…", func() { e.confirmRemove(name) })
-	head := container.NewBorder(nil, nil, nil, container.NewHBox(r.edit, r.remove),
+	head := container.NewBorder(nil, nil, nil, container.NewHBox(r.on, r.edit, r.remove),
 		widget.NewLabelWithStyle(name, fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
 	r.contents = container.NewVBox(head, r.kind, r.state, r.lastErr, widget.NewSeparator())
 	return r
@@ -150,6 +154,9 @@ func (e *mcpServersEditor) newRow(name string) *mcpServerRow {
 // host are shown: arguments, env and header values, and a URL's path and
 // query, may hold secrets.
 func (r *mcpServerRow) set(m settings.MCPServer, statuses map[string]MCPServerStatus, running bool) {
+	if r.on.Checked != m.On() {
+		r.on.SetChecked(m.On()) // its handler sees nothing to save
+	}
 	r.kind.SetText(serverSummary(m))
 	st, ok := statuses[r.name]
 	if !ok {
@@ -189,11 +196,23 @@ func serverSummary(m settings.MCPServer) string {
 	if m.StartAtLaunch {
 		parts = append(parts, "starts at launch")
 	}
+	if len(m.Tools.Allow)+len(m.Tools.Deny) > 0 {
+		parts = append(parts, "some tools hidden")
+	}
+	if len(m.Paths.Allow)+len(m.Paths.Deny) > 0 {
+		parts = append(parts, "paths narrowed")
+	}
+	if n := m.RateLimit.PerMinute; n > 0 {
+		parts = append(parts, fmt.Sprintf("at most %d calls a minute", n))
+	}
 	return strings.Join(parts, " · ")
 }
 
 // stateLine is the server's state and figures.
 func stateLine(st MCPServerStatus, m settings.MCPServer, running bool) string {
+	if !m.On() {
+		return "Switched off: not started, and its tools are not offered."
+	}
 	if !running {
 		return "Not run in this session."
 	}
@@ -218,6 +237,37 @@ func showIf(o fyne.CanvasObject, on bool) {
 	} else {
 		o.Hide()
 	}
+}
+
+// switchServer saves the server called name switched on or off; the
+// gateway starts or stops it at once.
+func (e *mcpServersEditor) switchServer(name string, on bool) {
+	m, ok := e.u.deps.Settings.Get().MCPServers[name]
+	if !ok || m.On() == on {
+		return
+	}
+	err := e.u.deps.Settings.Update(func(s *settings.Settings) {
+		m, ok := s.MCPServers[name]
+		if !ok {
+			return
+		}
+		m.Enabled = nil
+		if !on {
+			m.Enabled = new(false)
+		}
+		s.MCPServers[name] = m
+	})
+	switch {
+	case err != nil:
+		say(e.status, "Could not switch "+name+": "+err.Error(), true)
+	case on:
+		e.u.log.Info("MCP server switched on", slog.String("server", name))
+		say(e.status, "Switched "+name+" on: agents can call its tools.", false)
+	default:
+		e.u.log.Info("MCP server switched off", slog.String("server", name))
+		say(e.status, "Switched "+name+" off: it is stopped, and agents no longer see its tools.", false)
+	}
+	e.refresh()
 }
 
 // confirmRemove asks before removing the server called name.

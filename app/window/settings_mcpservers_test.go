@@ -202,3 +202,55 @@ func TestServerSummarySaysWhenConfineCannotHold(t *testing.T) {
 		t.Errorf("a confined shared server: %q, want it to say confine cannot hold", got)
 	}
 }
+
+func TestMCPServersTabSwitchesAServerOffAndOnAndEditingKeepsItsPolicies(t *testing.T) {
+	gw := &fakeGateway{}
+	gw.set(MCPServerStatus{Name: "fs", State: "running", Tools: 4, Instances: 1})
+	m := settings.MCPServer{Command: "mcp-server-filesystem", Scope: settings.ScopeWorkspace, Confine: true,
+		Tools: settings.ToolRules{Deny: []string{"write_*"}}, Paths: settings.PathRules{Deny: []string{"secrets/"}},
+		RateLimit: settings.ServerRateLimit{PerMinute: 30}}
+	h, store, e := openMCPServers(t, gw, map[string]settings.MCPServer{"fs": m})
+	r := e.byName["fs"]
+	if !r.on.Checked {
+		t.Fatal("a server without enabled shows switched off")
+	}
+	if txt := rowTexts(r); !strings.Contains(txt, "some tools hidden") || !strings.Contains(txt, "paths narrowed") || !strings.Contains(txt, "at most 30 calls a minute") {
+		t.Errorf("row shows %q, want its policies named", txt)
+	}
+
+	test.Tap(r.on)
+	if got := store.Get().MCPServers["fs"]; got.On() || !got.Equal(func() settings.MCPServer { o := m.Clone(); o.Enabled = new(false); return o }()) {
+		t.Fatalf("after switching off: saved %+v, want the same server with enabled false", got)
+	}
+	if r.on.Checked || !strings.Contains(r.state.Text, "Switched off") || !strings.Contains(e.status.Text, "Switched fs off") {
+		t.Errorf("after switching off: check %v, state %q, status %q", r.on.Checked, r.state.Text, e.status.Text)
+	}
+
+	// Editing it in the form keeps what the form does not show.
+	test.Tap(r.edit)
+	f := e.form
+	f.args.SetText("{workspace}")
+	f.env.SetText("DB_NAME=db_{workspace.name}")
+	test.Tap(f.save)
+	got := store.Get().MCPServers["fs"]
+	if f.content.Visible() || got.On() || got.Tools.Deny[0] != "write_*" || got.Paths.Deny[0] != "secrets/" || got.RateLimit.PerMinute != 30 || got.Env["DB_NAME"] != "db_{workspace.name}" {
+		t.Fatalf("after editing: saved %+v (form says %q), want enabled, tools, paths and rateLimit kept and the new env", got, f.status.Text)
+	}
+
+	// A workspace variable needs scope workspace: said on save.
+	test.Tap(r.edit)
+	f.scope.SetSelected(scopeShared)
+	f.confine.SetChecked(false)
+	test.Tap(f.save)
+	if !strings.Contains(f.status.Text, "only a server of scope") || store.Get().MCPServers["fs"].Scope != settings.ScopeWorkspace {
+		t.Errorf("a shared server with workspace variables: status %q, saved scope %q", f.status.Text, store.Get().MCPServers["fs"].Scope)
+	}
+	test.Tap(f.cancel)
+
+	test.Tap(r.on)
+	if got := store.Get().MCPServers["fs"]; !got.On() || got.Enabled != nil {
+		t.Fatalf("after switching on: enabled %v, want it back to the default", got.Enabled)
+	}
+	h.waitFor("the row to show the server running again", func() bool { return strings.HasPrefix(r.state.Text, "running") })
+	h.drain()
+}

@@ -60,6 +60,8 @@ func newOneServerGateway(t *testing.T) *oneServerGateway {
 	return g
 }
 
+func (g *oneServerGateway) Off(string) map[string]string { return nil }
+
 func (g *oneServerGateway) OnToolsChanged(fn func()) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -67,6 +67,9 @@ func (s *server) followWorkspaces(ctx context.Context, events <-chan workspace.E
 	workspace.Follow(ctx, events, func(batch []workspace.Event) {
 		for _, e := range batch {
 			switch e.Kind {
+			case workspace.EventMetadataChanged:
+				// The servers the user switched off for it may have changed.
+				s.gateway.Rechoose(e.Workspace.Path)
 			case workspace.EventWorkspaceAdded:
 				s.prep.Added(e.Workspace, e.Created)
 			case workspace.EventWorkspaceRemoved:
@@ -75,6 +78,7 @@ func (s *server) followWorkspaces(ctx context.Context, events <-chan workspace.E
 					s.log.Warn("stopping the agent of a removed workspace", "path", e.Workspace.Path, "err", err)
 				}
 				s.gateway.ForgetWorkspace(e.Workspace.Path)
+				s.gateway.Rechoose(e.Workspace.Path)
 				if err := os.RemoveAll(workspaceTemp(e.Workspace.Path)); err != nil {
 					s.log.Warn("cannot remove the temporary folder of a removed workspace", "path", e.Workspace.Path, "err", err)
 				}

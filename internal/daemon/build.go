@@ -59,6 +59,8 @@ func (s *server) build(ctx context.Context) error {
 		Log:          s.log.With("part", "gateway"),
 		Confine:      s.confine,
 		ConfineProbe: s.confineProbe,
+		Workspace:    s.workspaceVars,
+		Choice:       s.serversChoice,
 		SharedCaches: filepath.Join(paths.DataDir(), "mcp-server-caches"),
 	})
 	// Closed after the MCP server has stopped (registered before it), so

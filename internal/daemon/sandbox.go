@@ -48,7 +48,8 @@ func (s *server) confineProbe(ctx context.Context, dir string) (sandbox.Plan, er
 }
 
 // sandboxLayout is what every workspace's policy shares: CodeHydra's own
-// folders cut out, the tools and the OpenCode config readable, the caches
+// folders cut out, the tools, the OpenCode config and the empty folder
+// workspace-scoped MCP servers start in readable, the caches
 // and opencode's data, state and cache folders writable, and the
 // settings' lists.
 func (s *server) sandboxLayout(set settings.Settings) sandbox.Layout {
@@ -84,7 +85,7 @@ func (s *server) sandboxLayout(set settings.Settings) sandbox.Layout {
 		WorktreeRoots: roots,
 		Projects:      projects,
 		Private:       private,
-		SharedRead:    []string{paths.ToolsDir(), paths.OpencodeConfigFile()},
+		SharedRead:    []string{paths.ToolsDir(), paths.OpencodeConfigFile(), paths.MCPWorkDirs()},
 		Writable:      writableRoots(s.writableFolders(set, home), home, private),
 		Readable:      notInside(expandHome(set.Sandbox.Readable, home), private),
 		Hidden:        expandHome(set.Sandbox.Hidden, home),

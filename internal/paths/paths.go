@@ -48,6 +48,10 @@ func AgentsDir() string { return filepath.Join(xdg.StateHome, app, "agents") }
 // running stdio MCP server of the gateway (reaped like the agents').
 func MCPServersDir() string { return filepath.Join(xdg.StateHome, app, "mcp-servers") }
 
+// MCPWorkDirs is $XDG_DATA_HOME/codehydra/mcp-wd (0700), which holds the
+// empty folder the gateway's workspace-scoped MCP servers start in.
+func MCPWorkDirs() string { return filepath.Join(DataDir(), "mcp-wd") }
+
 // RuntimeDir is $XDG_RUNTIME_DIR/codehydra. When XDG_RUNTIME_DIR is unset
 // and xdg's fallback /run/user/<uid> does not exist (no systemd login, CI,
 // containers), it is <temp>/codehydra-<uid>; internal/instance checks that

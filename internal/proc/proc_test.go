@@ -91,10 +91,7 @@ func TestStartReportsAProgramThatIsNotThere(t *testing.T) {
 }
 
 func TestAConfinedProcessAndWhatItStartsStayInItsSandbox(t *testing.T) {
-	want := sandbox.Probe()
-	if !want.Enforced {
-		t.Skip(want.Reason)
-	}
+	want := testenv.RequireSandbox(t)
 	dir := t.TempDir()
 	ws, outside := filepath.Join(dir, "ws"), filepath.Join(dir, "outside")
 	for _, d := range []string{ws, outside} {

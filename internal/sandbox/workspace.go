@@ -25,15 +25,17 @@ type Layout struct {
 	// cache): cut out of every grant.
 	Private []string
 	// SharedRead are read grants inside Private that every confined
-	// process gets: the tools folder (the opencode that setup installed)
-	// and the OpenCode config file CodeHydra writes.
+	// process gets: the tools folder (the opencode that setup installed),
+	// the OpenCode config file CodeHydra writes and the folder that holds
+	// the empty folder workspace-scoped MCP servers start in.
 	SharedRead []string
 	// Writable are folders every confined process may write: the build
 	// and tool caches and opencode's own folders, and settings
 	// sandbox.writable. Those that do not exist are left out.
 	Writable []string
 	// Readable are settings sandbox.readable, read grants beside the
-	// system's.
+	// system's. An entry that names a Hidden folder re-opens it; one
+	// inside a Hidden or Private folder is an exception in it.
 	Readable []string
 	// Hidden are more folders cut out of every grant: settings
 	// sandbox.hidden (the user's credentials by default) and a
@@ -104,7 +106,15 @@ func (l Layout) For(w Workspace) Policy {
 			grant(GitWrite, filepath.Join(w.CommonDir, sub))
 		}
 	}
-	for _, d := range slices.Concat(l.Private, l.Hidden, w.Others) {
+	// A grant of exactly a denied folder grants nothing (see Expand): the
+	// hidden folders that settings sandbox.readable names are not denied,
+	// so that the user can re-open one of the default credential stores.
+	var readable []string
+	for _, r := range l.Readable {
+		readable = append(readable, Resolve(r))
+	}
+	hidden := slices.DeleteFunc(slices.Clone(l.Hidden), func(d string) bool { return slices.Contains(readable, Resolve(d)) })
+	for _, d := range slices.Concat(l.Private, hidden, w.Others) {
 		if d = Resolve(d); d != "" && !slices.Contains(p.Deny, d) {
 			p.Deny = append(p.Deny, d)
 		}

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net"
 	"net/url"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -30,6 +31,12 @@ var (
 	// {env:NAME}.
 	envRefRE  = regexp.MustCompile(`\{env:([^}]*)\}`)
 	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// wsRefRE is a workspace variable, known or not: {workspace},
+	// {workspace.NAME} or {project.NAME}.
+	wsRefRE = regexp.MustCompile(`\{(workspace|workspace\.[^}]*|project\.[^}]*)\}`)
+	// refRE is either kind, so that a value is expanded in one pass and
+	// what one reference gives is never read as another.
+	refRE = regexp.MustCompile(`\{(env:[^}]*|workspace|workspace\.[^}]*|project\.[^}]*)\}`)
 )
 
 // MCPServer is one of the user's own MCP servers (the settings'
@@ -38,8 +45,9 @@ var (
 // program spoken to over stdio (Command) or a remote server over
 // Streamable HTTP (URL), in the shape other MCP clients use. Values of
 // Args, Env, URL and Headers may name the user's environment as
-// {env:NAME}: ExpandEnv fills them in when the server starts, so secrets
-// need not sit in the file.
+// {env:NAME}, and a workspace-scoped server's the workspace's variables
+// (WorkspaceVars): Expand fills them in when the server starts, so
+// secrets need not sit in the file.
 type MCPServer struct {
 	// Command is the program: an absolute path, or a bare name looked up
 	// on PATH (never relative: it would be found from a folder whose
@@ -60,11 +68,120 @@ type MCPServer struct {
 	// StartAtLaunch starts the server when CodeHydra starts rather than on
 	// first use (a workspace-scoped one: its first instance).
 	StartAtLaunch bool `json:"startAtLaunch,omitempty"`
+	// Enabled false keeps the server configured but neither started nor
+	// offered; nil (the default) and true run it. See On.
+	Enabled *bool `json:"enabled,omitempty"`
+	// Tools picks which of the server's tools are offered.
+	Tools ToolRules `json:"tools,omitzero"`
+	// Paths narrows, for a confined server, the paths its arguments may
+	// name inside the caller's workspace.
+	Paths PathRules `json:"paths,omitzero"`
+	// RateLimit bounds the calls to the server from all callers together,
+	// on top of each caller's own limit.
+	RateLimit ServerRateLimit `json:"rateLimit,omitzero"`
 }
 
-// WorkspaceRef in an arg of a workspace-scoped server is replaced by the
-// workspace's folder when its instance starts (it starts outside it).
+// ToolRules are a server's tool allow and deny lists (settings "tools"):
+// globs (path.Match) over the server's own tool names, not the offered
+// "<server>__<tool>". A tool is hidden when a deny glob matches it, or
+// when allow is not empty and no allow glob does; deny wins.
+type ToolRules struct {
+	Allow []string `json:"allow,omitempty"`
+	Deny  []string `json:"deny,omitempty"`
+}
+
+// Hides says why the rules hide the server's tool named tool, as the end
+// of a sentence ("tools.deny rule \"write_*\""), or "" when they offer
+// it.
+func (r ToolRules) Hides(tool string) string {
+	for _, g := range r.Deny {
+		if ok, _ := path.Match(g, tool); ok {
+			return fmt.Sprintf("tools.deny rule %q", g)
+		}
+	}
+	if len(r.Allow) == 0 {
+		return ""
+	}
+	for _, g := range r.Allow {
+		if ok, _ := path.Match(g, tool); ok {
+			return ""
+		}
+	}
+	return fmt.Sprintf("tools.allow rules (%s), none of which it matches", quoteAll(r.Allow))
+}
+
+// PathRules are a confined server's path allow and deny lists (settings
+// "paths"), relative to the caller's workspace and written with "/". A
+// deny entry is read as a workspaceDeny pattern (a name without "/"
+// matches at any depth: ".env", "secrets/"); an allow entry is a path
+// from the workspace's top, globs allowed per part ("src/", "docs/*.md"),
+// and a path is allowed when it is one or lies under one. An empty allow
+// allows the whole workspace.
+type PathRules struct {
+	Allow []string `json:"allow,omitempty"`
+	Deny  []string `json:"deny,omitempty"`
+}
+
+// ServerRateLimit bounds the calls to one server from all its callers.
+type ServerRateLimit struct {
+	// PerMinute is how many calls a minute it takes, in a burst of as
+	// many; 0 sets no limit.
+	PerMinute int `json:"perMinute,omitempty"`
+}
+
+// maxPerMinute bounds rateLimit.perMinute: more is no limit at all.
+const maxPerMinute = 1_000_000
+
+// On reports whether the server is switched on (settings "enabled").
+func (m MCPServer) On() bool { return m.Enabled == nil || *m.Enabled }
+
+// WorkspaceRef in a value of a workspace-scoped server is replaced by the
+// workspace's folder when its instance starts (it starts outside it); it
+// is {workspace.path} by its older name.
 const WorkspaceRef = "{workspace}"
+
+// WorkspaceVars are the values of a workspace-scoped server's workspace
+// variables, for the workspace an instance runs for: {workspace.path}
+// (and {workspace}), {workspace.name}, {workspace.branch} and
+// {project.path}.
+type WorkspaceVars struct {
+	// Path is the workspace's folder.
+	Path string
+	// Name is the workspace's name as CodeHydra shows it: its branch, or
+	// its folder's name when HEAD is detached.
+	Name string
+	// Branch is its checked-out branch, "" when HEAD is detached.
+	Branch string
+	// ProjectPath is the folder of the project it belongs to.
+	ProjectPath string
+}
+
+// workspaceVarNames are the workspace variables, as written between the
+// braces.
+var workspaceVarNames = []string{"workspace.path", "workspace.name", "workspace.branch", "project.path"}
+
+func (v WorkspaceVars) lookup(name string) string {
+	switch name {
+	case "workspace", "workspace.path":
+		return v.Path
+	case "workspace.name":
+		return v.Name
+	case "workspace.branch":
+		return v.Branch
+	case "project.path":
+		return v.ProjectPath
+	}
+	return ""
+}
+
+// quoteAll is the strings quoted, separated by commas.
+func quoteAll(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
+}
 
 // ConfineProblem says why m's "confine" cannot hold, or nil. Confinement
 // judges the paths in a call's arguments against the caller's workspace;
@@ -96,14 +213,23 @@ func (m MCPServer) Remote() bool { return m.URL != "" }
 func (m MCPServer) Equal(o MCPServer) bool {
 	return m.Command == o.Command && slices.Equal(m.Args, o.Args) && maps.Equal(m.Env, o.Env) &&
 		m.URL == o.URL && maps.Equal(m.Headers, o.Headers) && m.Scope == o.Scope &&
-		m.Confine == o.Confine && m.StartAtLaunch == o.StartAtLaunch
+		m.Confine == o.Confine && m.StartAtLaunch == o.StartAtLaunch && m.On() == o.On() &&
+		slices.Equal(m.Tools.Allow, o.Tools.Allow) && slices.Equal(m.Tools.Deny, o.Tools.Deny) &&
+		slices.Equal(m.Paths.Allow, o.Paths.Allow) && slices.Equal(m.Paths.Deny, o.Paths.Deny) &&
+		m.RateLimit == o.RateLimit
 }
 
-// Clone returns a copy of m that shares no slice or map with it.
+// Clone returns a copy of m that shares no slice, map or pointer with it.
 func (m MCPServer) Clone() MCPServer {
 	m.Args = slices.Clone(m.Args)
 	m.Env = maps.Clone(m.Env)
 	m.Headers = maps.Clone(m.Headers)
+	if m.Enabled != nil {
+		on := *m.Enabled
+		m.Enabled = &on
+	}
+	m.Tools = ToolRules{Allow: slices.Clone(m.Tools.Allow), Deny: slices.Clone(m.Tools.Deny)}
+	m.Paths = PathRules{Allow: slices.Clone(m.Paths.Allow), Deny: slices.Clone(m.Paths.Deny)}
 	return m
 }
 
@@ -112,9 +238,24 @@ func (m MCPServer) Clone() MCPServer {
 // value): a server started with an empty token fails later and less
 // clearly.
 func ExpandEnv(v string, lookup func(string) (string, bool)) (string, error) {
+	return Expand(v, lookup, nil)
+}
+
+// Expand is ExpandEnv that also fills in the workspace variables from ws
+// (a workspace-scoped server's instance), in the same pass: what one
+// reference gives is never read as another. With ws nil they are left as
+// written.
+func Expand(v string, lookup func(string) (string, bool), ws *WorkspaceVars) (string, error) {
 	var missing []string
-	out := envRefRE.ReplaceAllStringFunc(v, func(ref string) string {
-		name := envRefRE.FindStringSubmatch(ref)[1]
+	out := refRE.ReplaceAllStringFunc(v, func(ref string) string {
+		inner := ref[1 : len(ref)-1]
+		name, isEnv := strings.CutPrefix(inner, "env:")
+		if !isEnv {
+			if ws == nil {
+				return ref
+			}
+			return ws.lookup(inner)
+		}
 		val, ok := lookup(name)
 		if !ok {
 			missing = append(missing, name)
@@ -175,29 +316,94 @@ func (m MCPServer) Check(name string) []error {
 	if m.Scope != "" && m.Scope != ScopeShared && m.Scope != ScopeWorkspace {
 		errs = append(errs, fmt.Errorf("%s.scope is %q: use %q or %q", key, m.Scope, ScopeShared, ScopeWorkspace))
 	}
-	if !m.PerWorkspace() && slices.ContainsFunc(m.Args, func(a string) bool { return strings.Contains(a, WorkspaceRef) }) {
-		errs = append(errs, fmt.Errorf("%s.args: %s names the workspace, which only a server of scope %q has", key, WorkspaceRef, ScopeWorkspace))
+	type value struct{ at, v string }
+	var values []value
+	for _, a := range m.Args {
+		values = append(values, value{".args", a})
 	}
-	values := slices.Clone(m.Args)
-	values = append(values, m.URL)
+	values = append(values, value{".url", m.URL})
 	for _, k := range slices.Sorted(maps.Keys(m.Env)) {
 		if !envNameRE.MatchString(k) {
 			errs = append(errs, fmt.Errorf("%s.env: %q is not a variable name", key, k))
 		}
-		values = append(values, m.Env[k])
+		values = append(values, value{".env", m.Env[k]})
 	}
 	for _, k := range slices.Sorted(maps.Keys(m.Headers)) {
 		if k == "" || strings.ContainsAny(k, " :\r\n") {
 			errs = append(errs, fmt.Errorf("%s.headers: %q is not a header name", key, k))
 		}
-		values = append(values, m.Headers[k])
+		values = append(values, value{".headers", m.Headers[k]})
 	}
 	for _, v := range values {
-		if err := checkEnvRefs(v); err != nil {
+		if err := checkEnvRefs(v.v); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", key, err))
 		}
+		if err := m.checkWorkspaceRefs(v.v); err != nil {
+			errs = append(errs, fmt.Errorf("%s%s: %w", key, v.at, err))
+		}
+	}
+	return append(errs, m.checkPolicies(key, name)...)
+}
+
+// checkWorkspaceRefs checks that every workspace variable in v is one,
+// and that m is a server that has a workspace.
+func (m MCPServer) checkWorkspaceRefs(v string) error {
+	for _, ref := range wsRefRE.FindAllStringSubmatch(v, -1) {
+		if ref[1] != "workspace" && !slices.Contains(workspaceVarNames, ref[1]) {
+			return fmt.Errorf("%s is not a workspace variable: use {%s}", ref[0], strings.Join(workspaceVarNames, "}, {"))
+		}
+		if !m.PerWorkspace() {
+			return fmt.Errorf("%s names the workspace, which only a server of scope %q has: set its scope to workspace", ref[0], ScopeWorkspace)
+		}
+	}
+	return nil
+}
+
+// checkPolicies checks the server's tools, paths and rateLimit.
+func (m MCPServer) checkPolicies(key, name string) []error {
+	var errs []error
+	for _, list := range []struct {
+		at    string
+		globs []string
+	}{{"tools.allow", m.Tools.Allow}, {"tools.deny", m.Tools.Deny}} {
+		for _, g := range list.globs {
+			if err := checkToolGlob(name, g); err != nil {
+				errs = append(errs, fmt.Errorf("%s.%s: %w", key, list.at, err))
+			}
+		}
+	}
+	for _, list := range []struct {
+		at       string
+		patterns []string
+	}{{"paths.allow", m.Paths.Allow}, {"paths.deny", m.Paths.Deny}} {
+		for _, p := range list.patterns {
+			if err := checkRelPattern(p); err != nil {
+				errs = append(errs, fmt.Errorf("%s.%s: %w", key, list.at, err))
+			}
+		}
+	}
+	if len(m.Paths.Allow)+len(m.Paths.Deny) > 0 && !m.Confine {
+		errs = append(errs, fmt.Errorf("%s.paths applies to the path arguments of a confined server only, and this one is not: set \"confine\": true (with \"scope\": \"workspace\"), or remove paths", key))
+	}
+	if n := m.RateLimit.PerMinute; n < 0 || n > maxPerMinute {
+		errs = append(errs, fmt.Errorf("%s.rateLimit.perMinute is %d: use 1 to %d, or 0 for no limit", key, n, maxPerMinute))
 	}
 	return errs
+}
+
+// checkToolGlob checks a glob of tools.allow or tools.deny of the server
+// called server.
+func checkToolGlob(server, g string) error {
+	switch {
+	case strings.TrimSpace(g) == "":
+		return fmt.Errorf("a glob is empty: remove it")
+	case strings.HasPrefix(g, server+"__"):
+		return fmt.Errorf("%q starts with the server's name: the globs match the server's own tool names, e.g. %q", g, strings.TrimPrefix(g, server+"__"))
+	}
+	if _, err := path.Match(g, ""); err != nil {
+		return fmt.Errorf("%q is not a valid glob (path.Match: *, ?, [a-z], \\ to escape): %w", g, err)
+	}
+	return nil
 }
 
 // checkServerCommand pins the rule of CheckCommand for a program given
@@ -217,12 +423,12 @@ func checkServerCommand(cmd string) error {
 // checkServerURL allows https anywhere and plain http on loopback only.
 func checkServerURL(raw string) error {
 	const ref = "codehydraenvref"
-	u, err := url.Parse(envRefRE.ReplaceAllString(raw, ref))
+	u, err := url.Parse(refRE.ReplaceAllString(raw, ref))
 	if err != nil {
 		return fmt.Errorf("%q cannot be read: %w", raw, err)
 	}
 	if strings.Contains(strings.ToLower(u.Scheme+u.Host), ref) {
-		return fmt.Errorf("%q names the environment in its scheme or host: write them out", raw)
+		return fmt.Errorf("%q names the environment or the workspace in its scheme or host: write them out", raw)
 	}
 	switch {
 	case u.Host == "":

@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -41,6 +42,26 @@ func TestMCPServersValidation(t *testing.T) {
 		{"bad header name", "x", MCPServer{URL: "https://h/", Headers: map[string]string{"A:": "b"}}, "not a header name"},
 		{"{workspace} in a workspace server's args", "fs", MCPServer{Command: "x", Args: []string{"--root={workspace}"}, Scope: ScopeWorkspace}, ""},
 		{"{workspace} in a shared server's args", "fs", MCPServer{Command: "x", Args: []string{"{workspace}"}}, "names the workspace"},
+		{"workspace variables in a workspace server", "db", MCPServer{Command: "x", Scope: ScopeWorkspace,
+			Args: []string{"--root={workspace.path}"}, Env: map[string]string{"DB_NAME": "{workspace.name}", "B": "{workspace.branch}", "P": "{project.path}"}}, ""},
+		{"workspace variables in a remote workspace server", "db", MCPServer{URL: "https://h.example/{workspace.name}", Scope: ScopeWorkspace,
+			Headers: map[string]string{"X-Branch": "{workspace.branch}"}}, ""},
+		{"an unknown workspace variable", "db", MCPServer{Command: "x", Scope: ScopeWorkspace, Env: map[string]string{"A": "{workspace.folder}"}}, "{workspace.folder} is not a workspace variable"},
+		{"an unknown project variable", "db", MCPServer{Command: "x", Scope: ScopeWorkspace, Args: []string{"{project.name}"}}, "{project.name} is not a workspace variable"},
+		{"a workspace variable in a shared server's env", "db", MCPServer{Command: "x", Env: map[string]string{"A": "{workspace.name}"}}, "only a server of scope"},
+		{"a workspace variable in a shared server's header", "db", MCPServer{URL: "https://h/", Headers: map[string]string{"A": "{project.path}"}}, "only a server of scope"},
+		{"a workspace variable in a url's host", "db", MCPServer{URL: "https://{workspace.name}.example/", Scope: ScopeWorkspace}, "scheme or host"},
+		{"enabled false", "fs", MCPServer{Command: "x", Enabled: new(false)}, ""},
+		{"tool globs", "fs", MCPServer{Command: "x", Tools: ToolRules{Allow: []string{"read_*", "list_?"}, Deny: []string{"*write*"}}}, ""},
+		{"a tool glob that is no glob", "fs", MCPServer{Command: "x", Tools: ToolRules{Deny: []string{"[a-"}}}, "tools.deny: \"[a-\" is not a valid glob"},
+		{"an empty tool glob", "fs", MCPServer{Command: "x", Tools: ToolRules{Allow: []string{""}}}, "tools.allow: a glob is empty"},
+		{"a tool glob with the server's prefix", "fs", MCPServer{Command: "x", Tools: ToolRules{Deny: []string{"fs__write_*"}}}, "the globs match the server's own tool names, e.g. \"write_*\""},
+		{"paths of a confined server", "fs", MCPServer{Command: "x", Scope: ScopeWorkspace, Confine: true, Paths: PathRules{Allow: []string{"src/", "docs/*.md"}, Deny: []string{".env", "secrets/"}}}, ""},
+		{"paths of a server not confined", "fs", MCPServer{Command: "x", Scope: ScopeWorkspace, Paths: PathRules{Deny: []string{"secrets/"}}}, "paths applies to the path arguments of a confined server only"},
+		{"an absolute path rule", "fs", MCPServer{Command: "x", Scope: ScopeWorkspace, Confine: true, Paths: PathRules{Allow: []string{"/etc"}}}, "paths.allow: the pattern \"/etc\" is not relative"},
+		{"a path rule that climbs", "fs", MCPServer{Command: "x", Scope: ScopeWorkspace, Confine: true, Paths: PathRules{Deny: []string{"../x"}}}, "paths.deny: the pattern \"../x\" holds . or .."},
+		{"a rate limit", "fs", MCPServer{Command: "x", RateLimit: ServerRateLimit{PerMinute: 60}}, ""},
+		{"a negative rate limit", "fs", MCPServer{Command: "x", RateLimit: ServerRateLimit{PerMinute: -1}}, "rateLimit.perMinute is -1"},
 		// Loaded as written (a file from before keeps working); the
 		// gateway does not start it and the window does not save it.
 		{"confine on a shared server", "fs", MCPServer{Command: "x", Confine: true}, ""},
@@ -114,5 +135,92 @@ func TestConfineHoldsOnlyOnAWorkspaceScopedServer(t *testing.T) {
 	err := (MCPServer{Command: "x", Confine: true}).ConfineProblem()
 	if err == nil || !strings.Contains(err.Error(), `"scope": "workspace"`) {
 		t.Fatalf("confine on a shared server: %v, want it to point to scope workspace", err)
+	}
+}
+
+func TestToolRulesHideByDenyFirstThenByAnAllowListNotMatched(t *testing.T) {
+	r := ToolRules{Allow: []string{"read_*", "list_*"}, Deny: []string{"read_secret*"}}
+	for tool, want := range map[string]string{
+		"read_file":      "",
+		"list_directory": "",
+		"read_secrets":   `tools.deny rule "read_secret*"`,
+		"write_file":     `tools.allow rules ("read_*", "list_*"), none of which it matches`,
+	} {
+		if got := r.Hides(tool); got != want {
+			t.Errorf("Hides(%q) = %q, want %q", tool, got, want)
+		}
+	}
+	if got := (ToolRules{Deny: []string{"write_*"}}).Hides("read_file"); got != "" {
+		t.Errorf("an empty allow list hides read_file: %q", got)
+	}
+	if got := (ToolRules{}).Hides("anything"); got != "" {
+		t.Errorf("no rules hide a tool: %q", got)
+	}
+}
+
+func TestExpandFillsWorkspaceVariablesInOnePass(t *testing.T) {
+	env := map[string]string{"TOKEN": "{workspace.name}"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	ws := &WorkspaceVars{Path: "/w/feat", Name: "feat", Branch: "feat", ProjectPath: "/p/{env:TOKEN}"}
+	got, err := Expand("{workspace}|{workspace.path}|{workspace.name}|{workspace.branch}|{project.path}|{env:TOKEN}", lookup, ws)
+	want := "/w/feat|/w/feat|feat|feat|/p/{env:TOKEN}|{workspace.name}"
+	if err != nil || got != want {
+		t.Fatalf("Expand = %q, %v; want %q (what a reference gives is not expanded again)", got, err, want)
+	}
+	if got, err := Expand("db_{workspace.name}_{env:TOKEN}", lookup, nil); err != nil || got != "db_{workspace.name}_{workspace.name}" {
+		t.Fatalf("Expand without a workspace = %q, %v; want the workspace variables left as written", got, err)
+	}
+}
+
+func TestMCPServerPoliciesAreComparedClonedAndRoundTrip(t *testing.T) {
+	m := MCPServer{Command: "x", Scope: ScopeWorkspace, Confine: true, Enabled: new(false),
+		Tools:     ToolRules{Allow: []string{"read_*"}, Deny: []string{"write_*"}},
+		Paths:     PathRules{Allow: []string{"src/"}, Deny: []string{".env"}},
+		RateLimit: ServerRateLimit{PerMinute: 30}}
+	c := m.Clone()
+	if !m.Equal(c) {
+		t.Fatal("a clone is not Equal")
+	}
+	*c.Enabled = true
+	c.Tools.Allow[0], c.Tools.Deny[0], c.Paths.Allow[0], c.Paths.Deny[0] = "a", "b", "c/", "d"
+	if *m.Enabled || m.Tools.Allow[0] != "read_*" || m.Tools.Deny[0] != "write_*" || m.Paths.Allow[0] != "src/" || m.Paths.Deny[0] != ".env" {
+		t.Fatalf("Clone shares the policies with the original: %+v", m)
+	}
+	for name, change := range map[string]func(*MCPServer){
+		"enabled":     func(o *MCPServer) { o.Enabled = nil },
+		"tools.allow": func(o *MCPServer) { o.Tools.Allow = nil },
+		"tools.deny":  func(o *MCPServer) { o.Tools.Deny = []string{"x"} },
+		"paths.allow": func(o *MCPServer) { o.Paths.Allow = nil },
+		"paths.deny":  func(o *MCPServer) { o.Paths.Deny = nil },
+		"rateLimit":   func(o *MCPServer) { o.RateLimit.PerMinute = 31 },
+	} {
+		o := m.Clone()
+		change(&o)
+		if m.Equal(o) {
+			t.Errorf("Equal does not see a change of %s", name)
+		}
+	}
+	if !(MCPServer{Command: "x"}).Equal(MCPServer{Command: "x", Enabled: new(true)}) {
+		t.Error("enabled true is not the default")
+	}
+
+	s := Default()
+	s.MCPServers = map[string]MCPServer{"fs": m}
+	data, err := s.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{`"enabled":false`, `"tools":{"allow":["read_*"],"deny":["write_*"]}`, `"paths":{"allow":["src/"],"deny":[".env"]}`, `"rateLimit":{"perMinute":30}`} {
+		if !strings.Contains(string(data), key) {
+			t.Errorf("saved settings lack %s: %s", key, data)
+		}
+	}
+	back := Default()
+	if err := back.UnmarshalJSON(data); err != nil || !back.MCPServers["fs"].Equal(m) {
+		t.Fatalf("read back %+v, %v; want %+v", back.MCPServers["fs"], err, m)
+	}
+	plain, _ := json.Marshal(MCPServer{Command: "x"})
+	if string(plain) != `{"command":"x"}` {
+		t.Errorf("a server without policies is saved as %s, want no empty keys", plain)
 	}
 }

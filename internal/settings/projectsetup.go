@@ -37,6 +37,28 @@ type ProjectSetup struct {
 	// to for a pull request; "" is DefaultRemote. It readies nothing, so
 	// Empty does not count it.
 	Remote string `json:"remote,omitempty"`
+	// MCPServers names the mcpServers that the project's workspaces see
+	// (each workspace's tray toggle can switch one of them off for it);
+	// nil sees them all, [] none. A name no server has is ignored, so
+	// that removing a server leaves the projects valid. It readies
+	// nothing, so Empty does not count it.
+	MCPServers []string `json:"mcpServers,omitzero"`
+}
+
+// Offers reports whether the project's workspaces see the MCP server
+// named server (see MCPServers).
+func (p ProjectSetup) Offers(server string) bool {
+	return p.MCPServers == nil || slices.Contains(p.MCPServers, server)
+}
+
+// ProjectOf returns the settings of the project at path (zero when it has
+// none), whether or not they ready anything.
+func (s Settings) ProjectOf(path string) ProjectSetup {
+	p, ok := s.ProjectSetup[path]
+	if !ok {
+		p = s.ProjectSetup[filepath.Clean(path)]
+	}
+	return p
 }
 
 // Empty reports a setup that does nothing.
@@ -71,6 +93,7 @@ func cloneProjectSetup(m map[string]ProjectSetup) map[string]ProjectSetup {
 	c := maps.Clone(m)
 	for k, v := range c {
 		v.Copy = slices.Clone(v.Copy)
+		v.MCPServers = slices.Clone(v.MCPServers)
 		c[k] = v
 	}
 	return c
@@ -109,6 +132,11 @@ func (s Settings) validateProjectSetup() []error {
 		}
 		if err := CheckCommand(key+".setup", p.Setup); err != nil {
 			errs = append(errs, err)
+		}
+		for _, name := range p.MCPServers {
+			if strings.TrimSpace(name) == "" {
+				errs = append(errs, fmt.Errorf("%s.mcpServers: a name is empty: remove it, or name a server of mcpServers", key))
+			}
 		}
 		if err := CheckRemote(p.Remote); err != nil {
 			errs = append(errs, fmt.Errorf("%s.remote: %w", key, err))

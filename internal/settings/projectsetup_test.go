@@ -86,3 +86,34 @@ func TestUnmarshalReplacesProjectSetup(t *testing.T) {
 		t.Fatalf("a file without the key dropped it: %v", s.ProjectSetup)
 	}
 }
+
+func TestAProjectsMCPServersKeepNoneApartFromAllAndAreCloned(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "settings.json")
+	all, some, none := filepath.Join(t.TempDir(), "all"), filepath.Join(t.TempDir(), "some"), filepath.Join(t.TempDir(), "none")
+	s := Default()
+	s.ProjectSetup = map[string]ProjectSetup{all: {Remote: "origin"}, some: {MCPServers: []string{"fs"}}, none: {MCPServers: []string{}}}
+	if err := Save(path, s); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path, server string
+		want         bool
+	}{{all, "fs", true}, {all, "db", true}, {some, "fs", true}, {some, "db", false}, {none, "fs", false}, {"/elsewhere", "fs", true}} {
+		if got := got.ProjectOf(c.path).Offers(c.server); got != c.want {
+			t.Errorf("project %s offers %s = %v, want %v", filepath.Base(c.path), c.server, got, c.want)
+		}
+	}
+	c := got.Clone()
+	c.ProjectSetup[some].MCPServers[0] = "changed"
+	if got.ProjectSetup[some].MCPServers[0] != "fs" {
+		t.Fatal("Clone shares a project's mcpServers with the original")
+	}
+	s.ProjectSetup = map[string]ProjectSetup{some: {MCPServers: []string{" "}}}
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "mcpServers: a name is empty") {
+		t.Fatalf("an empty server name: %v", err)
+	}
+}

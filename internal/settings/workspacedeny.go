@@ -10,19 +10,28 @@ import (
 // must be a valid glob (path.Match), relative, inside the workspace and
 // one line.
 func CheckDenyPattern(p string) error {
+	if err := checkRelPattern(p); err != nil {
+		return fmt.Errorf("workspaceDeny: %w", err)
+	}
+	return nil
+}
+
+// checkRelPattern checks a pattern of files relative to a workspace
+// (workspaceDeny, a server's paths).
+func checkRelPattern(p string) error {
 	name := strings.TrimSuffix(p, "/")
 	switch {
 	case strings.TrimSpace(name) == "":
-		return fmt.Errorf("a workspaceDeny pattern is empty: remove it")
+		return fmt.Errorf("a pattern is empty: remove it")
 	case strings.ContainsAny(p, "\x00\n\r"):
-		return fmt.Errorf("the workspaceDeny pattern %q holds a NUL or a line break: remove it", p)
+		return fmt.Errorf("the pattern %q holds a NUL or a line break: remove it", p)
 	case strings.HasPrefix(p, "/") || strings.Contains(p, `\`):
-		return fmt.Errorf("the workspaceDeny pattern %q is not relative: write it with \"/\" and no leading \"/\", e.g. secrets/ or *.p12", p)
+		return fmt.Errorf("the pattern %q is not relative: write it with \"/\" and no leading \"/\", e.g. secrets/ or *.p12", p)
 	case strings.Contains("/"+name+"/", "/../") || strings.Contains("/"+name+"/", "/./"):
-		return fmt.Errorf("the workspaceDeny pattern %q holds . or ..: name the files from the workspace's top", p)
+		return fmt.Errorf("the pattern %q holds . or ..: name the files from the workspace's top", p)
 	}
 	if _, err := path.Match(name, ""); err != nil {
-		return fmt.Errorf("the workspaceDeny pattern %q is not a valid glob: %w", p, err)
+		return fmt.Errorf("the pattern %q is not a valid glob: %w", p, err)
 	}
 	return nil
 }
