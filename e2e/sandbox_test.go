@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -293,18 +294,35 @@ func ownShellCannotLeave(t *testing.T, s *sandboxedApp) {
 	var status struct {
 		Agent struct {
 			Sandbox struct {
-				Enforced bool   `json:"enforced"`
-				ABI      int    `json:"abi"`
-				Reason   string `json:"reason"`
+				Enforced         bool   `json:"enforced"`
+				ABI              int    `json:"abi"`
+				Reason           string `json:"reason"`
+				UnixSocketFilter bool   `json:"unixSocketFilter"`
+				Gaps             string `json:"gaps"`
 			} `json:"sandbox"`
 		} `json:"agent"`
 	}
 	if err := json.Unmarshal(raw, &status); err != nil {
 		t.Fatal(err)
 	}
-	if sb := status.Agent.Sandbox; !sb.Enforced || sb.ABI != sandbox.Probe().ABI {
-		t.Errorf("workspace_get_status agent.sandbox = %+v, want enforced with ABI %d\n%s", sb, sandbox.Probe().ABI, raw)
+	probe := sandbox.Probe()
+	if sb := status.Agent.Sandbox; !sb.Enforced || sb.ABI != probe.ABI || sb.UnixSocketFilter != (probe.ABI < 9) ||
+		strings.Contains(sb.Gaps, "unix sockets") {
+		t.Errorf("workspace_get_status agent.sandbox = %+v, want enforced with ABI %d, the unix socket filter before ABI 9 "+
+			"and no unix socket left open\n%s", sb, probe.ABI, raw)
 	}
+	// A stand-in for the session D-Bus: a unix socket the user's session
+	// listens on, in a folder the agent may read.
+	busDir, err := os.MkdirTemp("", "bus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(busDir) })
+	bus, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(busDir, "bus"), Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Close()
 
 	// The five escapes a review found, each one line.
 	out := a.bash(fmt.Sprintf(`
@@ -317,11 +335,17 @@ cat %[6]q && echo LEAK-secret || echo REFUSED-secret
 ln -s %[4]q %[7]q && echo LEAK-reflog-link || echo REFUSED-reflog-link
 echo '#!/bin/sh' > %[8]q && echo LEAK-path-program || echo REFUSED-path-program
 mkdir -p %[9]q && echo 'export default async () => ({})' > %[9]q/x.js && echo LEAK-plugin || echo REFUSED-plugin
+node -e 'const c = require("net").connect(process.argv[1]); c.on("connect", () => { console.log("LEAK-bus"); c.end() }); c.on("error", e => console.log("REFUSED-bus " + e.code))' %[10]q
 `, paths.TokenFile(), bPID, filepath.Join(s.b, "planted.txt"), filepath.Join(s.home, ".bashrc"), paths.SettingsFile(), s.secret,
 		filepath.Join(s.repo, ".git", "logs", "refs", "heads", "evil"), filepath.Join(s.home, "go", "bin", "git"),
-		filepath.Join(paths.OpencodeConfigDir(), "plugin")))
+		filepath.Join(paths.OpencodeConfigDir(), "plugin"), bus.Addr().String()))
 	wantLines(t, out, "REFUSED-token", "REFUSED-environ", "REFUSED-workspace", "REFUSED-home", "REFUSED-settings",
-		"REFUSED-secret", "REFUSED-reflog-link", "REFUSED-path-program", "REFUSED-plugin", "Permission denied")
+		"REFUSED-secret", "REFUSED-reflog-link", "REFUSED-path-program", "REFUSED-plugin", "REFUSED-bus EACCES", "Permission denied")
+	_ = bus.SetDeadline(time.Now().Add(200 * time.Millisecond))
+	if c, err := bus.Accept(); err == nil {
+		c.Close()
+		t.Error("the socket outside got a connection from the agent's shell")
+	}
 	if strings.Contains(out, "LEAK-") || strings.Contains(out, "swordfish") || strings.Contains(out, tokenBefore) {
 		t.Errorf("something got out:\n%s", out)
 	}

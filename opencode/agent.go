@@ -433,7 +433,8 @@ func (s *Supervisor) spawn(ctx context.Context, key string, a *agent, bin string
 	p.startedAt = s.opts.Now()
 	s.updateRecord(p, port, a.ws.Path)
 	s.log.Info("agent started", slog.String("workspace", a.ws.Path), slog.Int("pid", p.pid), slog.Int("port", port),
-		slog.Bool("sandbox", st.Enforced), slog.Int("landlockABI", st.ABI), slog.String("sandboxReason", st.Reason))
+		slog.Bool("sandbox", st.Enforced), slog.Int("landlockABI", st.ABI), slog.Bool("unixSocketFilter", st.UnixSocketFilter),
+		slog.String("sandboxReason", st.Reason), slog.String("sandboxGaps", st.Gaps))
 	return p, nil
 }
 

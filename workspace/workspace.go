@@ -103,7 +103,11 @@ type AgentSandbox struct {
 	Enforced bool   `json:"enforced"`
 	ABI      int    `json:"abi,omitempty"`
 	Reason   string `json:"reason,omitempty"`
-	// Gaps says what the kernel's Landlock ABI leaves unrestricted.
+	// UnixSocketFilter says that a seccomp filter keeps the agent from
+	// making unix sockets, on kernels before Landlock ABI 9.
+	UnixSocketFilter bool `json:"unixSocketFilter,omitempty"`
+	// Gaps says what the sandbox leaves unrestricted on this kernel and
+	// with these settings.
 	Gaps string `json:"gaps,omitempty"`
 }
 

@@ -22,16 +22,28 @@ import (
 // SandboxSupport says what this system can do to confine agents, and
 // when a change of the sandbox mode applies, for the Settings window.
 func SandboxSupport(st sandbox.Status) string {
-	what := "This system confines agents with Landlock ABI " + strconv.Itoa(st.ABI) + "."
+	what := "This system confines agents with Landlock ABI " + strconv.Itoa(st.ABI)
+	if st.UnixSocketFilter {
+		what += ", and a seccomp filter that keeps them from unix sockets"
+	}
+	what += "."
 	if st.Gaps != "" {
-		what = "This system confines agents with Landlock ABI " + strconv.Itoa(st.ABI) + ", though " +
-			strings.TrimPrefix(st.Gaps, "not restricted on this kernel: ") + " are not restricted on it."
+		what += " Not restricted: " + strings.TrimPrefix(st.Gaps, "not restricted: ") + "."
 	}
 	if !st.Enforced {
 		what = "This system cannot confine agents (" + strings.TrimPrefix(st.Reason, "not confined: ") + ")."
 	}
 	return what + " auto confines where it can; required does not start what it cannot confine; off confines nothing. " +
 		"A change applies to agents, tasks and setups started after it (Restart agent applies it to a running one)."
+}
+
+// sandboxStatus is what the sandbox enforces with settings s.
+func sandboxStatus(s settings.Sandbox) sandbox.Status {
+	st := sandbox.Probe()
+	if s.UnixSockets {
+		st = st.WithUnixSockets()
+	}
+	return st
 }
 
 // The choices of a port setting.
@@ -235,6 +247,7 @@ func (w *settingsWindow) fill(s settings.Settings) {
 		mode = sandbox.ModeAuto
 	}
 	w.sandboxMode.SetSelected(string(mode))
+	w.sandboxInfo.SetText(SandboxSupport(sandboxStatus(s.Sandbox)))
 
 	switch server := w.u.deps.MCP; {
 	case server == nil:

@@ -245,11 +245,30 @@ func TestSettingsSaveTheSandboxModeAndSayWhatThisSystemCanConfine(t *testing.T) 
 		st   sandbox.Status
 		want string
 	}{
-		{sandbox.Status{Enforced: true, ABI: 7}, "This system confines agents with Landlock ABI 7."},
+		{sandbox.Status{Enforced: true, ABI: 9}, "This system confines agents with Landlock ABI 9. auto"},
+		{sandbox.Status{Enforced: true, ABI: 7, UnixSocketFilter: true}, "This system confines agents with Landlock ABI 7, and a seccomp filter that keeps them from unix sockets. auto"},
+		{sandbox.Status{Enforced: true, ABI: 7, Gaps: sandbox.GapsOf(7, false, true)},
+			"This system confines agents with Landlock ABI 7. Not restricted: connecting to unix sockets by path, such as the session D-Bus, an ssh-agent or X11 (settings sandbox.unixSockets)."},
 		{sandbox.Status{Reason: "not confined: not supported on this system"}, "This system cannot confine agents (not supported on this system)."},
 	} {
 		if got := SandboxSupport(tc.st); !strings.HasPrefix(got, tc.want) {
 			t.Errorf("SandboxSupport(%+v) = %q, want it to start %q", tc.st, got, tc.want)
 		}
+	}
+}
+
+func TestSettingsSayThatUnixSocketsAreAllowedWhenTheSettingsAllowThem(t *testing.T) {
+	if !sandbox.Probe().Enforced {
+		t.Skip("this system confines nothing: there is no gap to say")
+	}
+	store, _ := newStore(t)
+	if err := store.Update(func(s *settings.Settings) { s.Sandbox.UnixSockets = true }); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, Deps{Workspaces: uitest.NewWorkspaces(), Settings: store})
+	w := h.u.openSettings()
+	if !strings.Contains(w.sandboxInfo.Text, "Not restricted: connecting to unix sockets by path") ||
+		!strings.Contains(w.sandboxInfo.Text, "sandbox.unixSockets") || strings.Contains(w.sandboxInfo.Text, "seccomp filter") {
+		t.Errorf("info = %q, want it to say that unix sockets are open by the settings", w.sandboxInfo.Text)
 	}
 }

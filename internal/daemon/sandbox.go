@@ -89,6 +89,7 @@ func (s *server) sandboxLayout(set settings.Settings) sandbox.Layout {
 		Writable:      writableRoots(s.writableFolders(set, home), home, private),
 		Readable:      notInside(expandHome(set.Sandbox.Readable, home), private),
 		Hidden:        expandHome(set.Sandbox.Hidden, home),
+		UnixSockets:   set.Sandbox.UnixSockets,
 	}
 }
 

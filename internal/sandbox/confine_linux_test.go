@@ -3,16 +3,64 @@ package sandbox
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestMain(m *testing.M) {
 	RunHelperIfAsked()
+	if what, ok := os.LookupEnv(socketProbeEnv); ok {
+		socketProbe(what)
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
+}
+
+// socketProbeEnv has this test binary, started inside a sandbox, try a
+// socket and print what came of it (see socketProbe).
+const socketProbeEnv = "SANDBOX_TEST_SOCKET_PROBE"
+
+// socketProbe tries what says: "dial:<address>" connects to a unix
+// socket (an address that starts with @ is abstract) and prints
+// CONNECTED or REFUSED with the error; "pair" makes a socket pair and
+// passes a line through it, then an inet socket, and calls io_uring_setup.
+func socketProbe(what string) {
+	if addr, ok := strings.CutPrefix(what, "dial:"); ok {
+		c, err := net.Dial("unix", addr)
+		if err != nil {
+			fmt.Printf("REFUSED %s: %v\n", addr, err)
+			return
+		}
+		c.Close()
+		fmt.Println("CONNECTED " + addr)
+		return
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		fmt.Printf("PAIR-FAILED %v\n", err)
+	} else {
+		_, werr := unix.Write(fds[0], []byte("through"))
+		buf := make([]byte, 16)
+		n, rerr := unix.Read(fds[1], buf)
+		fmt.Printf("PAIR %s %v %v\n", buf[:n], werr, rerr)
+	}
+	if fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0); err != nil {
+		fmt.Printf("INET-FAILED %v\n", err)
+	} else {
+		unix.Close(fd)
+		fmt.Println("INET-OK")
+	}
+	params := make([]byte, 120) // struct io_uring_params
+	_, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, 1, uintptr(unsafe.Pointer(&params[0])), 0)
+	fmt.Printf("IO_URING %d\n", errno)
 }
 
 // confined runs script with sh under p through the helper (this test
@@ -198,5 +246,155 @@ func TestTheHelperGrantsNoPathThatNowLeadsThroughALink(t *testing.T) {
 	}
 	if !strings.Contains(out, "REFUSED") || !strings.Contains(out, "REFUSED-read") {
 		t.Errorf("the grant followed the link:\n%s", out)
+	}
+}
+
+// listenOutside listens on a unix socket at addr (a path, or @name for an
+// abstract one) from this test, outside any sandbox, and checks that an
+// unconfined dial connects, so that a refusal inside says something.
+// accepted reports whether a connection is waiting since.
+func listenOutside(t *testing.T, addr string) (accepted func() bool) {
+	t.Helper()
+	l, err := net.Listen("unix", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	ul := l.(*net.UnixListener)
+	accepted = func() bool {
+		// A dial that got through is in the backlog before the process
+		// that made it ended.
+		_ = ul.SetDeadline(time.Now().Add(200 * time.Millisecond))
+		c, err := ul.Accept()
+		if err != nil {
+			return false
+		}
+		c.Close()
+		return true
+	}
+	c, err := net.Dial("unix", addr)
+	if err != nil {
+		t.Fatalf("an unconfined dial to %s: %v", addr, err)
+	}
+	c.Close()
+	if !accepted() {
+		t.Fatalf("the listener on %s saw no unconfined dial", addr)
+	}
+	return accepted
+}
+
+// socketDir is a folder for sockets with a short path (a socket's path
+// has at most 107 bytes; t.TempDir's are long).
+func socketDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "uds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// probeScript is a shell line that runs this test binary's socket probe
+// inside the sandbox.
+func probeScript(t *testing.T, what string) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%s=%q %q", socketProbeEnv, what, self)
+}
+
+// TestAConfinedProcessCannotConnectToAUnixSocketOutsideItsSandbox: the
+// session D-Bus, an ssh-agent and X11 listen on unix sockets in folders
+// a confined process may read; before Landlock ABI 9 the seccomp filter
+// keeps it from them, from ABI 9 on Landlock's rules do. Settings
+// sandbox.unixSockets lets it through.
+func TestAConfinedProcessCannotConnectToAUnixSocketOutsideItsSandbox(t *testing.T) {
+	want := requireLandlock(t)
+	bus := filepath.Join(socketDir(t), "bus")
+	accepted := listenOutside(t, bus)
+	p := Policy{Grants: []Grant{{Path: "/", Access: Read}, {Path: "/dev/null", Access: Device}}}
+
+	out, st, err := confined(t, p, nil, probeScript(t, "dial:"+bus))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "REFUSED "+bus) || !strings.Contains(out, "permission denied") {
+		t.Errorf("a confined dial to %s: %s; want permission denied (EACCES)", bus, out)
+	}
+	if accepted() {
+		t.Error("the listener outside got a connection from inside the sandbox")
+	}
+	if st != want || strings.Contains(st.Gaps, "unix sockets by path") {
+		t.Errorf("status = %+v, want %+v, naming no gap for unix sockets", st, want)
+	}
+	if want.ABI < 9 && !st.UnixSocketFilter {
+		t.Errorf("status = %+v: Landlock ABI %d, and no unix socket filter said", st, want.ABI)
+	}
+
+	p.UnixSockets = true
+	out, st, err = confined(t, p, nil, probeScript(t, "dial:"+bus))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "CONNECTED "+bus) || !accepted() {
+		t.Errorf("with unix sockets allowed, a confined dial to %s: %s; want connected", bus, out)
+	}
+	if st.UnixSocketFilter || !strings.Contains(st.Gaps, "sandbox.unixSockets") {
+		t.Errorf("with unix sockets allowed, status = %+v; want no filter, and the gap said", st)
+	}
+}
+
+// TestAConfinedProcessCannotConnectToAnAbstractSocketOutsideEvenWhenAllowed:
+// an abstract socket has no path for a rule or a setting to grant; from
+// Landlock ABI 6 on, its scope keeps it inside the domain whatever the
+// settings say.
+func TestAConfinedProcessCannotConnectToAnAbstractSocketOutsideEvenWhenAllowed(t *testing.T) {
+	want := requireLandlock(t)
+	if want.ABI < 6 {
+		t.Skipf("Landlock ABI %d has no scope for abstract unix sockets (ABI 6)", want.ABI)
+	}
+	addr := fmt.Sprintf("@codehydra-test-%d-%d", os.Getpid(), time.Now().UnixNano())
+	accepted := listenOutside(t, addr)
+	for _, allowed := range []bool{false, true} {
+		p := Policy{Grants: []Grant{{Path: "/", Access: Read}, {Path: "/dev/null", Access: Device}}, UnixSockets: allowed}
+		out, _, err := confined(t, p, nil, probeScript(t, "dial:"+addr))
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if !strings.Contains(out, "REFUSED "+addr) || accepted() {
+			t.Errorf("unix sockets allowed %v: a confined dial to %s: %s; want refused, and nothing accepted", allowed, addr, out)
+		}
+		if allowed && !strings.Contains(out, "operation not permitted") {
+			t.Errorf("unix sockets allowed: %s; want Landlock's scope to refuse it (EPERM)", out)
+		}
+	}
+}
+
+// TestSocketPairsPipesAndChildrenStillWorkUnderTheFilter: node, bun and
+// libuv give their children stdio through socket pairs, and shells
+// through pipes; the filter refuses only making unix sockets (and
+// io_uring, which could make them unseen).
+func TestSocketPairsPipesAndChildrenStillWorkUnderTheFilter(t *testing.T) {
+	want := requireLandlock(t)
+	ws := t.TempDir()
+	p := Policy{Grants: []Grant{{Path: "/", Access: Read}, {Path: ws, Access: Write}, {Path: "/dev/null", Access: Device}}}
+	out, _, err := confined(t, p, nil, probeScript(t, "pair")+fmt.Sprintf(`
+echo piped | tr a-z A-Z | cat
+( echo sub; sh -c 'echo grandchild' ) > %[1]s/out && cat %[1]s/out
+echo "$(echo substituted)"
+`, ws))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, line := range []string{"PAIR through <nil> <nil>", "INET-OK", "PIPED", "sub\ngrandchild", "substituted"} {
+		if !strings.Contains(out, line) {
+			t.Errorf("output lacks %q:\n%s", line, out)
+		}
+	}
+	if want.UnixSocketFilter && !strings.Contains(out, fmt.Sprintf("IO_URING %d", unix.ENOSYS)) {
+		t.Errorf("io_uring under the filter: %s; want ENOSYS (%d)", out, unix.ENOSYS)
 	}
 }

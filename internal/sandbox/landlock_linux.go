@@ -18,18 +18,25 @@ import (
 const (
 	readRights = ll.AccessFSExecute | ll.AccessFSReadFile | ll.AccessFSReadDir
 	// writeRights are all but making device nodes.
+	// Connecting to a unix socket (resolve_unix, ABI 9) is in none of
+	// them: a socket made inside the domain is reachable without it, and
+	// one made outside (the session D-Bus, an ssh-agent, X11, a daemon's
+	// socket left in a cache) is only with Policy.UnixSockets.
 	writeRights = readRights | ll.AccessFSWriteFile | ll.AccessFSRemoveDir | ll.AccessFSRemoveFile |
 		ll.AccessFSMakeDir | ll.AccessFSMakeReg | ll.AccessFSMakeSock | ll.AccessFSMakeFifo | ll.AccessFSMakeSym |
-		ll.AccessFSRefer | ll.AccessFSTruncate | ll.AccessFSResolveUnix
+		ll.AccessFSRefer | ll.AccessFSTruncate
 	// gitRights leave out refer as well: a folder moved in from elsewhere
 	// would bring its links along. git renames within a folder only (lock
 	// files, objects made beside their final name), which needs no refer.
 	gitRights    = writeRights &^ (ll.AccessFSMakeSym | ll.AccessFSMakeSock | ll.AccessFSMakeFifo | ll.AccessFSRefer)
 	deviceRights = ll.AccessFSReadFile | ll.AccessFSReadDir | ll.AccessFSWriteFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev
-	fileRights   = ll.AccessFSExecute | ll.AccessFSReadFile | ll.AccessFSWriteFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev
+	fileRights   = ll.AccessFSExecute | ll.AccessFSReadFile | ll.AccessFSWriteFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev |
+		ll.AccessFSResolveUnix
 )
 
-func rights(a Access, dir bool) landlock.AccessFSSet {
+// rights are the Landlock rights of a grant of a on a folder (dir) or a
+// file; with unixSockets, connecting to the sockets in it as well.
+func rights(a Access, dir, unixSockets bool) landlock.AccessFSSet {
 	var r uint64
 	switch a {
 	case Read:
@@ -40,6 +47,9 @@ func rights(a Access, dir bool) landlock.AccessFSSet {
 		r = deviceRights
 	case GitWrite:
 		r = gitRights
+	}
+	if unixSockets {
+		r |= ll.AccessFSResolveUnix
 	}
 	if !dir {
 		r &= fileRights
@@ -56,7 +66,9 @@ func config() landlock.Config {
 }
 
 // Probe says whether this system can confine processes, and with which
-// Landlock ABI.
+// Landlock ABI; and, for a policy that does not allow unix sockets (see
+// Status.WithUnixSockets for one that does), whether the unix socket
+// filter is needed (before ABI 9) and can be had.
 func Probe() Status {
 	v, err := ll.LandlockGetABIVersion()
 	switch {
@@ -70,17 +82,22 @@ func Probe() Status {
 		return Status{ABI: v, Reason: fmt.Sprintf("not confined: this kernel's Landlock ABI %d is too old (2 or newer is needed)", v)}
 	}
 	abi := min(v, 11)
-	return Status{Enforced: true, ABI: abi, Gaps: GapsOf(abi)}
+	filter := abi < 9 && canFilterSockets()
+	return Status{Enforced: true, ABI: abi, UnixSocketFilter: filter, Gaps: GapsOf(abi, filter, false)}
 }
 
 // enforce confines the calling thread (and what it execs) to p: the
-// rules of Expand, the scopes, no new privileges and, where the thread
-// has capabilities (root), none of them. The caller must hold the thread
+// rules of Expand, the scopes, no new privileges, where the thread has
+// capabilities (root) none of them, and before ABI 9 the unix socket
+// filter, unless p allows unix sockets. The caller must hold the thread
 // (runtime.LockOSThread) until it execs, and exec from it.
 func enforce(p Policy) (Status, error) {
 	st := Probe()
 	if !st.Enforced {
 		return st, errors.New(st.Reason)
+	}
+	if p.UnixSockets {
+		st = st.WithUnixSockets()
 	}
 	rules, err := Expand(p)
 	if err != nil {
@@ -95,7 +112,7 @@ func enforce(p Policy) (Status, error) {
 	}
 	defer unix.Close(fd)
 	for _, r := range rules {
-		if err := addRule(fd, r, handledFS(st.ABI)); err != nil {
+		if err := addRule(fd, r, p.UnixSockets, handledFS(st.ABI)); err != nil {
 			return Status{}, err
 		}
 	}
@@ -107,6 +124,11 @@ func enforce(p Policy) (Status, error) {
 	}
 	if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
 		return Status{}, fmt.Errorf("enforce the Landlock rules: %w", err)
+	}
+	if st.UnixSocketFilter {
+		if err := filterSockets(); err != nil {
+			return Status{}, err
+		}
 	}
 	return st, nil
 }
@@ -136,7 +158,7 @@ func handledFS(abi int) uint64 {
 // the policy was made, so a link there now was put in since (by a process
 // of an earlier sandbox, or another user in /tmp), and must not steer a
 // grant to where it leads. Such a path, and one that is gone, is left out.
-func addRule(rulesetFD int, r Rule, handled uint64) error {
+func addRule(rulesetFD int, r Rule, unixSockets bool, handled uint64) error {
 	pfd, err := unix.Openat2(unix.AT_FDCWD, r.Path, &unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_NO_SYMLINKS,
@@ -153,7 +175,7 @@ func addRule(rulesetFD int, r Rule, handled uint64) error {
 		return fmt.Errorf("stat %s for a Landlock rule: %w", r.Path, err)
 	}
 	dir := st.Mode&unix.S_IFMT == unix.S_IFDIR
-	access := uint64(rights(r.Access, dir)) & handled
+	access := uint64(rights(r.Access, dir, unixSockets)) & handled
 	if access == 0 {
 		return nil
 	}

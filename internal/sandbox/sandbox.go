@@ -98,6 +98,12 @@ type Policy struct {
 	// Deny are folders (or files) cut out of every grant that contains
 	// them. A grant inside one of them stays.
 	Deny []string `json:"deny,omitempty"`
+	// UnixSockets lets the processes connect to unix sockets by path
+	// outside their sandbox (settings sandbox.unixSockets): on kernels
+	// before Landlock ABI 9 no filter refuses making unix sockets; from
+	// ABI 9 on, every grant allows connecting to the sockets in it.
+	// Without it, only sockets made inside the sandbox can be reached.
+	UnixSockets bool `json:"unixSockets,omitempty"`
 }
 
 // Status is what was enforced on a process: by which Landlock ABI, or why
@@ -109,15 +115,24 @@ type Status struct {
 	ABI int `json:"abi,omitempty"`
 	// Reason says why a process is not confined.
 	Reason string `json:"reason,omitempty"`
-	// Gaps says what this ABI leaves unrestricted (see GapsOf), "" when
-	// nothing the policy asks for is left out.
+	// UnixSocketFilter says that a seccomp filter refuses to make unix
+	// sockets (socket(AF_UNIX, …); socket pairs are still made): on
+	// kernels before Landlock ABI 9, whose rules cannot refuse connecting
+	// to a socket by its path, it keeps the processes from the session
+	// D-Bus, an ssh-agent or X11.
+	UnixSocketFilter bool `json:"unixSocketFilter,omitempty"`
+	// Gaps says what is left unrestricted of what the policy asks for
+	// (see GapsOf), "" when nothing is.
 	Gaps string `json:"gaps,omitempty"`
 }
 
-// GapsOf says, in words, what Landlock ABI abi does not restrict of what
-// a policy asks for: what a confined process can still reach on such a
-// kernel. "" from ABI 9 on.
-func GapsOf(abi int) string {
+// GapsOf says, in words, what a policy enforced with Landlock ABI abi
+// leaves unrestricted: what a confined process can still reach. filter
+// is whether the unix socket filter is in place (Status.UnixSocketFilter);
+// allowed whether the policy lets the process connect to unix sockets
+// by path (Policy.UnixSockets). "" when nothing is left out: from ABI 9
+// on, or from ABI 6 on with the filter.
+func GapsOf(abi int, filter, allowed bool) string {
 	var gaps []string
 	if abi < 3 {
 		gaps = append(gaps, "truncating files by path (Landlock ABI 3)")
@@ -126,15 +141,34 @@ func GapsOf(abi int) string {
 		gaps = append(gaps, "ioctl on devices (ABI 5)")
 	}
 	if abi < 6 {
-		gaps = append(gaps, "signals and abstract unix sockets to processes outside the sandbox (ABI 6)")
+		if filter {
+			gaps = append(gaps, "signals to processes outside the sandbox (ABI 6)")
+		} else {
+			gaps = append(gaps, "signals and abstract unix sockets to processes outside the sandbox (ABI 6)")
+		}
 	}
-	if abi < 9 {
-		gaps = append(gaps, "connecting to unix sockets by path, such as the session D-Bus, an ssh-agent or X11 (ABI 9)")
+	const pathSockets = "connecting to unix sockets by path, such as the session D-Bus, an ssh-agent or X11"
+	switch {
+	case allowed:
+		gaps = append(gaps, pathSockets+" (settings sandbox.unixSockets)")
+	case abi < 9 && !filter:
+		gaps = append(gaps, pathSockets+" (ABI 9, or a seccomp filter, which this system lacks)")
 	}
 	if len(gaps) == 0 {
 		return ""
 	}
-	return "not restricted on this kernel: " + strings.Join(gaps, "; ")
+	return "not restricted: " + strings.Join(gaps, "; ")
+}
+
+// WithUnixSockets is st for a policy that lets its processes connect to
+// unix sockets by path (Policy.UnixSockets): no filter, and the gap said.
+func (st Status) WithUnixSockets() Status {
+	if !st.Enforced {
+		return st
+	}
+	st.UnixSocketFilter = false
+	st.Gaps = GapsOf(st.ABI, false, true)
+	return st
 }
 
 // Check reports an error when p cannot be enforced as written: every

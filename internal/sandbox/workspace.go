@@ -41,6 +41,10 @@ type Layout struct {
 	// sandbox.hidden (the user's credentials by default) and a
 	// worktree root of the user's own.
 	Hidden []string
+	// UnixSockets lets confined processes connect to unix sockets by
+	// path outside their sandbox: settings sandbox.unixSockets (see
+	// Policy.UnixSockets).
+	UnixSockets bool
 }
 
 // Workspace is what one workspace's policy is about.
@@ -70,7 +74,7 @@ var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/d
 // temporary folder, the git folders a commit writes and l's writable
 // folders; use the terminals and /dev/null.
 func (l Layout) For(w Workspace) Policy {
-	var p Policy
+	p := Policy{UnixSockets: l.UnixSockets}
 	grant := func(a Access, paths ...string) {
 		for _, path := range paths {
 			if path = Resolve(path); path != "" {
@@ -235,6 +239,9 @@ func (c *Confiner) Plan(ctx context.Context, path string) (Plan, error) {
 		probe = c.Probe
 	}
 	st := probe()
+	if c.Layout.UnixSockets {
+		st = st.WithUnixSockets()
+	}
 	if !st.Enforced {
 		if c.Mode == ModeRequired {
 			return Plan{}, fmt.Errorf("%s, and the settings require the sandbox (sandbox mode %q)", st.Reason, ModeRequired)

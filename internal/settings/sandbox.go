@@ -26,6 +26,13 @@ type Sandbox struct {
 	// credentials by default (DefaultHidden). Setting it replaces the
 	// defaults.
 	Hidden []string `json:"hidden"`
+	// UnixSockets lets confined processes connect to unix sockets by
+	// path outside their sandbox, for docker or an ssh-agent. It re-opens
+	// the way out through the session D-Bus (`systemd-run --user`). By
+	// default (false) only sockets made inside the sandbox can be
+	// reached: from Landlock ABI 9 by Landlock's rules, before it by a
+	// seccomp filter that refuses to make unix sockets at all.
+	UnixSockets bool `json:"unixSockets"`
 }
 
 // DefaultHidden are the credential stores of the home folder that
@@ -89,7 +96,7 @@ func cloneList(l []string) []string {
 // Equal reports whether s and o say the same.
 func (s Sandbox) Equal(o Sandbox) bool {
 	return s.Mode == o.Mode && slices.Equal(s.Writable, o.Writable) && slices.Equal(s.Readable, o.Readable) &&
-		slices.Equal(s.Hidden, o.Hidden)
+		slices.Equal(s.Hidden, o.Hidden) && s.UnixSockets == o.UnixSockets
 }
 
 // ExpandHome returns p with a leading "~/" (or "~") replaced by home.

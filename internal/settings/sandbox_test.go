@@ -14,6 +14,7 @@ func TestSandboxSettingsAreChecked(t *testing.T) {
 		{"defaults", func(*Sandbox) {}, ""},
 		{"required", func(s *Sandbox) { s.Mode = "required" }, ""},
 		{"off", func(s *Sandbox) { s.Mode = "off" }, ""},
+		{"unix sockets allowed", func(s *Sandbox) { s.UnixSockets = true }, ""},
 		{"unknown mode", func(s *Sandbox) { s.Mode = "strict" }, `sandbox.mode is "strict"`},
 		{"home paths", func(s *Sandbox) { s.Writable = []string{"~/.m2", "/srv/x"}; s.Readable = []string{"~"} }, ""},
 		{"relative", func(s *Sandbox) { s.Writable = []string{"cache"} }, `sandbox.writable[0] "cache" is not an absolute path`},
@@ -32,6 +33,22 @@ func TestSandboxSettingsAreChecked(t *testing.T) {
 				t.Errorf("Validate = %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestUnixSocketsAreDeniedByDefaultAndTellApart(t *testing.T) {
+	d := DefaultSandbox()
+	if d.UnixSockets {
+		t.Fatal("the default sandbox allows unix sockets; it must deny them")
+	}
+	allowed := d.Clone()
+	allowed.UnixSockets = true
+	if d.Equal(allowed) || allowed.Equal(d) {
+		t.Error("Equal does not tell unixSockets apart")
+	}
+	var fromMode Sandbox
+	if err := fromMode.UnmarshalJSON([]byte(`"required"`)); err != nil || fromMode.UnixSockets {
+		t.Errorf(`"sandbox": "required" = %+v, %v; want unix sockets denied`, fromMode, err)
 	}
 }
 

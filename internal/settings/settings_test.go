@@ -153,7 +153,7 @@ func TestLoadReadsValidFiles(t *testing.T) {
 			"projectSetup":{"/a":{"copy":[".env*"],"setup":"make","setupTimeoutSeconds":9}},
 			"mcpServers":{"fs":{"command":"npx","args":["-y","x"],"env":{"T":"{env:T}"},"scope":"workspace","confine":true,"startAtLaunch":true},
 				"gh":{"url":"https://example.com/mcp","headers":{"Authorization":"Bearer {env:GH}"}}},"pinTools":true,"workspaceDeny":["vault/"],
-			"sandbox":{"mode":"required","writable":["~/.m2"],"readable":["/opt/sdk"],"hidden":[]}}`, func() Settings {
+			"sandbox":{"mode":"required","writable":["~/.m2"],"readable":["/opt/sdk"],"hidden":[],"unixSockets":true}}`, func() Settings {
 			return Settings{MCPPort: 1, OpencodeBasePort: 2, OpencodeBin: "/bin/oc", WorktreeRoot: "/w", Notifications: true,
 				Projects: []string{"/a", "/b"}, RateLimit: RateLimit{PerSecond: 1.5, Burst: 3}, ToolTimeoutSeconds: 600,
 				MCPSessionIdleSeconds: 2, MCPMaxSessions: 7, MCPMaxConnections: 99, TaskTimeoutSeconds: 5,
@@ -163,7 +163,8 @@ func TestLoadReadsValidFiles(t *testing.T) {
 					"fs": {Command: "npx", Args: []string{"-y", "x"}, Env: map[string]string{"T": "{env:T}"}, Scope: ScopeWorkspace, Confine: true, StartAtLaunch: true},
 					"gh": {URL: "https://example.com/mcp", Headers: map[string]string{"Authorization": "Bearer {env:GH}"}}},
 				PinTools: true, WorkspaceDeny: []string{"vault/"},
-				Sandbox: Sandbox{Mode: "required", Writable: []string{"~/.m2"}, Readable: []string{"/opt/sdk"}, Hidden: []string{}}}
+				Sandbox: Sandbox{Mode: "required", Writable: []string{"~/.m2"}, Readable: []string{"/opt/sdk"}, Hidden: []string{},
+					UnixSockets: true}}
 		}},
 		{"the sandbox mode alone", `{"sandbox": "off"}`, func() Settings {
 			s := Default()
@@ -173,6 +174,11 @@ func TestLoadReadsValidFiles(t *testing.T) {
 		{"sandbox lists not named keep their defaults", `{"sandbox": {"mode": "auto", "writable": ["/srv/cache"]}}`, func() Settings {
 			s := Default()
 			s.Sandbox.Writable = []string{"/srv/cache"}
+			return s
+		}},
+		{"unix sockets alone keep the mode and the lists", `{"sandbox": {"unixSockets": true}}`, func() Settings {
+			s := Default()
+			s.Sandbox.UnixSockets = true
 			return s
 		}},
 		{"null projects become empty", `{"projects": null}`, Default},
@@ -216,6 +222,7 @@ func TestLoadMovesCorruptFileAside(t *testing.T) {
 		{"bad JSON", `{"mcpPort": `, "bad JSON"},
 		{"empty file", ``, "bad JSON"},
 		{"wrong type", `{"mcpPort": "seven"}`, "bad JSON"},
+		{"unix sockets not a boolean", `{"sandbox": {"unixSockets": "yes"}}`, "bad JSON"},
 		{"top-level array", `[1]`, "bad JSON"},
 		{"invalid value", `{"toolTimeoutSeconds": 9999}`, "toolTimeoutSeconds"},
 		{"relative project", `{"projects": ["here"]}`, "projects[0]"},
