@@ -42,10 +42,19 @@ type MCPServerStatus = window.MCPServerStatus
 // definition changed since it was pinned, as Settings shows it.
 type MCPToolChange = window.MCPToolChange
 
+// Workspaces is the part of *workspace.Manager that the tray uses: what
+// its windows use, and switching one of the user's MCP servers off for one
+// workspace, which only the tray's menu does (so it does not cross to the
+// window processes).
+type Workspaces interface {
+	window.Workspaces
+	SetMCPServerOff(ctx context.Context, wsPath, server string, off bool) error
+}
+
 // Deps is what the UI needs from the rest of the app.
 type Deps struct {
 	// Workspaces and Settings are required.
-	Workspaces window.Workspaces
+	Workspaces Workspaces
 	Settings   window.SettingsStore
 	// Agents may be nil (no opencode): agents then show as "no agent" and
 	// cannot be restarted.

@@ -41,6 +41,8 @@ type workspaceMetadata struct {
 	// createdBy is the workspace whose agent created this one, "" when
 	// none did; base the branch it lands in.
 	createdBy, base string
+	// mcpOff are the MCP servers switched off for it.
+	mcpOff []string
 }
 
 // metadata reads which workspace's agent created the workspace at path
@@ -51,7 +53,7 @@ func (t *Tray) metadata(ctx context.Context, path string) workspaceMetadata {
 		t.log.DebugContext(ctx, "read the metadata of a workspace", slog.String("workspace", path), slog.Any("err", err))
 		return workspaceMetadata{}
 	}
-	return workspaceMetadata{createdBy: md[workspace.MetadataCreatedBy], base: md["base"]}
+	return workspaceMetadata{createdBy: md[workspace.MetadataCreatedBy], base: md["base"], mcpOff: mcpOff(md)}
 }
 
 // ahead counts the commits of a child workspace that its base lacks, for

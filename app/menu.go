@@ -57,6 +57,11 @@ type WorkspaceState struct {
 	// Updating and CreatingPR are true while an update from the base, or
 	// the push and pull request, that the tray started runs.
 	Updating, CreatingPR bool
+	// MCPServers are the user's MCP servers that the workspace's project
+	// offers (enabled, and named by its projectSetup's mcpServers when it
+	// has them), sorted; MCPOff those the user switched off for this
+	// workspace (its metadata "mcpoff").
+	MCPServers, MCPOff []string
 }
 
 // Phase is what a workspace is doing, as the menu marks it.
@@ -242,6 +247,9 @@ type Actions struct {
 	CopyMCPConfig          func(client string)
 	CopyWorkspaceMCPConfig func(client string, ws workspace.Workspace)
 	Quit                   func()
+	// SwitchMCPServer switches the MCP server named server on or off for
+	// ws's agents.
+	SwitchMCPServer func(ws workspace.Workspace, server string, on bool)
 	FolderActions
 	PrepareActions
 	LandActions
@@ -326,8 +334,11 @@ func workspaceItem(s State, w WorkspaceState, a Actions) *fyne.MenuItem {
 		actionItem(LabelOpenAgent, open),
 		actionItem(LabelCopyPath, copyPath),
 		actionItem(LabelCopyAttach, attach),
-		workspaceConfigItem(s, w, a),
-		fyne.NewMenuItemSeparator())
+		workspaceConfigItem(s, w, a))
+	if it := mcpServersItem(w, a); it != nil {
+		items = append(items, it)
+	}
+	items = append(items, fyne.NewMenuItemSeparator())
 	items = append(items, folderItems(w, a)...)
 	items = append(items, fyne.NewMenuItemSeparator())
 	items = append(items, landItems(w, a)...)

@@ -73,12 +73,16 @@ func (v *systrayView) SetSystemTrayIcon(icon fyne.Resource) {
 // show replaces the menu on the bus with m. v.mu is held.
 func (v *systrayView) show(m *fyne.Menu) {
 	systray.ResetMenu()
-	v.add(m.Items, nil)
+	v.add(m.Items, nil, false)
 }
 
 // add adds items under parent (nil: the top level), as Fyne's driver
-// does: separators, check marks, disabled items and submenus.
-func (v *systrayView) add(items []*fyne.MenuItem, parent *systray.MenuItem) {
+// does: separators, check marks, disabled items and submenus. A
+// fyne.MenuItem cannot say that it is a check item that is unchecked, so
+// the items of a menu of switches (toggles: a workspace's MCP servers) are
+// all check items, and an unchecked one shows an empty box rather than
+// looking like an action.
+func (v *systrayView) add(items []*fyne.MenuItem, parent *systray.MenuItem, toggles bool) {
 	for _, i := range items {
 		if i.IsSeparator {
 			if parent != nil {
@@ -90,8 +94,8 @@ func (v *systrayView) add(items []*fyne.MenuItem, parent *systray.MenuItem) {
 		}
 		var item *systray.MenuItem
 		switch {
-		case parent != nil && i.Checked:
-			item = parent.AddSubMenuItemCheckbox(i.Label, "", true)
+		case parent != nil && (i.Checked || toggles):
+			item = parent.AddSubMenuItemCheckbox(i.Label, "", i.Checked)
 		case parent != nil:
 			item = parent.AddSubMenuItem(i.Label, "")
 		case i.Checked:
@@ -103,7 +107,7 @@ func (v *systrayView) add(items []*fyne.MenuItem, parent *systray.MenuItem) {
 			item.Disable()
 		}
 		if i.ChildMenu != nil {
-			v.add(i.ChildMenu.Items, item)
+			v.add(i.ChildMenu.Items, item, i.ChildMenu.Label == LabelMCPServers)
 		}
 		fn := i.Action
 		go func() {

@@ -85,12 +85,13 @@ func newTray(ctx context.Context, a fyne.App, deps Deps, do func(fn func()), win
 		setTooltip: systray.SetTooltip,
 		icons:      map[string]fyne.Resource{},
 	}
+	t.deps.Settings = settingsStore{deps.Settings, t.refreshMCPServers}
 	opts := window.Options{Do: do}
 	if len(windowCommand) > 0 {
 		t.procs = newWindowProcs(t, windowCommand)
 		opts.Elsewhere = t.procs.open
 	}
-	t.win = window.New(ctx, a, deps.windows(t, log), opts)
+	t.win = window.New(ctx, a, t.deps.windows(t, log), opts)
 	return t
 }
 
@@ -155,7 +156,9 @@ func (t *Tray) handle(ctx context.Context, e workspace.Event) []Notice {
 	case workspace.EventMetadataChanged:
 		md := t.metadata(ctx, e.Workspace.Path)
 		ahead := t.ahead(ctx, e.Workspace.Path, md)
-		t.update(e.Workspace.Path, func(w *WorkspaceState) { w.CreatedBy, w.Base, w.Ahead = md.createdBy, md.base, ahead })
+		t.update(e.Workspace.Path, func(w *WorkspaceState) {
+			w.CreatedBy, w.Base, w.Ahead, w.MCPOff = md.createdBy, md.base, ahead, md.mcpOff
+		})
 	case workspace.EventStatusChanged:
 		t.update(e.Workspace.Path, func(w *WorkspaceState) {
 			w.Ahead = t.ahead(ctx, w.Workspace.Path, workspaceMetadata{createdBy: w.CreatedBy})
@@ -204,6 +207,7 @@ func (t *Tray) reload(ctx context.Context) {
 			ws := WorkspaceState{Workspace: w, Agent: t.agentStatus(w.Path), CreatedBy: md.createdBy, Base: md.base, Ahead: t.ahead(ctx, w.Path, md)}
 			ws.SetupFailed = t.setupFailed(w.Path)
 			ws.Prompt = t.promptDelivery(w.Path)
+			ws.MCPServers, ws.MCPOff = t.mcpServers(p.Path), md.mcpOff
 			if old, ok := prev[w.Path]; ok {
 				ws.Deleting, ws.DeleteStep, ws.DeleteErr = old.Deleting, old.DeleteStep, old.DeleteErr
 				ws.Updating, ws.CreatingPR = old.Updating, old.CreatingPR
@@ -324,12 +328,13 @@ var errAgentGone = errors.New("the agent is not ready now; wait until it is, or 
 func (t *Tray) actions() Actions {
 	open := func(s window.Spec) func() { return func() { t.win.Open(s) } }
 	a := Actions{
-		CopyText:     t.copyText,
-		Delete:       func(ws workspace.Workspace) { t.win.Open(window.Spec{Kind: window.KindDelete, Workspace: ws}) },
-		NewWorkspace: open(window.Spec{Kind: window.KindCreate}),
-		AddProject:   open(window.Spec{Kind: window.KindAddProject}),
-		Settings:     open(window.Spec{Kind: window.KindSettings}),
-		Quit:         func() { t.win.UnlessBusy(LabelQuit, t.app.Quit) },
+		CopyText:        t.copyText,
+		Delete:          func(ws workspace.Workspace) { t.win.Open(window.Spec{Kind: window.KindDelete, Workspace: ws}) },
+		NewWorkspace:    open(window.Spec{Kind: window.KindCreate}),
+		AddProject:      open(window.Spec{Kind: window.KindAddProject}),
+		Settings:        open(window.Spec{Kind: window.KindSettings}),
+		Quit:            func() { t.win.UnlessBusy(LabelQuit, t.app.Quit) },
+		SwitchMCPServer: t.switchMCPServer,
 	}
 	a.FolderActions = t.folderActions()
 	a.PrepareActions = t.prepareActions()

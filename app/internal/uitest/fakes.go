@@ -303,6 +303,34 @@ func (f *Workspaces) SetMetadata(_ context.Context, path, key string, value *str
 	return nil
 }
 
+// SetMCPServerOff switches server off (or on) in the workspace's
+// metadata "mcpoff", sorted and comma-separated as the manager writes it,
+// and publishes metadata-changed.
+func (f *Workspaces) SetMCPServerOff(_ context.Context, path, server string, off bool) error {
+	f.mu.Lock()
+	var names []string
+	for n := range strings.SplitSeq(f.metadata[path][workspace.MetadataMCPOff], ",") {
+		if n != "" && n != server {
+			names = append(names, n)
+		}
+	}
+	if off {
+		names = append(names, server)
+		slices.Sort(names)
+	}
+	if f.metadata[path] == nil {
+		f.metadata[path] = map[string]string{}
+	}
+	if len(names) == 0 {
+		delete(f.metadata[path], workspace.MetadataMCPOff)
+	} else {
+		f.metadata[path][workspace.MetadataMCPOff] = strings.Join(names, ",")
+	}
+	f.mu.Unlock()
+	f.Publish(workspace.Event{Kind: workspace.EventMetadataChanged, Workspace: workspace.Workspace{Path: path}})
+	return nil
+}
+
 func (f *Workspaces) Branches(context.Context, string) ([]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
