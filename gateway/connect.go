@@ -18,6 +18,7 @@ import (
 
 	"codehydra/internal/proc"
 	"codehydra/internal/settings"
+	"codehydra/mcp"
 )
 
 // MarkerEnv names the variable that marks every process of one stdio
@@ -33,6 +34,15 @@ func (s *server) connect(ctx context.Context, ws string, probe bool) (sess *sdk.
 	client := sdk.NewClient(&sdk.Implementation{Name: "codehydra", Version: "1"}, &sdk.ClientOptions{
 		ToolListChangedHandler: func(_ context.Context, req *sdk.ToolListChangedRequest) {
 			go s.refreshTools(req.Session)
+		},
+		ResourceListChangedHandler: func(_ context.Context, req *sdk.ResourceListChangedRequest) {
+			go s.refreshCatalog(req.Session)
+		},
+		PromptListChangedHandler: func(_ context.Context, req *sdk.PromptListChangedRequest) {
+			go s.refreshCatalog(req.Session)
+		},
+		ResourceUpdatedHandler: func(_ context.Context, req *sdk.ResourceUpdatedNotificationRequest) {
+			s.g.resourceUpdated(mcp.GatewayResourceURI(s.name, req.Params.URI))
 		},
 	})
 	if ws != "" && s.cfg.PerWorkspace() {

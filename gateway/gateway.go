@@ -163,7 +163,9 @@ type Gateway struct {
 	mu        sync.Mutex
 	servers   map[string]*server
 	listeners []func()
-	closed    bool
+	// updated are OnResourceUpdated's listeners.
+	updated []func(uri string)
+	closed  bool
 	// choices are Options.Choice's answers, by workspace.
 	choices map[string]map[string]string
 }

@@ -81,6 +81,10 @@ func (i *instance) start(ctx context.Context, cancel context.CancelFunc, done ch
 	defer close(done)
 	defer cancel()
 	sess, cleanup, tools, err := i.s.connect(ctx, i.ws, i.probe)
+	var cat catalog
+	if err == nil {
+		cat = i.s.listCatalog(ctx, sess)
+	}
 	i.mu.Lock()
 	i.starting, i.cancelStart = nil, nil
 	if i.stopped {
@@ -106,6 +110,7 @@ func (i *instance) start(ctx context.Context, cancel context.CancelFunc, done ch
 	i.sess, i.cleanup, i.err = sess, cleanup, nil
 	go i.supervise(sess, time.Now())
 	i.mu.Unlock()
+	i.s.setCatalog(cat)
 	i.s.setTools(tools, back && !i.s.cfg.PerWorkspace())
 }
 

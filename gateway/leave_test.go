@@ -24,6 +24,22 @@ import (
 // gets a value for each notifications/tools/list_changed it receives.
 func serveGateway(t *testing.T, g *Gateway) (*sdk.ClientSession, <-chan struct{}) {
 	t.Helper()
+	changed := make(chan struct{}, 16)
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+	})
+	return serveGatewayTo(t, g, client), changed
+}
+
+// serveGatewayTo serves g through CodeHydra's real MCP server and
+// connects client to it with the user's token.
+func serveGatewayTo(t *testing.T, g *Gateway, client *sdk.Client) *sdk.ClientSession {
+	t.Helper()
 	project := testenv.GitRepo(t, "proj")
 	mgr := workspace.NewManager(workspace.Options{Projects: []string{project}, WorktreeRoot: t.TempDir()})
 	if err := mgr.Load(t.Context()); err != nil {
@@ -50,15 +66,6 @@ func serveGateway(t *testing.T, g *Gateway) (*sdk.ClientSession, <-chan struct{}
 		cancel()
 		<-served
 	})
-	changed := make(chan struct{}, 16)
-	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, &sdk.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		},
-	})
 	hdr := http.Header{"Authorization": {"Bearer " + token.Value()}}
 	cs, err := client.Connect(t.Context(), &sdk.StreamableClientTransport{
 		Endpoint: srv.URL(), HTTPClient: &http.Client{Transport: headerRT{hdr}}, MaxRetries: -1,
@@ -67,7 +74,7 @@ func serveGateway(t *testing.T, g *Gateway) (*sdk.ClientSession, <-chan struct{}
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cs.Close() })
-	return cs, changed
+	return cs
 }
 
 type headerRT struct{ h http.Header }

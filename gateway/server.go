@@ -68,7 +68,9 @@ type server struct {
 	list      []*sdk.Tool          // as last listed; nil until then
 	// changed are the listed tools whose definitions differ from their
 	// pins, by name; withheld until accepted.
-	changed   map[string]ToolChange
+	changed map[string]ToolChange
+	// cat is what it offers besides tools, as last listed.
+	cat       catalog
 	lastErr   error
 	restarts  int
 	stopped   bool
@@ -303,6 +305,7 @@ func (s *server) call(ctx context.Context, wsPath, tool string, args json.RawMes
 	err = s.redact(err)
 	switch {
 	case err == nil:
+		namespaceContent(s.name, res.Content...)
 		return res, nil
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("%s: no answer to %s in time (the call was cancelled): %w", s.name, tool, ctx.Err())

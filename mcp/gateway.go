@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -27,9 +28,28 @@ type Gateway interface {
 	// did not answer); a tool's own failure is a result with IsError.
 	Call(ctx context.Context, wsPath, tool string, args json.RawMessage) (*sdk.CallToolResult, error)
 	// OnToolsChanged registers fn, called (on any goroutine) whenever the
-	// set of tools, or one tool's schema, may have changed: a server
-	// started, stopped, or sent notifications/tools/list_changed.
+	// set of tools, or one tool's schema, or a server's resources,
+	// resource templates or prompts may have changed: a server started,
+	// stopped, or sent a notifications/…/list_changed.
 	OnToolsChanged(fn func())
+	// Catalogs are the servers' resources, resource templates and prompts
+	// as offered here (see GatewayCatalog), from what their running
+	// instances (a workspace-scoped server's: its probe, or an instance)
+	// last listed; it starts nothing.
+	Catalogs() []GatewayCatalog
+	// ReadResource reads uri (a GatewayResourceURI) on the instance for
+	// the caller's workspace wsPath, its contents' URIs namespaced.
+	ReadResource(ctx context.Context, wsPath, uri string) (*sdk.ReadResourceResult, error)
+	// GetPrompt gets prompt ("<server>__<prompt>") with args on the
+	// instance for wsPath, its resources' URIs namespaced.
+	GetPrompt(ctx context.Context, wsPath, prompt string, args map[string]string) (*sdk.GetPromptResult, error)
+	// Subscribe subscribes (or, with on false, unsubscribes) the instance
+	// for wsPath to uri (a GatewayResourceURI): its
+	// notifications/resources/updated then reach OnResourceUpdated.
+	Subscribe(ctx context.Context, wsPath, uri string, on bool) error
+	// OnResourceUpdated registers fn, called (on any goroutine) with the
+	// namespaced URI of each resource a server says was updated.
+	OnResourceUpdated(fn func(uri string))
 	// Off names the servers that the workspace at wsPath does not see
 	// (its project's settings leave them out, or the user switched them
 	// off for it), each with the sentence that says so and how to turn it
@@ -69,4 +89,44 @@ type GatewayTool struct {
 	// PerMinute bounds the calls to the server from all callers together
 	// (settings "rateLimit": {"perMinute": N}); 0 sets no bound.
 	PerMinute int
+}
+
+// GatewayCatalog is one server's resources, resource templates and
+// prompts as offered here: each resource's URI and template made
+// GatewayResourceURI, each prompt named "<server>__<prompt>". A server
+// switched off, or a shared one that does not run, has none.
+type GatewayCatalog struct {
+	Server    string
+	Resources []*sdk.Resource
+	Templates []*sdk.ResourceTemplate
+	Prompts   []*sdk.Prompt
+	// Subscribe says the server takes resources/subscribe.
+	Subscribe bool
+	// Policy holds the server's policies that apply to reads and gets
+	// (Confine, WorkDir, PerWorkspace, PathsAllow, PathsDeny, PerMinute);
+	// its Tool is nil.
+	Policy GatewayTool
+}
+
+// GatewayURIPrefix starts every resource URI (and resource template) of a
+// gateway server as offered here: GatewayURIPrefix, the server's name,
+// "/", then the server's own URI unchanged, e.g.
+// "codehydra-gw://every/demo://resource/static/document/a.md". Server
+// names hold no "/", so the first "/" after the prefix ends the name and
+// the rest is the server's URI, whatever it holds; a template stays a
+// template, and the URI a client expands from it maps back the same way.
+const GatewayURIPrefix = "codehydra-gw://"
+
+// GatewayResourceURI is the URI under which the resource uri of server is
+// offered.
+func GatewayResourceURI(server, uri string) string { return GatewayURIPrefix + server + "/" + uri }
+
+// ParseGatewayResourceURI is GatewayResourceURI's inverse.
+func ParseGatewayResourceURI(uri string) (server, inner string, ok bool) {
+	rest, ok := strings.CutPrefix(uri, GatewayURIPrefix)
+	if !ok {
+		return "", "", false
+	}
+	server, inner, ok = strings.Cut(rest, "/")
+	return server, inner, ok && server != "" && inner != ""
 }

@@ -18,6 +18,7 @@ import (
 // transports: what the gateway package does with real processes, minus
 // the processes. It records what reaches it.
 type fakeGateway struct {
+	noCatalog
 	t testing.TB
 
 	mu      sync.Mutex
@@ -249,3 +250,20 @@ func wantForbiddenBeforeGateway(t testing.TB, g *fakeGateway, cs *sdk.ClientSess
 		t.Errorf("%s: the call reached the gateway", name)
 	}
 }
+
+// noCatalog is a Gateway's resources and prompts part for a fake that has
+// none: the gateway package's tests pass server-everything's through the
+// real server (resources_test.go).
+type noCatalog struct{}
+
+func (noCatalog) Catalogs() []GatewayCatalog { return nil }
+func (noCatalog) ReadResource(context.Context, string, string) (*sdk.ReadResourceResult, error) {
+	return nil, errors.New("no resources")
+}
+func (noCatalog) GetPrompt(context.Context, string, string, map[string]string) (*sdk.GetPromptResult, error) {
+	return nil, errors.New("no prompts")
+}
+func (noCatalog) Subscribe(context.Context, string, string, bool) error {
+	return errors.New("no resources")
+}
+func (noCatalog) OnResourceUpdated(func(string)) {}

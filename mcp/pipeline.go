@@ -41,6 +41,27 @@ func (s *Server) toolCallMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 			if err := s.limitMethod(method, req); err != nil {
 				return nil, err
 			}
+			switch method {
+			case "resources/list", "resources/templates/list", "prompts/list":
+				res, err := next(ctx, method, req)
+				if err == nil {
+					ss, _ := req.GetSession().(*sdk.ServerSession)
+					s.gw.filterList(ss, callerOf(req).ws.Path, res)
+				}
+				return res, err
+			case "resources/read", "prompts/get", "resources/subscribe", "resources/unsubscribe":
+				server, ok := s.gw.gatewayRequest(req)
+				if !ok {
+					return next(ctx, method, req)
+				}
+				res, err := s.forwardGateway(ctx, method, server, req)
+				if err != nil || res != nil {
+					return res, err
+				}
+				// A subscription passed on: the SDK records it, for
+				// ResourceUpdated.
+				return next(ctx, method, req)
+			}
 			if method != "tools/list" {
 				return next(ctx, method, req)
 			}

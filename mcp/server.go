@@ -207,13 +207,24 @@ func New(opts Options) (*Server, error) {
 	// The SDK logs every session's start at Info; one CLI command makes a
 	// session, so only its warnings and errors are worth the log file.
 	sdkLogger := slog.New(minLevel{Handler: opts.Logger.Handler(), min: slog.LevelWarn})
-	s.mcp = sdk.NewServer(&sdk.Implementation{Name: "codehydra", Title: "CodeHydra", Version: opts.Version}, &sdk.ServerOptions{
+	sopts := &sdk.ServerOptions{
 		Instructions: instructions,
 		Logger:       sdkLogger,
 		// Tools only: no logging capability. The list changes only with
 		// the gateway's servers.
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: opts.Gateway != nil}},
-	})
+	}
+	if opts.Gateway != nil {
+		// The gateway's servers' resources and prompts, passed through
+		// (resources_gateway.go); a subscription reaches the SDK (which
+		// records it for ResourceUpdated) once forwardGateway passed it
+		// on.
+		sopts.Capabilities.Resources = &sdk.ResourceCapabilities{ListChanged: true, Subscribe: true}
+		sopts.Capabilities.Prompts = &sdk.PromptCapabilities{ListChanged: true}
+		sopts.SubscribeHandler = func(_ context.Context, req *sdk.SubscribeRequest) error { return gatewayOnly(req.Params.URI) }
+		sopts.UnsubscribeHandler = func(_ context.Context, req *sdk.UnsubscribeRequest) error { return gatewayOnly(req.Params.URI) }
+	}
+	s.mcp = sdk.NewServer(&sdk.Implementation{Name: "codehydra", Title: "CodeHydra", Version: opts.Version}, sopts)
 	s.tools = s.registerTools()
 	s.gw = newGatewayTools(s)
 	s.mcp.AddReceivingMiddleware(s.toolCallMiddleware)

@@ -50,25 +50,35 @@ type gatewayTools struct {
 	mu    sync.Mutex
 	tools map[string]GatewayTool // by offered name
 	sigs  map[string]string      // the JSON of each registered tool
-	// views are, per session, its workspace and the gateway tools it was
-	// last shown (see view), so that tools/list_changed reaches only the
-	// sessions whose list changed.
+	// views are, per session, its workspace and the gateway tools,
+	// resources and prompts it was last shown (see view), so that a
+	// list_changed reaches only the sessions whose list changed.
 	views map[*sdk.ServerSession]sessionView
+	// feats are the servers' resources (and templates) and prompts as
+	// registered, by kind and URI (or name): see resources_gateway.go.
+	feats map[listKind]map[string]feat
+	// cats are the servers' catalogs, by server.
+	cats map[string]GatewayCatalog
+	// subs count the sessions subscribed to a resource, by instance
+	// and URI (see subscribe).
+	subs map[subKey]map[*sdk.ServerSession]bool
 }
 
-// sessionView is what one session was last shown of the gateway's tools.
+// sessionView is what one session was last shown of the gateway's lists.
 type sessionView struct {
-	ws   string // its token's workspace; "" for the user's
-	seen string // view(ws) when it last listed or was told
+	ws   string              // its token's workspace; "" for the user's
+	seen map[listKind]string // view(ws, kind) when it last listed or was told
 }
 
 func newGatewayTools(s *Server) *gatewayTools {
 	if s.opts.Gateway == nil {
 		return nil
 	}
-	g := &gatewayTools{s: s, dirty: make(chan struct{}, 1), listed: make(chan struct{}), views: map[*sdk.ServerSession]sessionView{}}
+	g := &gatewayTools{s: s, dirty: make(chan struct{}, 1), listed: make(chan struct{}), views: map[*sdk.ServerSession]sessionView{},
+		feats: map[listKind]map[string]feat{}, cats: map[string]GatewayCatalog{}, subs: map[subKey]map[*sdk.ServerSession]bool{}}
 	g.changed() // the first list, as soon as Serve runs
 	s.opts.Gateway.OnToolsChanged(g.changed)
+	s.opts.Gateway.OnResourceUpdated(g.updated)
 	return g
 }
 
@@ -170,6 +180,7 @@ func (g *gatewayTools) refresh(ctx context.Context) {
 		// changed only (the SDK has no notification for one session).
 		g.register(offered[slices.Min(slices.Collect(maps.Keys(offered)))])
 	}
+	g.syncCatalogs(g.s.opts.Gateway.Catalogs())
 	g.prune()
 }
 
@@ -181,16 +192,35 @@ func (g *gatewayTools) off(ws string) map[string]string {
 	return g.s.opts.Gateway.Off(ws)
 }
 
-// view sums up the gateway tools the workspace ws sees: their names and
-// definitions, without those of the servers it does not see.
-func (g *gatewayTools) view(ws string) string {
+// listKind is one of the lists a session is shown, named by its
+// list_changed notification's method.
+type listKind string
+
+const (
+	kindTools     listKind = "notifications/tools/list_changed"
+	kindResources listKind = "notifications/resources/list_changed"
+	kindPrompts   listKind = "notifications/prompts/list_changed"
+)
+
+// view sums up what the workspace ws sees of the gateway's list kind:
+// names and definitions, without those of the servers it does not see.
+func (g *gatewayTools) view(ws string, kind listKind) string {
 	off := g.off(ws)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	h := sha256.New()
-	for _, name := range slices.Sorted(maps.Keys(g.sigs)) {
-		if _, no := off[g.tools[name].Server]; !no {
-			fmt.Fprintf(h, "%s\x00%s\x00", name, g.sigs[name])
+	if kind == kindTools {
+		for _, name := range slices.Sorted(maps.Keys(g.sigs)) {
+			if _, no := off[g.tools[name].Server]; !no {
+				fmt.Fprintf(h, "%s\x00%s\x00", name, g.sigs[name])
+			}
+		}
+		return string(h.Sum(nil))
+	}
+	feats := g.feats[kind]
+	for _, key := range slices.Sorted(maps.Keys(feats)) {
+		if _, no := off[feats[key].server]; !no {
+			fmt.Fprintf(h, "%s\x00%s\x00", key, feats[key].sig)
 		}
 	}
 	return string(h.Sum(nil))
@@ -210,28 +240,39 @@ func (g *gatewayTools) shown(ss *sdk.ServerSession, ws string, res *sdk.ListTool
 			return ok && no
 		})
 	}
-	seen := g.view(ws)
-	g.mu.Lock()
-	g.views[ss] = sessionView{ws: ws, seen: seen}
-	g.mu.Unlock()
+	g.saw(ss, ws, kindTools)
 }
 
-// tell decides whether ss gets a tools/list_changed: a session that never
-// listed tools does; another only when what its workspace sees changed
-// since it was last shown or told.
-func (g *gatewayTools) tell(ss *sdk.ServerSession) bool {
+// saw records that ss, whose workspace is ws, was shown the list kind.
+func (g *gatewayTools) saw(ss *sdk.ServerSession, ws string, kind listKind) {
+	seen := g.view(ws, kind)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	v, ok := g.views[ss]
+	if !ok || v.ws != ws {
+		v = sessionView{ws: ws, seen: map[listKind]string{}}
+	}
+	v.seen[kind] = seen
+	g.views[ss] = v
+}
+
+// tell decides whether ss gets the list_changed of kind: a session that
+// never listed it does; another only when what its workspace sees
+// changed since it was last shown or told.
+func (g *gatewayTools) tell(ss *sdk.ServerSession, kind listKind) bool {
 	g.mu.Lock()
 	v, ok := g.views[ss]
+	old, listed := v.seen[kind]
 	g.mu.Unlock()
-	if !ok {
+	if !ok || !listed {
 		return true
 	}
-	seen := g.view(v.ws)
-	if seen == v.seen {
+	seen := g.view(v.ws, kind)
+	if seen == old {
 		return false
 	}
 	g.mu.Lock()
-	g.views[ss] = sessionView{ws: v.ws, seen: seen}
+	v.seen[kind] = seen
 	g.mu.Unlock()
 	return true
 }
@@ -247,12 +288,16 @@ func (g *gatewayTools) prune() {
 	maps.DeleteFunc(g.views, func(ss *sdk.ServerSession, _ sessionView) bool { return !live[ss] })
 }
 
-// notifyMiddleware drops a tools/list_changed for a session whose list
-// did not change (see tell).
+// notifyMiddleware drops a list_changed for a session whose list did not
+// change (see tell).
 func (g *gatewayTools) notifyMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-		if ss, ok := req.GetSession().(*sdk.ServerSession); ok && method == "notifications/tools/list_changed" && !g.tell(ss) {
-			return nil, nil
+		kind := listKind(method)
+		switch kind {
+		case kindTools, kindResources, kindPrompts:
+			if ss, ok := req.GetSession().(*sdk.ServerSession); ok && !g.tell(ss, kind) {
+				return nil, nil
+			}
 		}
 		return next(ctx, method, req)
 	}

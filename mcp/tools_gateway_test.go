@@ -298,7 +298,13 @@ func TestGatewayFailuresAreClearAndTheAuditNamesTheServerNeverAValue(t *testing.
 }
 
 // staticGateway offers a fixed list and answers every call with "ok".
-type staticGateway struct{ tools []GatewayTool }
+type staticGateway struct {
+	noCatalog
+	tools []GatewayTool
+	cats  []GatewayCatalog
+}
+
+func (s staticGateway) Catalogs() []GatewayCatalog { return s.cats }
 
 func (s staticGateway) Tools(context.Context) []GatewayTool { return s.tools }
 func (s staticGateway) OnToolsChanged(func())               {}
