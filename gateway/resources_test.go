@@ -215,3 +215,25 @@ func TestServerEverythingsResourcesTemplatesAndPromptsPassThroughNamespaced(t *t
 		t.Fatalf("read of a switched-off server's resource = %v, want refused saying it is switched off", err)
 	}
 }
+
+func TestAWorkspaceScopedServersResourceIsReadOnTheCallersInstance(t *testing.T) {
+	every := testenv.RealMCPServer(t, "mcp-server-everything")
+	g := newGateway(t, map[string]settings.MCPServer{"every": {Command: every, Scope: settings.ScopeWorkspace}})
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	doc := mcp.GatewayResourceURI("every", "demo://resource/static/document/features.md")
+	if _, err := g.ReadResource(ctx, "", doc); err == nil || !strings.Contains(err.Error(), "one instance per workspace") {
+		t.Fatalf("read without a workspace = %v, want refused", err)
+	}
+	if st := g.Statuses(); st[0].Instances != 0 {
+		t.Fatalf("a read without a workspace started an instance: %+v", st)
+	}
+	ws := t.TempDir()
+	res, err := g.ReadResource(ctx, ws, doc)
+	if err != nil || len(res.Contents) != 1 || res.Contents[0].URI != doc {
+		t.Fatalf("read from %s = %+v, %v", ws, res, err)
+	}
+	if got := g.Statuses()[0].Instances; got != 1 || !slices.Equal(g.snapshot()[0].workspaces(), []string{ws}) {
+		t.Fatalf("instances after the read: %d for %v, want one, the caller's", got, g.snapshot()[0].workspaces())
+	}
+}
