@@ -2,10 +2,13 @@ package mcp
 
 import (
 	"context"
+	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -14,13 +17,24 @@ import (
 // per workspace, and records the reads and gets that reach it.
 type catalogGateway struct {
 	staticGateway
-	off map[string]map[string]string
 
 	mu      sync.Mutex
+	off     map[string]map[string]string
+	fns     []func()
 	reached []string
 }
 
-func (g *catalogGateway) Off(ws string) map[string]string { return g.off[ws] }
+func (g *catalogGateway) Off(ws string) map[string]string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.off[ws]
+}
+
+func (g *catalogGateway) OnToolsChanged(fn func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.fns = append(g.fns, fn)
+}
 
 func (g *catalogGateway) record(s string) {
 	g.mu.Lock()
@@ -61,7 +75,7 @@ func TestGatewayResourcesAndPromptsKeepTheWorkspacesChoiceAndConfinement(t *test
 	}
 	h := newHarness(t, withGateway(gw))
 	a := h.create("a")
-	gw.off = map[string]map[string]string{a.Path: {"away": "the MCP server away is switched off for this workspace"}}
+	gw.switchOff(a.Path, "away", true)
 	cs := h.sessionAs(h.tokenOf(a.Path), "")
 	ctx := t.Context()
 
@@ -126,5 +140,120 @@ func TestGatewayResourcesAndPromptsKeepTheWorkspacesChoiceAndConfinement(t *test
 	us := h.sessionAs(h.token.Value(), "")
 	if res, err := us.ListResources(ctx, nil); err != nil || len(res.Resources) != 3 {
 		t.Fatalf("the user's resources = %+v, %v; want all three", res, err)
+	}
+}
+
+// switchOff switches server off (or on) for the workspace at ws and tells
+// the listeners, as the gateway package does.
+func (g *catalogGateway) switchOff(ws, server string, off bool) {
+	g.mu.Lock()
+	m := maps.Clone(g.off[ws])
+	if m == nil {
+		m = map[string]string{}
+	}
+	if off {
+		m[server] = "the MCP server " + server + " is switched off for this workspace"
+	} else {
+		delete(m, server)
+	}
+	g.off = maps.Clone(g.off)
+	if g.off == nil {
+		g.off = map[string]map[string]string{}
+	}
+	g.off[ws] = m
+	fns := slices.Clone(g.fns)
+	g.mu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
+}
+
+// listChanges opens a session with token whose resources and prompts
+// list_changed are reported on the returned channels.
+func (h *harness) listChanges(token string) (cs *sdk.ClientSession, resources, prompts chan struct{}) {
+	h.t.Helper()
+	resources, prompts = make(chan struct{}, 8), make(chan struct{}, 8)
+	signal := func(ch chan struct{}) {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, &sdk.ClientOptions{
+		ResourceListChangedHandler: func(context.Context, *sdk.ResourceListChangedRequest) { signal(resources) },
+		PromptListChangedHandler:   func(context.Context, *sdk.PromptListChangedRequest) { signal(prompts) },
+	})
+	cs, err := client.Connect(context.Background(), &sdk.StreamableClientTransport{
+		Endpoint:   h.srv.URL(),
+		HTTPClient: &http.Client{Transport: &headerTransport{base: newTransport(h.t), header: http.Header{"Authorization": {"Bearer " + token}}}},
+		MaxRetries: -1,
+	}, &sdk.ClientSessionOptions{ProtocolVersion: clientProtocolVersion})
+	if err != nil {
+		h.t.Fatalf("connect: %v", err)
+	}
+	h.t.Cleanup(func() { cs.Close() })
+	return cs, resources, prompts
+}
+
+func TestAServerSwitchedOffForAWorkspaceLeavesOnlyItsSessionsResourcesAndPrompts(t *testing.T) {
+	gw := &catalogGateway{}
+	gw.cats = []GatewayCatalog{{Server: "docs", Resources: []*sdk.Resource{{Name: "one", URI: GatewayResourceURI("docs", "x://one")}},
+		Prompts: []*sdk.Prompt{{Name: "docs__ask"}}}}
+	h := newHarness(t, withGateway(gw))
+	a, b := h.create("a"), h.create("b")
+	csA, resA, promptsA := h.listChanges(h.tokenOf(a.Path))
+	csB, resB, promptsB := h.listChanges(h.tokenOf(b.Path))
+	count := func(cs *sdk.ClientSession) (int, int) {
+		r, err := cs.ListResources(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := cs.ListPrompts(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(r.Resources), len(p.Prompts)
+	}
+	for _, cs := range []*sdk.ClientSession{csA, csB} {
+		if r, p := count(cs); r != 1 || p != 1 {
+			t.Fatalf("before: %d resources, %d prompts; want docs's one of each", r, p)
+		}
+	}
+	for _, ch := range []chan struct{}{resA, resB, promptsA, promptsB} {
+		for len(ch) > 0 {
+			<-ch
+		}
+	}
+
+	gw.switchOff(a.Path, "docs", true)
+	waitNotified(t, resA, "resources/list_changed once docs was switched off for a")
+	waitNotified(t, promptsA, "prompts/list_changed once docs was switched off for a")
+	if r, p := count(csA); r != 0 || p != 0 {
+		t.Fatalf("a with docs off: %d resources, %d prompts; want none", r, p)
+	}
+	select {
+	case <-resB:
+		t.Fatal("b was told its resources changed when docs was switched off for a")
+	case <-promptsB:
+		t.Fatal("b was told its prompts changed when docs was switched off for a")
+	case <-time.After(500 * time.Millisecond):
+	}
+	if r, p := count(csB); r != 1 || p != 1 {
+		t.Fatalf("b with docs off for a: %d resources, %d prompts; want docs's", r, p)
+	}
+
+	gw.switchOff(a.Path, "docs", false)
+	waitNotified(t, resA, "resources/list_changed once docs was switched on again for a")
+	if r, p := count(csA); r != 1 || p != 1 {
+		t.Fatalf("a with docs on again: %d resources, %d prompts", r, p)
+	}
+}
+
+func waitNotified(t testing.TB, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no %s", what)
 	}
 }

@@ -277,7 +277,9 @@ func (g *gatewayTools) tell(ss *sdk.ServerSession, kind listKind) bool {
 	return true
 }
 
-// prune forgets the views of sessions that ended.
+// prune forgets the views and subscriptions of sessions that ended (a
+// server stays subscribed: it is told nothing, and its updates reach no
+// one).
 func (g *gatewayTools) prune() {
 	live := map[*sdk.ServerSession]bool{}
 	for ss := range g.s.mcp.Sessions() {
@@ -286,6 +288,12 @@ func (g *gatewayTools) prune() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	maps.DeleteFunc(g.views, func(ss *sdk.ServerSession, _ sessionView) bool { return !live[ss] })
+	for key, set := range g.subs {
+		maps.DeleteFunc(set, func(ss *sdk.ServerSession, _ bool) bool { return !live[ss] })
+		if len(set) == 0 {
+			delete(g.subs, key)
+		}
+	}
 }
 
 // notifyMiddleware drops a list_changed for a session whose list did not
