@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"slices"
@@ -61,6 +62,20 @@ func newOneServerGateway(t *testing.T) *oneServerGateway {
 }
 
 func (g *oneServerGateway) Off(string) map[string]string { return nil }
+
+// The bridge tests pass tools only: this gateway has no resources or
+// prompts.
+func (g *oneServerGateway) Catalogs() []mcp.GatewayCatalog { return nil }
+func (g *oneServerGateway) ReadResource(context.Context, string, string) (*sdk.ReadResourceResult, error) {
+	return nil, errors.New("no resources")
+}
+func (g *oneServerGateway) GetPrompt(context.Context, string, string, map[string]string) (*sdk.GetPromptResult, error) {
+	return nil, errors.New("no prompts")
+}
+func (g *oneServerGateway) Subscribe(context.Context, string, string, bool) error {
+	return errors.New("no resources")
+}
+func (g *oneServerGateway) OnResourceUpdated(func(string)) {}
 
 func (g *oneServerGateway) OnToolsChanged(fn func()) {
 	g.mu.Lock()
