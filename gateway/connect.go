@@ -34,7 +34,11 @@ func (s *server) connect(ctx context.Context, ws string, probe bool) (sess *sdk.
 		ToolListChangedHandler: func(_ context.Context, req *sdk.ToolListChangedRequest) {
 			go s.refreshTools(req.Session)
 		},
+		// Declares the elicitation capability (form questions).
+		ElicitationHandler: s.elicit,
 	})
+	client.AddReceivingMiddleware(refuseSampling(s.name, s.g.opts.Log))
+	client.AddSendingMiddleware(refuseRoundTripSampling(s.name, s.g.opts.Log))
 	if ws != "" && s.cfg.PerWorkspace() {
 		// Roots are deprecated from protocol 2026-07-28 on, but the
 		// servers in use (server-filesystem) still take their allowed
