@@ -85,7 +85,7 @@ func (s *Server) asker(callCtx context.Context, ss *sdk.ServerSession, server, w
 			via = "window"
 			res, err = s.opts.Elicitor.Elicit(qctx, Question{Server: server, Workspace: ws, Params: params})
 		default:
-			log.Info("a gateway server's question was declined: the calling client cannot ask its user and CodeHydra runs without a tray")
+			log.Info("a gateway server's question was declined: the calling client cannot ask its user, and no one else is set to ask")
 			return &sdk.ElicitResult{Action: answerDecline}, nil
 		}
 		if err != nil && errors.Is(qctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
