@@ -1,6 +1,7 @@
 package window
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -85,9 +86,9 @@ func (u *UI) elicit(s Spec) *elicitWindow {
 		head.Wrapping = fyne.TextWrapWord
 		msg := widget.NewLabel(q.Message)
 		msg.Wrapping = fyne.TextWrapWord
-		warn := widget.NewLabel("This is the server's own text, not CodeHydra's: give it only what you would give that server yourself.")
+		warn := widget.NewLabelWithStyle("This is the server's own text, not CodeHydra's: give it only what you would give that server yourself.",
+			fyne.TextAlignLeading, fyne.TextStyle{Italic: true})
 		warn.Wrapping = fyne.TextWrapWord
-		warn.Importance = widget.LowImportance
 		e.status = widget.NewLabel("")
 		e.status.Wrapping = fyne.TextWrapWord
 		e.status.Importance = widget.DangerImportance
@@ -99,6 +100,8 @@ func (u *UI) elicit(s Spec) *elicitWindow {
 			content, err := e.form.content()
 			if err != nil {
 				e.status.SetText(err.Error())
+				// The reason may take more lines than the empty label did.
+				e.win.Content().Refresh()
 				return
 			}
 			answerAndClose(Answer{Action: "accept", Content: content})
@@ -108,10 +111,12 @@ func (u *UI) elicit(s Spec) *elicitWindow {
 			e.status.SetText("CodeHydra cannot show this question's form (" + err.Error() + "): decline it or cancel.")
 			e.accept.Disable()
 		}
-		body := container.NewVBox(head, msg, e.form.box, e.status, warn)
-		e.win.SetContent(container.NewBorder(nil, container.NewHBox(layout.NewSpacer(), e.cancel, e.decline, e.accept), nil, nil,
-			container.NewVScroll(body)))
-		e.win.Resize(fyne.NewSize(480, 420))
+		// The form scrolls; who asks, and why an Accept was refused,
+		// stay in sight.
+		e.win.SetContent(container.NewBorder(container.NewVBox(head, msg, warn),
+			container.NewVBox(e.status, container.NewHBox(layout.NewSpacer(), e.cancel, e.decline, e.accept)), nil, nil,
+			container.NewVScroll(e.form.box)))
+		e.win.Resize(fyne.NewSize(480, 520))
 		answerEscape(e.win, e.cancel.OnTapped, e.form.entries...)
 		if !q.Deadline.IsZero() {
 			t := time.AfterFunc(time.Until(q.Deadline), func() {
@@ -132,7 +137,7 @@ func (u *UI) elicit(s Spec) *elicitWindow {
 }
 
 // elicitForm is the form of a requested schema: one input per property,
-// in name order.
+// in the schema's order.
 type elicitForm struct {
 	box     *fyne.Container
 	fields  []elicitField
@@ -191,7 +196,7 @@ func newElicitForm(schema json.RawMessage) (*elicitForm, error) {
 			return f, fmt.Errorf("its schema: %w", err)
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(s.Properties)) {
+	for _, name := range propertyOrder(schema, s.Properties, s.Required) {
 		p := s.Properties[name]
 		required := slices.Contains(s.Required, name)
 		label := p.Title
@@ -216,6 +221,47 @@ func newElicitForm(schema json.RawMessage) (*elicitForm, error) {
 		f.box.Add(obj)
 	}
 	return f, nil
+}
+
+// propertyOrder is the names of props in the order schema gives them
+// (the server's order is the one it meant to ask in), or, when that is
+// lost (the schema went through a map on its way), the required ones
+// first, each part sorted.
+func propertyOrder(schema json.RawMessage, props map[string]elicitPropty, required []string) []string {
+	var top struct {
+		Properties json.RawMessage `json:"properties"`
+	}
+	var names []string
+	if json.Unmarshal(schema, &top) == nil && len(top.Properties) > 0 {
+		d := json.NewDecoder(bytes.NewReader(top.Properties))
+		if tok, err := d.Token(); err == nil && tok == json.Delim('{') {
+			for d.More() {
+				tok, err := d.Token()
+				if err != nil {
+					break
+				}
+				var skip json.RawMessage
+				if name, ok := tok.(string); !ok || d.Decode(&skip) != nil {
+					break
+				} else if _, known := props[name]; known && !slices.Contains(names, name) {
+					names = append(names, name)
+				}
+			}
+		}
+	}
+	if len(names) == len(props) && !slices.IsSorted(names) {
+		return names
+	}
+	return slices.SortedFunc(maps.Keys(props), func(a, b string) int {
+		ra, rb := slices.Contains(required, a), slices.Contains(required, b)
+		switch {
+		case ra && !rb:
+			return -1
+		case rb && !ra:
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
 }
 
 // input makes the input of one property.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"codehydra/app/internal/uitest"
@@ -137,4 +138,19 @@ func TestAQuestionWhoseSchemaCannotBeShownCanOnlyBeDeclinedOrCancelled(t *testin
 	if !e.accept.Disabled() || !strings.Contains(e.status.Text, "cannot show") {
 		t.Fatalf("accept disabled %v, status %q", e.accept.Disabled(), e.status.Text)
 	}
+}
+
+// TestAQuestionWindowRenders draws the window of server-everything's
+// question, with a mistake shown (see shot for where it is saved).
+func TestAQuestionWindowRenders(t *testing.T) {
+	h := newHarness(t, Deps{Workspaces: uitest.NewWorkspaces()})
+	h.app.Settings().SetTheme(theme.DefaultTheme())
+	e, _ := openQuestion(h, everythingSchema, time.Now().Add(time.Hour))
+	for _, f := range e.form.fields {
+		if f.name == "email" {
+			test.Type(f.entry, "ada@")
+		}
+	}
+	e.accept.OnTapped()
+	shot(t, e.win, "elicit.png")
 }
