@@ -239,3 +239,51 @@ func TestASamplingRequestOnTheOlderProtocolsIsRefusedWithCodeHydrasReason(t *tes
 		t.Fatalf("the server was not told CodeHydra's reason: %v %s", err, text(t, res))
 	}
 }
+
+// blockingElicitor holds each question until release is closed, then
+// accepts it; asked gets a value as each question arrives.
+type blockingElicitor struct {
+	asked   chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingElicitor) Elicit(ctx context.Context, _ mcp.Question) (*sdk.ElicitResult, error) {
+	b.asked <- struct{}{}
+	select {
+	case <-b.release:
+		return adaAnswer, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func TestAQuestionDuringTwoCallsOfOneInstanceIsDeclinedNotAskedForTheWrongCall(t *testing.T) {
+	tray := &blockingElicitor{asked: make(chan struct{}, 4), release: make(chan struct{})}
+	cs := askingClient(t, mcp.Options{Elicitor: tray}, nil)
+	type result struct {
+		res *sdk.CallToolResult
+		err error
+	}
+	first := make(chan result, 1)
+	go func() {
+		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: askTool, Arguments: map[string]any{}})
+		first <- result{res, err}
+	}()
+	select {
+	case <-tray.asked:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the first call's question never reached the tray")
+	}
+	// The first call is under way, its question open: a second call's
+	// question cannot be told from a second one of the first call's.
+	if out := ask(t, cs); !strings.Contains(out, "User declined") {
+		t.Fatalf("the second call's question was not declined:\n%s", out)
+	}
+	close(tray.release)
+	if r := <-first; r.err != nil || !strings.Contains(text(t, r.res), "Name: Ada Lovelace") {
+		t.Fatalf("the first call's answer did not reach the server: %v %+v", r.err, r.res)
+	}
+	if n := len(tray.asked); n != 0 {
+		t.Fatalf("the tray was asked %d more questions, want none", n)
+	}
+}
