@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,7 +19,6 @@ import (
 	"codehydra/internal/settings"
 	"codehydra/internal/testenv"
 	"codehydra/mcp"
-	"codehydra/workspace"
 )
 
 // Questions (elicitation/create) from the real server-everything reach the
@@ -68,36 +66,9 @@ func askingClient(t *testing.T, o mcp.Options, copts *sdk.ClientOptions) *sdk.Cl
 	g := New(Options{Servers: map[string]settings.MCPServer{"every": {Command: every}}, PinsFile: filepath.Join(t.TempDir(), "pins.json"),
 		StartTimeout: 20 * time.Second, StopTimeout: time.Second})
 	t.Cleanup(func() { _ = g.Close() })
-	tok, err := mcp.LoadOrCreateToken(filepath.Join(t.TempDir(), "token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Token, o.Workspaces, o.Gateway = tok, workspace.NewManager(workspace.Options{}), g
+	o.Gateway = g
 	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv, err := mcp.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(context.Background()) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-done
-	})
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, copts).Connect(t.Context(),
-		&sdk.StreamableClientTransport{Endpoint: srv.URL(), MaxRetries: -1, HTTPClient: &http.Client{Transport: bearer{tok.Value(), tr}}},
-		&sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
+	cs := servedClientWith(t, o, copts)
 	testenv.WaitFor(t, askTool+" listed", 30*time.Second, func() bool { return slices.Contains(listed(t, cs), askTool) })
 	return cs
 }
