@@ -83,6 +83,10 @@ type Deps struct {
 	// app again. Nil: the window asks the user to quit and start it again.
 	Restart func()
 
+	// Questions, when set, brings the questions of the gateway's MCP
+	// servers that the calling client cannot ask: each opens a window.
+	Questions Questions
+
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 	// App is the Fyne app; nil makes one with AppID.

@@ -61,6 +61,9 @@ type Tray struct {
 	shown    State
 	hasShown bool
 	icons    map[string]fyne.Resource
+	// questions counts the MCP servers' questions asked, to tell their
+	// windows apart.
+	questions int
 }
 
 // newTray makes the tray of app a until ctx is done; its windows open in
@@ -108,6 +111,13 @@ func (t *Tray) start() {
 		defer unsubscribe()
 		workspace.Follow(ctx, events, t.onEvents)
 	})
+	if t.deps.Questions != nil {
+		stop := t.deps.Questions.Listen(t.elicit)
+		t.background(func(ctx context.Context) {
+			<-ctx.Done()
+			stop()
+		})
+	}
 }
 
 // background runs fn on its own goroutine; fn gets the UI's context and

@@ -153,6 +153,9 @@ func (p *windowProcs) served(s window.Spec, raise chan struct{}, closed func()) 
 	if s.Answered != nil {
 		a.Answered = func() { t.do(s.Answered) }
 	}
+	if s.Elicited != nil {
+		a.Elicited = func(ans window.Answer) { t.do(func() { s.Elicited(ans) }) }
+	}
 	return a
 }
 
@@ -192,8 +195,11 @@ func RunWindow(ctx context.Context, conn io.ReadWriteCloser, log *slog.Logger) e
 	uiCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	spec := h.Window
-	if spec.Kind == window.KindConfirm {
+	switch spec.Kind {
+	case window.KindConfirm:
 		spec.Answered = c.Answered
+	case window.KindElicit:
+		spec.Elicited = c.Elicited
 	}
 	u := window.New(uiCtx, a, c.Deps(h), window.Options{
 		// The app outlives the window: a copy goes to its clipboard.

@@ -44,7 +44,11 @@ func (s *server) connect(ctx context.Context, ws string, probe bool) (sess *sdk.
 		ResourceUpdatedHandler: func(_ context.Context, req *sdk.ResourceUpdatedNotificationRequest) {
 			s.g.resourceUpdated(mcp.GatewayResourceURI(s.name, req.Params.URI))
 		},
+		// Declares the elicitation capability (form questions).
+		ElicitationHandler: s.elicit,
 	})
+	client.AddReceivingMiddleware(refuseSampling(s.name, s.g.opts.Log))
+	client.AddSendingMiddleware(refuseRoundTripSampling(s.name, s.g.opts.Log))
 	if ws != "" && s.cfg.PerWorkspace() {
 		// Roots are deprecated from protocol 2026-07-28 on, but the
 		// servers in use (server-filesystem) still take their allowed

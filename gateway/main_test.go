@@ -38,6 +38,10 @@ func TestMain(m *testing.M) {
 		runPinnedServer()
 		return
 	}
+	if os.Getenv(samplerServerEnv) != "" {
+		runSamplerServer()
+		return
+	}
 	os.Exit(testenv.Main(m, "gateway-test-home-"))
 }
 
@@ -111,4 +115,32 @@ func runPinnedServer() {
 		fmt.Fprintln(os.Stderr, "pinned server:", err)
 		os.Exit(2)
 	}
+}
+
+// samplerServerEnv makes the test binary an MCP server over stdio whose
+// tool "sample" asks its client for a sampling (in the call's result, on
+// the multi round-trip protocol the gateway's client speaks with it) and
+// returns what it got.
+const samplerServerEnv = "CODEHYDRA_TEST_GATEWAY_SAMPLER_SERVER"
+
+func runSamplerServer() {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "sampler", Version: "1"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "sample"}, func(ctx context.Context, req *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
+		if r, ok := req.Params.InputResponses["s"]; ok {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf("sampled: %+v", r)}}}, nil, nil
+		}
+		return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{"s": samplingParams()}}, nil, nil
+	})
+	if err := srv.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, "sampler server:", err)
+		os.Exit(2)
+	}
+}
+
+// samplingParams is a sampling request, which the gateway must refuse.
+//
+//lint:ignore SA1019 sampling is what the gateway must refuse
+func samplingParams() *sdk.CreateMessageParams {
+	//lint:ignore SA1019 sampling is what the gateway must refuse
+	return &sdk.CreateMessageParams{MaxTokens: 10, Messages: []*sdk.SamplingMessage{{Role: "user", Content: &sdk.TextContent{Text: "hi"}}}}
 }

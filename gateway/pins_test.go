@@ -48,12 +48,31 @@ func pinnedGateway(t *testing.T, m settings.MCPServer, pinsFile string, unpinned
 // notifications/tools/list_changed it gets is sent on the channel.
 func servedClient(t *testing.T, g *Gateway) (*sdk.ClientSession, <-chan struct{}) {
 	t.Helper()
+	changed := make(chan struct{}, 10)
+	cs := servedClientWith(t, mcp.Options{Gateway: g, Logger: slog.New(slog.DiscardHandler)}, &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+	})
+	return cs, changed
+}
+
+// servedClientWith serves CodeHydra's MCP server with o (its token and
+// workspaces made here) over real HTTP and opens a real go-sdk client
+// session with copts on it, with the master token, on protocol
+// 2025-11-25 (the one on which a server may ask its client during a
+// call).
+func servedClientWith(t *testing.T, o mcp.Options, copts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
 	tok, err := mcp.LoadOrCreateToken(filepath.Join(t.TempDir(), "token"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := mcp.New(mcp.Options{Token: tok, Workspaces: workspace.NewManager(workspace.Options{}), Gateway: g,
-		Logger: slog.New(slog.DiscardHandler)})
+	o.Token, o.Workspaces = tok, workspace.NewManager(workspace.Options{})
+	srv, err := mcp.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,24 +87,16 @@ func servedClient(t *testing.T, g *Gateway) (*sdk.ClientSession, <-chan struct{}
 		_ = srv.Shutdown(ctx)
 		<-done
 	})
-	changed := make(chan struct{}, 10)
-	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, &sdk.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		},
-	})
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
-	cs, err := client.Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: srv.URL(), MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: bearer{tok.Value(), tr}}}, nil)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, copts).Connect(t.Context(),
+		&sdk.StreamableClientTransport{Endpoint: srv.URL(), MaxRetries: -1, HTTPClient: &http.Client{Transport: bearer{tok.Value(), tr}}},
+		&sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
 	t.Cleanup(func() { _ = cs.Close() })
-	return cs, changed
+	return cs
 }
 
 type bearer struct {

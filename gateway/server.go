@@ -77,6 +77,12 @@ type server struct {
 	probing   chan struct{} // closed when the running probe ends
 	probeInst *instance     // the running probe's instance, for stop
 
+	// asksMu guards asks on its own: a question comes in while a call
+	// holds no other lock.
+	asksMu sync.Mutex
+	// asks are the calls under way, by session (see elicit.go).
+	asks map[*sdk.ClientSession][]*pendingCall
+
 	// urlsMu guards urls on its own: redact runs under an instance's
 	// lock, which status takes under mu.
 	urlsMu sync.Mutex
@@ -297,6 +303,7 @@ func (s *server) call(ctx context.Context, wsPath, tool string, args json.RawMes
 		return nil, err
 	}
 	s.calls.Add(1)
+	defer s.calling(sess, mcp.AskerOf(ctx))()
 	var arguments any
 	if len(args) > 0 {
 		arguments = args

@@ -24,7 +24,8 @@ type Gateway interface {
 	// workspace is wsPath ("" for the user with the master token, who has
 	// no workspace: a workspace-scoped server then refuses). ctx carries
 	// the timeout and the client's cancellation, which must reach the
-	// server. An error is the gateway's own failure (the server is down,
+	// server, and the call's Asker (AskerOf), which a question the server
+	// asks during the call goes to. An error is the gateway's own failure (the server is down,
 	// did not answer); a tool's own failure is a result with IsError.
 	Call(ctx context.Context, wsPath, tool string, args json.RawMessage) (*sdk.CallToolResult, error)
 	// OnToolsChanged registers fn, called (on any goroutine) whenever the

@@ -75,6 +75,15 @@ func (g *fakeGateway) add(name string, setup func(*sdk.Server)) *fakeMCP {
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "gateway", Version: "1"}, &sdk.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { g.notify() },
+		// The in-memory servers speak the multi round-trip protocol: a
+		// question comes in the call's own context, as in the gateway
+		// package.
+		ElicitationHandler: func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			if ask := AskerOf(ctx); ask != nil {
+				return ask(ctx, req.Params)
+			}
+			return &sdk.ElicitResult{Action: answerDecline}, nil
+		},
 	})
 	cs, err := client.Connect(context.Background(), ct, nil)
 	if err != nil {

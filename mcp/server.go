@@ -110,6 +110,13 @@ type Options struct {
 	// Gateway offers the user's own MCP servers as tools named
 	// "<server>__<tool>" (tools_gateway.go); nil offers none.
 	Gateway Gateway
+	// Elicitor asks the user directly what a gateway server asks during
+	// a call whose client cannot ask it (elicit.go): the tray's window;
+	// nil declines such questions.
+	Elicitor Elicitor
+	// ElicitTimeout bounds how long a gateway server's question waits for
+	// its answer, which is cancel after it. Default CallTimeout.
+	ElicitTimeout time.Duration
 	// AuditPath is the audit.jsonl file; "" records nothing.
 	AuditPath string
 	// Logger receives operational logs; nil discards them.
@@ -260,6 +267,7 @@ func (o Options) withDefaults() (Options, error) {
 	orDefault(&o.RateLimit, DefaultRateLimit)
 	orDefault(&o.Burst, DefaultBurst)
 	orDefault(&o.CallTimeout, DefaultCallTimeout)
+	orDefault(&o.ElicitTimeout, o.CallTimeout)
 	orDefault(&o.TaskTimeout, DefaultTaskTimeout)
 	orDefault(&o.MaxBody, DefaultMaxBody)
 	orDefault(&o.SessionIdle, DefaultSessionIdle)

@@ -388,7 +388,10 @@ func (g *gatewayTools) register(t *sdk.Tool) {
 	}()
 	name := t.Name
 	g.s.mcp.AddTool(t, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-		res, err := g.s.opts.Gateway.Call(ctx, callerWorkspace(ctx).Path, name, req.Params.Arguments)
+		gt, _ := g.lookup(name)
+		ws := callerWorkspace(ctx).Path
+		ctx = context.WithValue(ctx, askerKey{}, g.s.asker(ctx, req.Session, gt.Server, ws))
+		res, err := g.s.opts.Gateway.Call(ctx, ws, name, req.Params.Arguments)
 		if err == nil && res == nil {
 			err = errors.New("the gateway answered nothing")
 		}

@@ -27,7 +27,7 @@ import (
 // Protocol is the version of the bridge's methods and types: a window
 // process refuses an app of another one (a binary replaced under a
 // running app, by an upgrade, may not speak its bridge).
-const Protocol = 4
+const Protocol = 5
 
 // Hello is what a window process learns first: the window to open and
 // which of the optional Deps the app has.

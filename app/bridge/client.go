@@ -112,6 +112,12 @@ func (c *Client) CopyText(text string) { c.quiet("App.CopyText", c.call("App.Cop
 // answered yes.
 func (c *Client) Answered() { c.quiet("App.Answered", c.call("App.Answered", noArgs, nil)) }
 
+// Elicited gives the tray process the answer of the window's question
+// (window.KindElicit).
+func (c *Client) Elicited(a window.Answer) {
+	c.quiet("App.Elicited", c.call("App.Elicited", a, nil))
+}
+
 // Closed tells the tray process that the window has closed, before this
 // process ends: a click that opens it again then starts a new process
 // rather than raising this one.

@@ -29,6 +29,9 @@ type App struct {
 	// Answered runs when the window's question is answered yes; nil for a
 	// window that asks none.
 	Answered func()
+	// Elicited runs with the answer of the window's question of a
+	// gateway MCP server (window.KindElicit); nil for another window.
+	Elicited func(window.Answer)
 	// Closed runs when the window process's window has closed.
 	Closed func()
 	// Raise is signalled when the window should come forward.
@@ -310,6 +313,12 @@ func (s *Server) appMethods(m map[string]handler) {
 	m["App.Answered"] = on(func(context.Context, struct{}) (any, error) {
 		if a.Answered != nil {
 			a.Answered()
+		}
+		return nil, nil
+	})
+	m["App.Elicited"] = on(func(_ context.Context, ans window.Answer) (any, error) {
+		if a.Elicited != nil {
+			a.Elicited(ans)
 		}
 		return nil, nil
 	})

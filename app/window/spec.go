@@ -22,8 +22,15 @@ type Spec struct {
 	Title, Message, Action string
 	// Link is the agent's address (KindAgentURL).
 	Link string
-	// Seq tells KindError windows apart: each gets its own.
+	// Seq tells KindError and KindElicit windows apart: each gets its
+	// own.
 	Seq int
+	// Question is a KindElicit window's.
+	Question *Question `json:",omitempty"`
+
+	// Elicited runs, in the process that asked, with a KindElicit
+	// window's answer (once; closing the window answers cancel).
+	Elicited func(Answer) `json:"-"`
 
 	// Answered runs, in the process that asked, when a KindConfirm
 	// question is answered yes.
@@ -45,6 +52,7 @@ const (
 	KindConfirm       Kind = "confirm"
 	KindReview        Kind = "review"
 	KindMerge         Kind = "merge"
+	KindElicit        Kind = "elicit"
 )
 
 // Key names the window: one of each key is open at a time, and a second
@@ -60,7 +68,7 @@ func (s Spec) Key() string {
 		return k + ":" + s.Path
 	case KindConfirm:
 		return k + ":" + s.Title
-	case KindError:
+	case KindError, KindElicit:
 		return k + ":" + strconv.Itoa(s.Seq)
 	}
 	return k
@@ -89,6 +97,10 @@ func (u *UI) Open(s Spec) {
 		u.openReview(s.Workspace)
 	case KindMerge:
 		u.openMerge(s.Workspace)
+	case KindElicit:
+		if s.Question != nil {
+			u.elicit(s)
+		}
 	default:
 		u.log.Warn("unknown window", slog.String("kind", string(s.Kind)))
 	}

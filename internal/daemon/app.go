@@ -43,6 +43,7 @@ func (s *server) appDeps() app.Deps {
 		MCP:                 s.mcp,
 		Gateway:             gatewayStatuses{s.gateway},
 		Settings:            gatewaySettings{s.settings, s.gateway},
+		Questions:           s.questions,
 		RotateToken:         s.rotateToken,
 		MCPConfig:           mcpstdio.ClientConfig,
 		Restart:             func() { s.restart = true },

@@ -116,6 +116,7 @@ func (s *server) build(ctx context.Context) error {
 	// so a change in the settings applies to the next one.
 	s.prs = pullrequest.New(pullrequest.Options{Workspaces: s.manager, Settings: s.settings.Get, Logger: s.log.With("part", "pullrequest")})
 	workspaces := statuscache.Over(s.manager, s.cache)
+	s.questions = &questions{log: s.log.With("part", "gateway")}
 
 	srv, err := mcp.New(mcp.Options{
 		Bound:          bound,
@@ -126,6 +127,7 @@ func (s *server) build(ctx context.Context) error {
 		Sessions:       agents,
 		Reviews:        agents,
 		Gateway:        s.gateway,
+		Elicitor:       s.questions,
 		PullRequests:   s.prs,
 		RateLimit:      rate.Limit(set.RateLimit.PerSecond),
 		Burst:          set.RateLimit.Burst,

@@ -97,10 +97,12 @@ type server struct {
 	events  *workspace.Events
 	token   *mcp.Token
 	gateway *gateway.Gateway
-	sup     *opencode.Supervisor
-	prep    *prepare.Preparer
-	manager *workspace.Manager
-	cache   *statuscache.Cache
+	// questions passes the gateway servers' questions to the tray.
+	questions *questions
+	sup       *opencode.Supervisor
+	prep      *prepare.Preparer
+	manager   *workspace.Manager
+	cache     *statuscache.Cache
 	// prs opens pull requests, for the MCP server and the tray.
 	prs *pullrequest.Creator
 	mcp *mcp.Server
