@@ -207,7 +207,7 @@ func readScenarioChecks(t *testing.T, dir string) map[string][]conformanceCheck 
 // missingFixture is how the server answers for a fixture tool, prompt or
 // resource of the suite's that it does not have, or a capability it does
 // not declare for want of them.
-var missingFixture = regexp.MustCompile(`unknown tool "test_|unknown prompt "test_|Resource not found|method not found: "(completion/complete|resources/subscribe)"`)
+var missingFixture = regexp.MustCompile(`unknown tool "test_|unknown prompt "test_|Resource not found|no resource test://|method not found: "(completion/complete|resources/subscribe)"`)
 
 // allMissingFixtures reports whether every failed check (as failedChecks
 // describes them) failed for want of a fixture, so that an expected failure
