@@ -85,7 +85,10 @@ func TestAQuestionNotAnsweredByItsDeadlineClosesItsWindow(t *testing.T) {
 	qs := &fakeQuestions{}
 	h := newHarness(t, Deps{Workspaces: uitest.NewWorkspaces(), Questions: qs})
 	h.startTray()
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	// Long enough for the window to be seen open under a loaded -race
+	// run (with 300 ms it could open and close between two looks, or the
+	// deadline pass before it opened), short enough to wait out.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() {
