@@ -18,6 +18,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"codehydra/internal/settings"
+	"codehydra/internal/testenv"
 	"codehydra/mcp"
 	"codehydra/workspace"
 )
@@ -127,16 +128,9 @@ func listed(t *testing.T, cs *sdk.ClientSession) []string {
 // awaitListed waits until cond holds of cs's tools/list.
 func awaitListed(t *testing.T, cs *sdk.ClientSession, what string, cond func([]string) bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		names := listed(t, cs)
-		if cond(names) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tools/list never %s: %v", what, names)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var names []string
+	if !testenv.Poll(20*time.Second, 50*time.Millisecond, func() bool { names = listed(t, cs); return cond(names) }) {
+		t.Fatalf("tools/list never %s: %v", what, names)
 	}
 }
 

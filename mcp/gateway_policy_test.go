@@ -46,13 +46,9 @@ func TestAHiddenGatewayToolIsNotListedAndItsCallIsForbiddenNamingTheRule(t *test
 	// Shown again once the rules no longer hide it.
 	g.set(func() { fs.policy = nil })
 	cs := h.sessionAs(h.tokenOf(a.Path), "")
-	deadline := time.Now().Add(10 * time.Second)
-	for !slices.Contains(toolNames(t, cs), "fs__read") {
-		if time.Now().After(deadline) {
-			t.Fatal("fs__read not offered once its rule went")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.WaitFor(t, "fs__read to be offered once its rule went", 10*time.Second, func() bool {
+		return slices.Contains(toolNames(t, cs), "fs__read")
+	})
 	if res := call(t, cs, "fs__read", map[string]any{}); res.IsError {
 		t.Fatalf("fs__read once offered: %s", text(t, res))
 	}
