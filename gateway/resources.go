@@ -18,7 +18,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"codehydra/mcp"
-	"codehydra/workspace"
 )
 
 // catalog is what a server last listed of its resources, templates and
@@ -235,9 +234,7 @@ func (g *Gateway) resourceUpdated(uri string) {
 }
 
 // sessionFor is the session of server name's instance for wsPath, with
-// the checks of a tool call that apply: switched off (for every
-// workspace, or wsPath's), and a workspace-scoped server called without a
-// workspace.
+// the checks of a tool call that apply (see server.refuses and reach).
 func (g *Gateway) sessionFor(ctx context.Context, name, wsPath string) (*server, *sdk.ClientSession, *instance, error) {
 	g.mu.Lock()
 	s := g.servers[name]
@@ -245,24 +242,10 @@ func (g *Gateway) sessionFor(ctx context.Context, name, wsPath string) (*server,
 	if s == nil {
 		return nil, nil, nil, fmt.Errorf("no MCP server %q is configured", name)
 	}
-	if !s.cfg.On() {
-		return nil, nil, nil, workspace.Errorf(workspace.CodeForbidden, "the MCP server %s is switched off (\"enabled\": false in its settings)", s.name)
+	if err := s.refuses(wsPath, ""); err != nil {
+		return nil, nil, nil, err
 	}
-	if why := g.Off(wsPath)[s.name]; why != "" {
-		return nil, nil, nil, workspace.Errorf(workspace.CodeForbidden, "%s", why)
-	}
-	ws := ""
-	if s.cfg.PerWorkspace() {
-		if wsPath == "" {
-			return nil, nil, nil, fmt.Errorf("%s runs one instance per workspace: ask it from a workspace", s.name)
-		}
-		ws = wsPath
-	}
-	i := s.instance(ws)
-	if i == nil {
-		return nil, nil, nil, fmt.Errorf("%s: %w", s.name, errClosed)
-	}
-	sess, err := i.session(ctx)
+	i, sess, err := s.reach(ctx, wsPath, "ask")
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -145,14 +145,47 @@ func (s *server) tools(ctx context.Context) []mcp.GatewayTool {
 	for _, t := range s.list {
 		c := *t
 		c.Name = s.name + "__" + t.Name
-		hidden := s.hides(t.Name)
-		if hidden == "" {
-			hidden = s.withheldLocked(t.Name)
-		}
 		out = append(out, mcp.GatewayTool{Tool: &c, Server: s.name, Confine: s.cfg.Confine, PerWorkspace: s.cfg.PerWorkspace(), WorkDir: s.workDir(),
-			Hidden: hidden, PathsAllow: s.cfg.Paths.Allow, PathsDeny: s.cfg.Paths.Deny, PerMinute: s.cfg.RateLimit.PerMinute})
+			Hidden: s.withholdsLocked(t.Name), PathsAllow: s.cfg.Paths.Allow, PathsDeny: s.cfg.Paths.Deny, PerMinute: s.cfg.RateLimit.PerMinute})
 	}
 	return out
+}
+
+// refuses is the one place that decides whether the workspace at wsPath
+// (or the user, "") may reach the server and, when tool is not "", call
+// its tool named tool: forbidden, with the sentence that says why, when
+// the server is switched off, its tools rules hide the tool, the tool's
+// definition changed since it was pinned, or the workspace does not see
+// the server; nil when allowed. The checks are the cheap ones, in that
+// order; confinement, paths and rate limits are the MCP server's (see
+// mcp.callGateway).
+func (s *server) refuses(wsPath, tool string) error {
+	why := ""
+	switch {
+	case !s.cfg.On():
+		why = fmt.Sprintf("the MCP server %s is switched off (\"enabled\": false in its settings)", s.name)
+	case tool != "":
+		s.mu.Lock()
+		why = s.withholdsLocked(tool)
+		s.mu.Unlock()
+	}
+	if why == "" {
+		why = s.g.Off(wsPath)[s.name]
+	}
+	if why != "" {
+		return workspace.Errorf(workspace.CodeForbidden, "%s", why)
+	}
+	return nil
+}
+
+// withholdsLocked says, as a sentence, why the server's tool named tool is
+// not offered: its tools rules hide it, or its definition changed since
+// it was pinned; "" when neither. s.mu is held.
+func (s *server) withholdsLocked(tool string) string {
+	if why := s.hides(tool); why != "" {
+		return why
+	}
+	return s.withheldLocked(tool)
 }
 
 // hides says, as a sentence, why the server's tools rules hide its tool
@@ -267,38 +300,13 @@ func (s *server) crashed(err error) {
 	s.g.opts.Log.Warn("MCP server ended; restarting it", slog.String("server", s.name), slog.Any("err", err))
 }
 
-// call forwards one call to the instance for wsPath, unless the server
-// is switched off (for every workspace, or for wsPath's: then no instance
-// starts for it), its tools rules hide the tool or its definition
-// changed since it was pinned.
+// call forwards one call to the instance for wsPath, unless refuses
+// forbids it.
 func (s *server) call(ctx context.Context, wsPath, tool string, args json.RawMessage) (*sdk.CallToolResult, error) {
-	if !s.cfg.On() {
-		return nil, workspace.Errorf(workspace.CodeForbidden, "the MCP server %s is switched off (\"enabled\": false in its settings)", s.name)
+	if err := s.refuses(wsPath, tool); err != nil {
+		return nil, err
 	}
-	if why := s.hides(tool); why != "" {
-		return nil, workspace.Errorf(workspace.CodeForbidden, "%s", why)
-	}
-	s.mu.Lock()
-	why := s.withheldLocked(tool)
-	s.mu.Unlock()
-	if why == "" {
-		why = s.g.Off(wsPath)[s.name]
-	}
-	if why != "" {
-		return nil, workspace.Errorf(workspace.CodeForbidden, "%s", why)
-	}
-	ws := ""
-	if s.cfg.PerWorkspace() {
-		if wsPath == "" {
-			return nil, fmt.Errorf("%s runs one instance per workspace: call it from a workspace", s.name)
-		}
-		ws = wsPath
-	}
-	i := s.instance(ws)
-	if i == nil {
-		return nil, fmt.Errorf("%s: %w", s.name, errClosed)
-	}
-	sess, err := i.session(ctx)
+	i, sess, err := s.reach(ctx, wsPath, "call")
 	if err != nil {
 		return nil, err
 	}
@@ -320,6 +328,28 @@ func (s *server) call(ctx context.Context, wsPath, tool string, args json.RawMes
 		return nil, fmt.Errorf("%s: the server ended during the call to %s; it is restarted: %w", s.name, tool, err)
 	}
 	return nil, fmt.Errorf("%s: call %s: %w", s.name, tool, err)
+}
+
+// reach is the session of the instance for wsPath (the shared one, for a
+// shared server), started if needed; a workspace-scoped server refuses
+// the user ("" wsPath), whom verb ("call", "ask") says what they did.
+func (s *server) reach(ctx context.Context, wsPath, verb string) (*instance, *sdk.ClientSession, error) {
+	ws := ""
+	if s.cfg.PerWorkspace() {
+		if wsPath == "" {
+			return nil, nil, fmt.Errorf("%s runs one instance per workspace: %s it from a workspace", s.name, verb)
+		}
+		ws = wsPath
+	}
+	i := s.instance(ws)
+	if i == nil {
+		return nil, nil, fmt.Errorf("%s: %w", s.name, errClosed)
+	}
+	sess, err := i.session(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return i, sess, nil
 }
 
 // stop stops every instance of the server for good.
