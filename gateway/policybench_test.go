@@ -133,10 +133,10 @@ func cpuTime(b *testing.B) time.Duration {
 }
 
 // policyBench serves a gateway with the one workspace-scoped server
-// "bench" (c's policies added) through CodeHydra's MCP server, and
-// returns a client session with the token of a workspace (a real git
-// repository holding src/a.txt), once the server's tool is listed, and
-// the arguments of a call: that file's absolute path.
+// "bench" (c's policies added) to a workspace's client (see
+// servedAsWorkspace), checks that c's refused call is refused, and
+// returns the session and the arguments of a call: the absolute path of
+// the workspace's src/a.txt.
 func policyBench(b *testing.B, c policyCase) (*sdk.ClientSession, map[string]any) {
 	b.Helper()
 	exe, err := os.Executable()
@@ -149,66 +149,7 @@ func policyBench(b *testing.B, c policyCase) (*sdk.ClientSession, map[string]any
 	c.gateway(&o, b.TempDir())
 	g := New(o)
 	b.Cleanup(func() { _ = g.Close() })
-
-	project := testenv.GitRepo(b, "proj")
-	testenv.CommitFile(b, project, "src/a.txt", "a\n", "a file to name")
-	mgr := workspace.NewManager(workspace.Options{Projects: []string{project}, WorktreeRoot: b.TempDir()})
-	if err := mgr.Load(b.Context()); err != nil {
-		b.Fatal(err)
-	}
-	w, err := mgr.Create(b.Context(), workspace.CreateOptions{ProjectPath: project, Name: "feat"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ws := w.Path
-	master, err := mcp.LoadOrCreateToken(filepath.Join(b.TempDir(), "token"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	tok, err := master.ForWorkspace(ws)
-	if err != nil {
-		b.Fatal(err)
-	}
-	// The caller's own limit is raised, as build/bench does for its
-	// tools/call figures, so as not to time the limiter's refusals.
-	srv, err := mcp.New(mcp.Options{Token: master, Workspaces: mgr, Gateway: g, RateLimit: 1e9, Burst: 1e9,
-		Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := srv.Listen(); err != nil {
-		b.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(context.Background()) }()
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-served
-	})
-	tr := &http.Transport{}
-	b.Cleanup(tr.CloseIdleConnections)
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil).Connect(b.Context(),
-		&sdk.StreamableClientTransport{Endpoint: srv.URL(), MaxRetries: -1, HTTPClient: &http.Client{Transport: benchBearer{tok, tr}}}, nil)
-	if err != nil {
-		b.Fatalf("connect: %v", err)
-	}
-	b.Cleanup(func() { _ = cs.Close() })
-	if !testenv.Poll(30*time.Second, 20*time.Millisecond, func() bool {
-		res, err := cs.ListTools(b.Context(), nil)
-		if err != nil {
-			return false
-		}
-		for _, t := range res.Tools {
-			if t.Name == "bench__read" {
-				return true
-			}
-		}
-		return false
-	}) {
-		b.Fatal("bench__read never listed")
-	}
+	cs, ws := servedAsWorkspace(b, g, "bench__read")
 	if c.refused != nil {
 		tool, args := c.refused(ws)
 		res, err := cs.CallTool(b.Context(), &sdk.CallToolParams{Name: tool, Arguments: args})
@@ -217,6 +158,64 @@ func policyBench(b *testing.B, c policyCase) (*sdk.ClientSession, map[string]any
 		}
 	}
 	return cs, map[string]any{"path": filepath.Join(ws, "src", "a.txt")}
+}
+
+// servedAsWorkspace serves g through CodeHydra's real MCP server over
+// real HTTP (the caller's own rate limit raised, so as not to time or
+// trip it) and returns a real go-sdk client session with the token of a
+// workspace, a real git worktree whose files include src/a.txt ("a"),
+// and the workspace's path, once tool is listed.
+func servedAsWorkspace(tb testing.TB, g *Gateway, tool string) (*sdk.ClientSession, string) {
+	tb.Helper()
+	project := testenv.GitRepo(tb, "proj")
+	testenv.CommitFile(tb, project, "src/a.txt", "a\n", "a file to name")
+	mgr := workspace.NewManager(workspace.Options{Projects: []string{project}, WorktreeRoot: tb.TempDir()})
+	if err := mgr.Load(tb.Context()); err != nil {
+		tb.Fatal(err)
+	}
+	w, err := mgr.Create(tb.Context(), workspace.CreateOptions{ProjectPath: project, Name: "feat"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	master, err := mcp.LoadOrCreateToken(filepath.Join(tb.TempDir(), "token"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tok, err := master.ForWorkspace(w.Path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv, err := mcp.New(mcp.Options{Token: master, Workspaces: mgr, Gateway: g, RateLimit: 1e9, Burst: 1e9,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := srv.Listen(); err != nil {
+		tb.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(context.Background()) }()
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-served
+	})
+	tr := &http.Transport{}
+	tb.Cleanup(tr.CloseIdleConnections)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil).Connect(tb.Context(),
+		&sdk.StreamableClientTransport{Endpoint: srv.URL(), MaxRetries: -1, HTTPClient: &http.Client{Transport: benchBearer{tok, tr}}}, nil)
+	if err != nil {
+		tb.Fatalf("connect: %v", err)
+	}
+	tb.Cleanup(func() { _ = cs.Close() })
+	if !testenv.Poll(30*time.Second, 20*time.Millisecond, func() bool {
+		res, err := cs.ListTools(tb.Context(), nil)
+		return err == nil && slices.ContainsFunc(res.Tools, func(t *sdk.Tool) bool { return t.Name == tool })
+	}) {
+		tb.Fatalf("%s never listed", tool)
+	}
+	return cs, w.Path
 }
 
 type benchBearer struct {
