@@ -8,13 +8,46 @@ import (
 
 // claudeServer is a server as Claude Desktop and Claude Code write it.
 type claudeServer struct {
+	stdioOrHTTP
+	Env map[string]string `json:"env"`
+}
+
+// stdioOrHTTP is what a server of Claude's and of VS Code's shape holds
+// besides its env, which they write differently.
+type stdioOrHTTP struct {
 	Type    string            `json:"type"`
 	Command string            `json:"command"`
 	Args    []string          `json:"args"`
-	Env     map[string]string `json:"env"`
 	URL     string            `json:"url"`
 	Headers map[string]string `json:"headers"`
 	Cwd     string            `json:"cwd"`
+}
+
+// convert fills fd's command, arguments, URL and headers from s through
+// refs, unless s's type is one CodeHydra does not speak: then it sets
+// fd.Problem and reports false.
+func (s stdioOrHTTP) convert(fd *Found, refs func(string) string) bool {
+	switch s.Type {
+	case "", "stdio", "http":
+	case "sse":
+		fd.Problem = sseProblem
+		return false
+	default:
+		fd.Problem = fmt.Sprintf("its type %q is not one CodeHydra knows (stdio or http)", s.Type)
+		return false
+	}
+	fd.Server.Command = refs(s.Command)
+	fd.Server.Args = sliceValues(s.Args, refs)
+	fd.Server.URL = refs(s.URL)
+	fd.Server.Headers = mapValues(s.Headers, refs)
+	return true
+}
+
+// noteCwd says on fd that s's working folder is not kept.
+func (s stdioOrHTTP) noteCwd(fd *Found) {
+	if s.Cwd != "" {
+		fd.note("its working folder (cwd) is not kept: CodeHydra starts it in its own")
+	}
 }
 
 // readClaudeDesktop reads claude_desktop_config.json's mcpServers. Claude
@@ -67,22 +100,11 @@ func convertClaude(r json.RawMessage, expand bool) Found {
 	if fd.Problem = decode(r, &s); fd.Problem != "" {
 		return fd
 	}
-	switch {
-	case s.Type == "sse":
-		fd.Problem = sseProblem
-		return fd
-	case s.Type != "" && s.Type != "stdio" && s.Type != "http":
-		fd.Problem = fmt.Sprintf("its type %q is not one CodeHydra knows (stdio or http)", s.Type)
+	if !s.convert(&fd, refs) {
 		return fd
 	}
-	fd.Server.Command = refs(s.Command)
-	fd.Server.Args = sliceValues(s.Args, refs)
 	fd.Server.Env = mapValues(s.Env, refs)
-	fd.Server.URL = refs(s.URL)
-	fd.Server.Headers = mapValues(s.Headers, refs)
-	if s.Cwd != "" {
-		fd.note("its working folder (cwd) is not kept: CodeHydra starts it in its own")
-	}
+	s.noteCwd(&fd)
 	return fd
 }
 

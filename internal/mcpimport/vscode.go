@@ -10,14 +10,9 @@ import (
 
 // vscodeServer is a server of VS Code's mcp.json "servers".
 type vscodeServer struct {
-	Type    string            `json:"type"`
-	Command string            `json:"command"`
-	Args    []string          `json:"args"`
-	Env     map[string]any    `json:"env"`
-	EnvFile string            `json:"envFile"`
-	URL     string            `json:"url"`
-	Headers map[string]string `json:"headers"`
-	Cwd     string            `json:"cwd"`
+	stdioOrHTTP
+	Env     map[string]any `json:"env"`
+	EnvFile string         `json:"envFile"`
 }
 
 // vscodeInput is one of mcp.json's "inputs", which VS Code asks the user
@@ -45,18 +40,10 @@ func convertVSCode(r json.RawMessage, home string, inputs map[string]string) Fou
 	if fd.Problem = decode(r, &s); fd.Problem != "" {
 		return fd
 	}
-	switch s.Type {
-	case "sse":
-		fd.Problem = sseProblem
-		return fd
-	case "", "stdio", "http":
-	default:
-		fd.Problem = fmt.Sprintf("its type %q is not one CodeHydra knows (stdio or http)", s.Type)
+	refs := func(v string) string { return fd.vscodeRefs(v, home, inputs) }
+	if !s.convert(&fd, refs) {
 		return fd
 	}
-	refs := func(v string) string { return fd.vscodeRefs(v, home, inputs) }
-	fd.Server.Command = refs(s.Command)
-	fd.Server.Args = sliceValues(s.Args, refs)
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		var val string
 		switch v := s.Env[k].(type) {
@@ -79,13 +66,9 @@ func convertVSCode(r json.RawMessage, home string, inputs map[string]string) Fou
 		}
 		fd.Server.Env[k] = refs(val)
 	}
-	fd.Server.URL = refs(s.URL)
-	fd.Server.Headers = mapValues(s.Headers, refs)
 	if s.EnvFile != "" {
 		fd.note("its envFile (%s) is not read: set its variables in CodeHydra's environment, or in env", s.EnvFile)
 	}
-	if s.Cwd != "" {
-		fd.note("its working folder (cwd) is not kept: CodeHydra starts it in its own")
-	}
+	s.noteCwd(&fd)
 	return fd
 }
