@@ -57,6 +57,16 @@ func guardOn(t *testing.T, addr string, working *agents, log *testenv.SyncBuffer
 	return g
 }
 
+// servedGuard starts a guard over a stand-in logind that answers.
+func servedGuard(t *testing.T) (*testenv.Logind, *agents, *testenv.SyncBuffer, *Guard) {
+	t.Helper()
+	addr := testenv.PrivateBus(t)
+	l := testenv.WatchLogind(t, addr)
+	l.Serve(t)
+	working, log := &agents{}, &testenv.SyncBuffer{}
+	return l, working, log, guardOn(t, addr, working, log)
+}
+
 func waitHeld(t *testing.T, l *testenv.Logind, why string) {
 	t.Helper()
 	testenv.WaitFor(t, "an inhibitor held for "+why, 10*time.Second, func() bool {
@@ -66,12 +76,7 @@ func waitHeld(t *testing.T, l *testenv.Logind, why string) {
 }
 
 func TestTheInhibitorIsHeldWhileAgentsWorkAndReleasedWhenAllAreIdle(t *testing.T) {
-	addr := testenv.PrivateBus(t)
-	l := testenv.WatchLogind(t, addr)
-	l.Serve(t)
-	var working agents
-	var log testenv.SyncBuffer
-	g := guardOn(t, addr, &working, &log)
+	l, working, log, g := servedGuard(t)
 
 	working.set(t, g, 2)
 	waitHeld(t, l, "2 agents working")
@@ -90,25 +95,20 @@ func TestTheInhibitorIsHeldWhileAgentsWorkAndReleasedWhenAllAreIdle(t *testing.T
 	}
 	for _, want := range []string{"keeping the system awake while agents work", "the system may sleep again"} {
 		if !strings.Contains(log.String(), want) {
-			t.Errorf("log lacks %q:\n%s", want, &log)
+			t.Errorf("log lacks %q:\n%s", want, log)
 		}
 	}
 }
 
 func TestCloseReleasesTheInhibitor(t *testing.T) {
-	addr := testenv.PrivateBus(t)
-	l := testenv.WatchLogind(t, addr)
-	l.Serve(t)
-	var working agents
-	var log testenv.SyncBuffer
-	g := guardOn(t, addr, &working, &log)
+	l, working, log, g := servedGuard(t)
 	working.set(t, g, 1)
 	waitHeld(t, l, "1 agent working")
 
 	g.Close()
 	testenv.WaitFor(t, "the inhibitor released at Close", 10*time.Second, func() bool { return len(l.Held()) == 0 })
 	if !strings.Contains(log.String(), "the system may sleep again: CodeHydra stops") {
-		t.Errorf("the log does not say why the inhibitor went:\n%s", &log)
+		t.Errorf("the log does not say why the inhibitor went:\n%s", log)
 	}
 	g.Close() // again: nothing left to do
 	g.Changed()
@@ -119,12 +119,7 @@ func TestCloseReleasesTheInhibitor(t *testing.T) {
 }
 
 func TestAFlappingStateChangesTheInhibitorAtMostOncePerSettleTime(t *testing.T) {
-	addr := testenv.PrivateBus(t)
-	l := testenv.WatchLogind(t, addr)
-	l.Serve(t)
-	var working agents
-	var log testenv.SyncBuffer
-	g := guardOn(t, addr, &working, &log)
+	l, working, _, g := servedGuard(t)
 
 	// Busy and idle again within the settle time: nothing is taken.
 	working.n.Store(1)
