@@ -1,13 +1,10 @@
 package app
 
 import (
-	"bufio"
 	"context"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,34 +16,10 @@ import (
 	"codehydra/internal/testenv"
 )
 
-// sessionBus starts a private dbus-daemon and returns its address.
-func sessionBus(t *testing.T) string {
-	t.Helper()
-	if _, err := exec.LookPath("dbus-daemon"); err != nil {
-		// make test installs it (build/setup.sh) and sets
-		// CODEHYDRA_REQUIRE_GUI; there a skip would hide a broken install.
-		testenv.CannotRun(t, "CODEHYDRA_REQUIRE_GUI", "no dbus-daemon: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, "dbus-daemon", "--session", "--nofork", "--nopidfile",
-		"--address=unix:path="+filepath.Join(t.TempDir(), "bus"), "--print-address=1")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-	})
-	addr, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("read the bus address: %v", err)
-	}
-	return strings.TrimSpace(addr)
-}
+// sessionBus starts a private dbus-daemon and returns its address. make
+// test installs dbus-daemon (build/setup.sh) and sets CODEHYDRA_REQUIRE_GUI;
+// there a skip would hide a broken install.
+func sessionBus(t *testing.T) string { return testenv.PrivateBus(t) }
 
 // watcher puts a StatusNotifier watcher on the bus at addr.
 func watcher(t *testing.T, addr string, hostRegistered *bool) {

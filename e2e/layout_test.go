@@ -45,6 +45,7 @@ var layout = map[string][]string{
 	"codehydra/internal/cleanlocale":           {helpers},
 	"codehydra/internal/fakemodel":             {helpers},
 	"codehydra/internal/gitenv":                {helpers},
+	"codehydra/internal/inhibit":               {helpers},
 	"codehydra/internal/instance":              {helpers},
 	"codehydra/internal/mcpimport":             {helpers},
 	"codehydra/internal/netstat":               {helpers},
@@ -74,7 +75,7 @@ var notHelpers = []string{"codehydra/internal/cli", "codehydra/internal/daemon",
 // minutes cold) stays out of them.
 var noFyne = []string{"codehydra/workspace", "codehydra/workspace/statuscache", "codehydra/mcp", "codehydra/opencode",
 	"codehydra/prepare", "codehydra/gateway", "codehydra/wsfs", "codehydra/tasks", "codehydra/internal/mcpstdio",
-	"codehydra/internal/mcpimport"}
+	"codehydra/internal/mcpimport", "codehydra/internal/inhibit"}
 
 type listedPackage struct {
 	ImportPath, Dir string

@@ -70,6 +70,7 @@ type settingsWindow struct {
 	editorCmd     *field
 	terminalCmd   *field
 	notifications *widget.Check
+	preventSleep  *widget.Check
 	ratePerSecond *field
 	rateBurst     *field
 	sandboxMode   *widget.RadioGroup
@@ -118,6 +119,7 @@ func (u *UI) newSettingsWindow() *settingsWindow {
 	w.editorCmd = commandEntry("editorCommand", Editor, newFinder(u.deps.Getenv))
 	w.terminalCmd = commandEntry("terminalCommand", Terminal, newFinder(u.deps.Getenv))
 	w.notifications = widget.NewCheck("Notify when an agent finishes or needs input", nil)
+	w.preventSleep = widget.NewCheck("Keep the computer awake while agents work", nil)
 	w.ratePerSecond = newField(func(s string) error { _, err := parseRate(s); return err })
 	w.rateBurst = newField(func(s string) error { _, err := parseBurst(s); return err })
 	w.sandboxMode = widget.NewRadioGroup([]string{string(sandbox.ModeAuto), string(sandbox.ModeRequired), string(sandbox.ModeOff)}, nil)
@@ -183,6 +185,7 @@ func (w *settingsWindow) generalTab() fyne.CanvasObject {
 	cells = append(cells, row("Editor command", w.editorCmd.withReason())...)
 	cells = append(cells, row("Terminal command", w.terminalCmd.withReason())...)
 	cells = append(cells, row("Notifications", w.notifications)...)
+	cells = append(cells, row("Sleep", w.preventSleep)...)
 	cells = append(cells, row("MCP rate limit", container.NewGridWithColumns(2,
 		container.NewBorder(nil, nil, nil, widget.NewLabel("calls per second"), w.ratePerSecond),
 		container.NewBorder(nil, nil, nil, widget.NewLabel("burst"), w.rateBurst)),
@@ -240,6 +243,7 @@ func (w *settingsWindow) fill(s settings.Settings) {
 	w.editorCmd.SetText(s.EditorCommand)
 	w.terminalCmd.SetText(s.TerminalCommand)
 	w.notifications.SetChecked(s.Notifications)
+	w.preventSleep.SetChecked(s.PreventSleep)
 	w.ratePerSecond.SetText(strconv.FormatFloat(s.RateLimit.PerSecond, 'f', -1, 64))
 	w.rateBurst.SetText(strconv.Itoa(s.RateLimit.Burst))
 	mode, err := sandbox.ParseMode(s.Sandbox.Mode)
@@ -293,6 +297,7 @@ func (w *settingsWindow) read(s *settings.Settings) error {
 	s.TerminalCommand, err = readCommand("terminalCommand", w.terminalCmd.Text)
 	errs = append(errs, err)
 	s.Notifications = w.notifications.Checked
+	s.PreventSleep = w.preventSleep.Checked
 	s.RateLimit.PerSecond, err = parseRate(w.ratePerSecond.Text)
 	errs = append(errs, err)
 	s.RateLimit.Burst, err = parseBurst(w.rateBurst.Text)
@@ -406,6 +411,9 @@ func restartNeeded(before, after settings.Settings) []string {
 	}
 	if before.RateLimit != after.RateLimit {
 		c = append(c, "rate limit")
+	}
+	if before.PreventSleep != after.PreventSleep {
+		c = append(c, "computer awake while agents work")
 	}
 	if len(c) > 0 {
 		c[0] = "changes to the " + c[0]

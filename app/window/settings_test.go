@@ -45,6 +45,7 @@ func TestSettingsSaveWritesTheFileAndReopeningShowsIt(t *testing.T) {
 	test.Type(w.ocPort, "5000")
 	test.Type(w.worktreeRoot, root)
 	w.notifications.SetChecked(false)
+	w.preventSleep.SetChecked(false)
 	w.ratePerSecond.SetText("")
 	test.Type(w.ratePerSecond, "2.5")
 	w.rateBurst.SetText("")
@@ -54,7 +55,7 @@ func TestSettingsSaveWritesTheFileAndReopeningShowsIt(t *testing.T) {
 	if w.status.Text != "Saved." {
 		t.Fatalf("status = %q", w.status.Text)
 	}
-	if !strings.Contains(w.restartNote.Text, "MCP port") || !w.restartNow.Visible() {
+	if !strings.Contains(w.restartNote.Text, "MCP port") || !strings.Contains(w.restartNote.Text, "computer awake") || !w.restartNow.Visible() {
 		t.Errorf("restart note %q (button visible %v), want it to name the MCP port and offer a restart", w.restartNote.Text, w.restartNow.Visible())
 	}
 	test.Tap(w.restartNow)
@@ -67,7 +68,7 @@ func TestSettingsSaveWritesTheFileAndReopeningShowsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := settings.Default()
-	want.MCPPort, want.OpencodeBasePort, want.WorktreeRoot, want.Notifications = 4711, 5000, root, false
+	want.MCPPort, want.OpencodeBasePort, want.WorktreeRoot, want.Notifications, want.PreventSleep = 4711, 5000, root, false, false
 	want.RateLimit = settings.RateLimit{PerSecond: 2.5, Burst: 8}
 	want.Projects = []string{"/src/proj"}
 	if !reflect.DeepEqual(onDisk, want) {
@@ -83,8 +84,8 @@ func TestSettingsSaveWritesTheFileAndReopeningShowsIt(t *testing.T) {
 	if wantText := []string{portFixed, "4711", portFixed, "5000", root, "2.5", "8"}; !slices.Equal(got, wantText) {
 		t.Errorf("reopened form shows %q, want %q", got, wantText)
 	}
-	if w2.notifications.Checked {
-		t.Error("reopened form shows notifications on")
+	if w2.notifications.Checked || w2.preventSleep.Checked {
+		t.Error("reopened form shows notifications or keeping awake on")
 	}
 
 	// Back to dynamic: saved as 0.

@@ -177,6 +177,7 @@ func (s *server) run(ctx context.Context) int {
 		{"write the OpenCode config", s.writeOpencodeConfig},
 		{"write the instance file", s.writeInstanceFile},
 		{"start agents", s.startAgents},
+		{"keep the system awake while agents work", s.keepAwake},
 		{"report gauges", s.observeGauges},
 		{"watch projects for outside changes", s.watchProjects},
 		{"load projects", s.loadProjects},

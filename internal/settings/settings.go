@@ -106,6 +106,9 @@ type Settings struct {
 	WorkspaceDeny []string `json:"workspaceDeny"`
 	// Sandbox confines what runs for a workspace; see Sandbox.
 	Sandbox Sandbox `json:"sandbox"`
+	// PreventSleep keeps the computer from sleeping while any agent
+	// works (package inhibit).
+	PreventSleep bool `json:"preventSleep"`
 
 	// extra holds the keys of the file that the fields above do not name,
 	// verbatim, so that Save writes them back.
@@ -122,6 +125,7 @@ func Default() Settings {
 		PinTools:              true,
 		WorkspaceDeny:         []string{},
 		Sandbox:               DefaultSandbox(),
+		PreventSleep:          true,
 		RateLimit:             RateLimit{PerSecond: 20, Burst: 40},
 		ToolTimeoutSeconds:    30,
 		MCPSessionIdleSeconds: 30 * 60,

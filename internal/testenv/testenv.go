@@ -31,8 +31,8 @@ var machineEnv = os.Environ()
 func MachineEnv() []string { return machineEnv }
 
 // Isolate points every file of the app (HOME and XDG_*, the runtime
-// folder too), git's global config and the display at a fresh temp folder
-// of t, which it returns.
+// folder too), git's global config, the display and the system bus at a
+// fresh temp folder of t, which it returns.
 func Isolate(t testing.TB) string {
 	t.Helper()
 	base := t.TempDir()
@@ -47,6 +47,9 @@ func Isolate(t testing.TB) string {
 	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	t.Setenv("DISPLAY", "")
 	t.Setenv("WAYLAND_DISPLAY", "")
+	// No system bus: an app under test whose agents work would otherwise
+	// keep the machine awake (preventSleep); PrivateBus gives one.
+	t.Setenv("DBUS_SYSTEM_BUS_ADDRESS", "unix:path="+filepath.Join(base, "no-system-bus"))
 	paths.Reload()
 	return base
 }
