@@ -126,6 +126,7 @@ func (s *server) build(ctx context.Context) error {
 		Prompts:        agents,
 		Sessions:       agents,
 		Reviews:        agents,
+		Answers:        agents,
 		Gateway:        s.gateway,
 		Elicitor:       s.questions,
 		PullRequests:   s.prs,
