@@ -124,7 +124,7 @@ func (w WorkspaceState) Phase() Phase {
 		return PhaseDeleteFailed
 	case a.State == workspace.AgentStateFailed || a.State == workspace.AgentStateNotFound:
 		return PhaseFailed
-	case a.NeedsInput > 0:
+	case a.NeedsInput > 0 && !heldForParent(a):
 		return PhaseNeedsInput
 	case a.State == workspace.AgentStateStarting:
 		return PhaseStarting

@@ -57,7 +57,9 @@ const (
 func AgentNotices(ws workspace.Workspace, prev, next workspace.AgentStatus) []Notice {
 	var notes []Notice
 	for _, r := range next.Requests {
-		if slices.ContainsFunc(prev.Requests, func(p workspace.PendingRequest) bool { return p.ID == r.ID }) {
+		// A request held for the parent's agent (escalation parent-first)
+		// reaches the user only once the hold ends.
+		if r.Parent != "" || slices.ContainsFunc(prev.Requests, func(p workspace.PendingRequest) bool { return p.ID == r.ID && p.Parent == "" }) {
 			continue
 		}
 		notes = append(notes, Notice{Title: NoticeNeedsInput, Content: requestContent(ws, r),

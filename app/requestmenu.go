@@ -23,6 +23,8 @@ const (
 	LabelAllowAlways = "Allow always"
 	LabelReject      = "Reject"
 	LabelAnswering   = "answering…"
+	// LabelAskedParent marks a request held for the parent's agent.
+	LabelAskedParent = "asked its parent"
 	// LabelOpenQuestion is the notification action that opens a
 	// question's window.
 	LabelOpenQuestion = "Open"
@@ -87,6 +89,12 @@ func permissionWhat(r workspace.PendingRequest) string {
 	return r.Tool + ": " + what
 }
 
+// heldForParent says that every request a's agent waits on is held for
+// its parent's agent (escalation parent-first): the user is not asked yet.
+func heldForParent(a workspace.AgentStatus) bool {
+	return len(a.Requests) > 0 && !slices.ContainsFunc(a.Requests, func(r workspace.PendingRequest) bool { return r.Parent == "" })
+}
+
 // requestItems are the first lines of a workspace's submenu: one item per
 // pending request, with a separator after them. A permission's item opens
 // Allow once, Allow always and Reject; a question's item opens its window.
@@ -101,6 +109,10 @@ func requestItems(w WorkspaceState, a RequestActions) []*fyne.MenuItem {
 	var items []*fyne.MenuItem
 	for _, r := range reqs {
 		label := RequestLabel(r)
+		if r.Parent != "" {
+			// The user may answer it all the same.
+			label += " (" + LabelAskedParent + ")"
+		}
 		if slices.Contains(w.Answering, r.ID) {
 			items = append(items, disabled(label+" ("+LabelAnswering+")"))
 			continue

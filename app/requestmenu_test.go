@@ -231,3 +231,23 @@ func TestAgentNoticesOfferEachNewRequestsAnswers(t *testing.T) {
 		t.Errorf("a permission's actions are %+v, want %+v", got, want)
 	}
 }
+
+func TestARequestHeldForTheParentIsListedButNeitherNotifiedNorMarked(t *testing.T) {
+	ws := workspace.Workspace{Name: "feat", Path: "/wt/feat", ProjectPath: "/src/proj"}
+	held := rmBuild
+	held.Parent = "/wt/parent"
+	if notes := AgentNotices(ws, uitest.AgentBusy, asking(held)); len(notes) != 0 {
+		t.Errorf("a held request was notified: %+v", notes)
+	}
+	if p := (WorkspaceState{Workspace: ws, Agent: asking(held)}).Phase(); p != PhaseBusy {
+		t.Errorf("a workspace whose only request is held shows %q, want busy", p)
+	}
+	// The hold ends: the user is told now.
+	if notes := AgentNotices(ws, asking(held), asking(rmBuild)); len(notes) != 1 || notes[0].Asks == nil {
+		t.Errorf("the request released to the user gave notices %+v, want one", notes)
+	}
+	items := labels(fyne.NewMenu("", requestItems(WorkspaceState{Workspace: ws, Agent: asking(held)}, RequestActions{})...))
+	if want := "Allow bash: rm -rf build? (" + LabelAskedParent + ")"; items[0] != want {
+		t.Errorf("the held request's item is %q, want %q", items[0], want)
+	}
+}

@@ -154,3 +154,17 @@ func (s *Supervisor) Answer(ctx context.Context, path, requestID string, r works
 	}
 	return nil
 }
+
+// Tell hands text to the current session of the agent of the workspace at
+// path as a user message (a new session when it has none), at once,
+// without the records and retries of first prompts and reviews: for
+// notices whose loss costs nothing but a wait (the escalation of a
+// child's request to its parent, which the user hears of anyway).
+func (s *Supervisor) Tell(ctx context.Context, path, text string) error {
+	port, password, ok := s.OpencodeServer(path)
+	if !ok {
+		return workspace.Errorf(workspace.CodeConflict, "the agent of workspace %s is not running", path)
+	}
+	_, _, err := newAgentAPI(s.opts.HTTPClient, port, password).sendToCurrent(ctx, filepath.Clean(path), workspace.FirstPrompt{Prompt: text})
+	return err
+}

@@ -41,6 +41,10 @@ type PendingRequest struct {
 	Always   []string `json:"always,omitempty"`
 	// Questions are a question request's questions, answered together.
 	Questions []PendingQuestion `json:"questions,omitempty"`
+	// Parent, while set, is the workspace whose agent was asked first
+	// (escalation parent-first; see Escalator): the user is told of the
+	// request only once it is empty again, if it is still pending.
+	Parent string `json:"parent,omitempty"`
 }
 
 // PendingQuestion is one question of a question request.

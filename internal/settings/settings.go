@@ -106,6 +106,8 @@ type Settings struct {
 	WorkspaceDeny []string `json:"workspaceDeny"`
 	// Sandbox confines what runs for a workspace; see Sandbox.
 	Sandbox Sandbox `json:"sandbox"`
+	// Escalation says who hears first of a child's requests; see Escalation.
+	Escalation Escalation `json:"escalation"`
 
 	// extra holds the keys of the file that the fields above do not name,
 	// verbatim, so that Save writes them back.
@@ -122,6 +124,7 @@ func Default() Settings {
 		PinTools:              true,
 		WorkspaceDeny:         []string{},
 		Sandbox:               DefaultSandbox(),
+		Escalation:            DefaultEscalation(),
 		RateLimit:             RateLimit{PerSecond: 20, Burst: 40},
 		ToolTimeoutSeconds:    30,
 		MCPSessionIdleSeconds: 30 * 60,
@@ -205,6 +208,7 @@ func (s Settings) Validate() error {
 	errs = append(errs, s.validateMCPServers()...)
 	errs = append(errs, s.validateWorkspaceDeny()...)
 	errs = append(errs, s.validateSandbox()...)
+	errs = append(errs, s.validateEscalation()...)
 	if t := s.MCPSessionIdleSeconds; t < 1 || t > 7*24*60*60 {
 		errs = append(errs, fmt.Errorf("mcpSessionIdleSeconds is %d: use 1 to 604800 (a week)", t))
 	}

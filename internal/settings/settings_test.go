@@ -38,6 +38,7 @@ func TestDefaultMatchesDocumentedValues(t *testing.T) {
 			"~/.ssh", "~/.gnupg", "~/.aws", "~/.azure", "~/.config/gcloud", "~/.config/gh", "~/.docker",
 			"~/.kube", "~/.netrc", "~/.git-credentials", "~/.password-store", "~/.local/share/keyrings",
 			"~/.pki", "~/.mozilla", "~/.config/google-chrome", "~/.config/chromium"}},
+		Escalation: Escalation{Mode: "user", AfterSeconds: 120},
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Fatalf("Default() = %+v, want %+v", d, want)
@@ -153,7 +154,8 @@ func TestLoadReadsValidFiles(t *testing.T) {
 			"projectSetup":{"/a":{"copy":[".env*"],"setup":"make","setupTimeoutSeconds":9}},
 			"mcpServers":{"fs":{"command":"npx","args":["-y","x"],"env":{"T":"{env:T}"},"scope":"workspace","confine":true,"startAtLaunch":true},
 				"gh":{"url":"https://example.com/mcp","headers":{"Authorization":"Bearer {env:GH}"}}},"pinTools":true,"workspaceDeny":["vault/"],
-			"sandbox":{"mode":"required","writable":["~/.m2"],"readable":["/opt/sdk"],"hidden":[],"unixSockets":true}}`, func() Settings {
+			"sandbox":{"mode":"required","writable":["~/.m2"],"readable":["/opt/sdk"],"hidden":[],"unixSockets":true},
+			"escalation":{"mode":"parent-first","afterSeconds":30}}`, func() Settings {
 			return Settings{MCPPort: 1, OpencodeBasePort: 2, OpencodeBin: "/bin/oc", WorktreeRoot: "/w", Notifications: true,
 				Projects: []string{"/a", "/b"}, RateLimit: RateLimit{PerSecond: 1.5, Burst: 3}, ToolTimeoutSeconds: 600,
 				MCPSessionIdleSeconds: 2, MCPMaxSessions: 7, MCPMaxConnections: 99, TaskTimeoutSeconds: 5,
@@ -164,7 +166,13 @@ func TestLoadReadsValidFiles(t *testing.T) {
 					"gh": {URL: "https://example.com/mcp", Headers: map[string]string{"Authorization": "Bearer {env:GH}"}}},
 				PinTools: true, WorkspaceDeny: []string{"vault/"},
 				Sandbox: Sandbox{Mode: "required", Writable: []string{"~/.m2"}, Readable: []string{"/opt/sdk"}, Hidden: []string{},
-					UnixSockets: true}}
+					UnixSockets: true},
+				Escalation: Escalation{Mode: EscalateParentFirst, AfterSeconds: 30}}
+		}},
+		{"the escalation mode alone keeps its delay", `{"escalation": {"mode": "parent-first"}}`, func() Settings {
+			s := Default()
+			s.Escalation.Mode = EscalateParentFirst
+			return s
 		}},
 		{"the sandbox mode alone", `{"sandbox": "off"}`, func() Settings {
 			s := Default()
@@ -226,6 +234,8 @@ func TestLoadMovesCorruptFileAside(t *testing.T) {
 		{"top-level array", `[1]`, "bad JSON"},
 		{"invalid value", `{"toolTimeoutSeconds": 9999}`, "toolTimeoutSeconds"},
 		{"relative project", `{"projects": ["here"]}`, "projects[0]"},
+		{"unknown escalation", `{"escalation": {"mode": "parent"}}`, "escalation.mode"},
+		{"escalation too quick", `{"escalation": {"mode": "parent-first", "afterSeconds": 1}}`, "escalation.afterSeconds"},
 	}
 	now := time.Date(2006, 11, 2, 15, 4, 5, 0, time.UTC)
 	for _, tt := range tests {
@@ -375,7 +385,7 @@ func TestSaveWritesEveryKnownKey(t *testing.T) {
 	}
 	for _, k := range []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds",
 		"mcpSessionIdleSeconds", "mcpMaxSessions", "mcpMaxConnections", "taskTimeoutSeconds", "logMaxMB", "workspaceCreateLimit", "maxAgents",
-		"editorCommand", "terminalCommand", "prCommand", "projectSetup", "mcpServers", "pinTools", "workspaceDeny", "sandbox"} {
+		"editorCommand", "terminalCommand", "prCommand", "projectSetup", "mcpServers", "pinTools", "workspaceDeny", "sandbox", "escalation"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("key %s missing from\n%s", k, data)
 		}
@@ -465,7 +475,7 @@ func TestStoreConcurrentUpdatesAllLand(t *testing.T) {
 func TestKnownKeysMatchStructTags(t *testing.T) {
 	want := []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds",
 		"mcpSessionIdleSeconds", "mcpMaxSessions", "mcpMaxConnections", "taskTimeoutSeconds", "logMaxMB", "workspaceCreateLimit", "maxAgents",
-		"editorCommand", "terminalCommand", "prCommand", "projectSetup", "mcpServers", "pinTools", "workspaceDeny", "sandbox"}
+		"editorCommand", "terminalCommand", "prCommand", "projectSetup", "mcpServers", "pinTools", "workspaceDeny", "sandbox", "escalation"}
 	if got := knownKeys(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("knownKeys() = %v, want %v", got, want)
 	}
