@@ -83,6 +83,10 @@ type Deps struct {
 	// app again. Nil: the window asks the user to quit and start it again.
 	Restart func()
 
+	// Answers may be nil: the agents' pending requests are then listed
+	// in their workspaces' submenus but cannot be answered there.
+	Answers Answerer
+
 	// Questions, when set, brings the questions of the gateway's MCP
 	// servers that the calling client cannot ask: each opens a window.
 	Questions Questions
@@ -153,6 +157,7 @@ func Run(ctx context.Context, deps Deps) error {
 	uiCtx, cancel := context.WithCancel(ctx)
 	t := newTray(uiCtx, a, deps, fyne.Do, windowCommand)
 	t.notifier = desktopNotifier(a, getenv)
+	t.asker = desktopAsker(getenv)
 	if withTray {
 		t.view = startSystray(a, trayTitle(a), fyne.Do)
 		// Fyne quits when its last window closes; this one, never shown,

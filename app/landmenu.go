@@ -165,18 +165,18 @@ func (t *Tray) flag(path string, set func(s *WorkspaceState)) {
 func UpdateNotice(ws workspace.Workspace, r workspace.UpdateResult) Notice {
 	name := window.WorkspaceTitle(ws)
 	if !r.Updated {
-		return Notice{noticeUpToDate, fmt.Sprintf("%s already has all of %s.", name, r.Base)}
+		return Notice{Title: noticeUpToDate, Content: fmt.Sprintf("%s already has all of %s.", name, r.Base)}
 	}
 	how := fmt.Sprintf("rebased onto %s", r.Base)
 	if r.Mode == workspace.UpdateMerge {
 		how = fmt.Sprintf("merged with %s", r.Base)
 	}
-	return Notice{noticeUpdated, fmt.Sprintf("%s was %s: its head is %s now (was %s).", name, how, shortCommit(r.NewHead), shortCommit(r.OldHead))}
+	return Notice{Title: noticeUpdated, Content: fmt.Sprintf("%s was %s: its head is %s now (was %s).", name, how, shortCommit(r.NewHead), shortCommit(r.OldHead))}
 }
 
 // PullRequestNotice tells where the workspace's new pull request is.
 func PullRequestNotice(ws workspace.Workspace, pr workspace.PullRequest) Notice {
-	return Notice{noticePullRequest, fmt.Sprintf("%s → %s: %s", window.WorkspaceTitle(ws), pr.Base, pr.URL)}
+	return Notice{Title: noticePullRequest, Content: fmt.Sprintf("%s → %s: %s", window.WorkspaceTitle(ws), pr.Base, pr.URL)}
 }
 
 // noPullRequest is why no pull request was opened: its Note, which says

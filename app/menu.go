@@ -62,6 +62,9 @@ type WorkspaceState struct {
 	// has them), sorted; MCPOff those the user switched off for this
 	// workspace (its metadata "mcpoff").
 	MCPServers, MCPOff []string
+	// Answering are the IDs of the agent's pending requests whose answer
+	// the tray sent and the agent has not yet taken.
+	Answering []string
 }
 
 // Phase is what a workspace is doing, as the menu marks it.
@@ -121,7 +124,7 @@ func (w WorkspaceState) Phase() Phase {
 		return PhaseDeleteFailed
 	case a.State == workspace.AgentStateFailed || a.State == workspace.AgentStateNotFound:
 		return PhaseFailed
-	case a.NeedsInput > 0:
+	case a.NeedsInput > 0 && !heldForParent(a):
 		return PhaseNeedsInput
 	case a.State == workspace.AgentStateStarting:
 		return PhaseStarting
@@ -253,6 +256,7 @@ type Actions struct {
 	FolderActions
 	PrepareActions
 	LandActions
+	RequestActions
 }
 
 // BuildMenu is the tray menu for s: a summary line, each project with its
@@ -321,7 +325,8 @@ func workspaceItem(s State, w WorkspaceState, a Actions) *fyne.MenuItem {
 		del = func() { a.Delete(ws) }
 	}
 	setup := setupItems(w, a)
-	items := append(createdByItems(s, w), setup...)
+	items := append(requestItems(w, a.RequestActions), createdByItems(s, w)...)
+	items = append(items, setup...)
 	if why := AgentTrouble(w.Agent); why != "" && len(setup) == 0 {
 		items = append(items, disabled("⚠ "+why), fyne.NewMenuItemSeparator())
 	}

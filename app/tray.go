@@ -42,8 +42,13 @@ type Tray struct {
 	// any, else in this process.
 	win   *window.UI
 	procs *windowProcs
-	// notifier shows a desktop notification (notify.go).
+	// notifier shows a desktop notification (notify.go); asker shows one
+	// about an agent's pending request, with its answers as actions where
+	// the desktop offers them, and blocks until it is answered, closed,
+	// or ctx ends (then it takes the notice back). Nil: notifier shows it
+	// without actions.
 	notifier func(Notice) error
+	asker    func(ctx context.Context, n Notice, invoked func(key string)) error
 	// browser opens the agents' web UIs (agenturl.go).
 	browser *browser
 	// view is the system tray, nil when there is none; main is the main
@@ -60,10 +65,18 @@ type Tray struct {
 	// shown is the state on screen, to skip rebuilds that change nothing.
 	shown    State
 	hasShown bool
-	icons    map[string]fyne.Resource
+	// built counts the menus built; drawn is the count of the one on
+	// screen, touched on the Fyne thread only. Two goroutines may
+	// publish at once (an event, an answer coming back), and the newer
+	// menu must not be replaced by the older one queued after it.
+	built, drawn int
+	icons        map[string]fyne.Resource
 	// questions counts the MCP servers' questions asked, to tell their
 	// windows apart.
 	questions int
+	// asked takes back the notice of each pending request shown, by
+	// request ID, once the request is gone.
+	asked map[string]context.CancelFunc
 }
 
 // newTray makes the tray of app a until ctx is done; its windows open in
@@ -87,6 +100,7 @@ func newTray(ctx context.Context, a fyne.App, deps Deps, do func(fn func()), win
 		browser:    &browser{dir: paths.RuntimeDir(), keep: time.Minute, getenv: getenv, run: startOpener, platform: a.OpenURL},
 		setTooltip: systray.SetTooltip,
 		icons:      map[string]fyne.Resource{},
+		asked:      map[string]context.CancelFunc{},
 	}
 	t.deps.Settings = settingsStore{deps.Settings, t.refreshMCPServers}
 	opts := window.Options{Do: do}
@@ -158,6 +172,7 @@ func (t *Tray) handle(ctx context.Context, e workspace.Event) []Notice {
 		t.update(e.Workspace.Path, func(w *WorkspaceState) {
 			next := t.agentStatus(w.Workspace.Path)
 			notes = AgentNotices(w.Workspace, w.Agent, next)
+			t.withdrawGone(w.Agent, next)
 			w.Agent = next
 			w.SetupFailed = t.setupFailed(w.Workspace.Path)
 			w.Prompt = t.promptDelivery(w.Workspace.Path)
@@ -221,6 +236,7 @@ func (t *Tray) reload(ctx context.Context) {
 			if old, ok := prev[w.Path]; ok {
 				ws.Deleting, ws.DeleteStep, ws.DeleteErr = old.Deleting, old.DeleteStep, old.DeleteErr
 				ws.Updating, ws.CreatingPR = old.Updating, old.CreatingPR
+				ws.Answering = old.Answering
 			}
 			ps.Workspaces = append(ps.Workspaces, ws)
 		}
@@ -288,12 +304,18 @@ func (t *Tray) publish() {
 		return
 	}
 	t.shown, t.hasShown = s, true
+	t.built++
+	n := t.built
 	icon := t.icon(Overall(s))
 	t.mu.Unlock()
 
 	menu := BuildMenu(s, t.actions())
 	summary := Summary(s)
 	t.do(func() {
+		if n < t.drawn {
+			return
+		}
+		t.drawn = n
 		if t.view != nil {
 			t.view.SetSystemTrayMenu(menu)
 			if icon != nil {
@@ -327,7 +349,17 @@ func (t *Tray) notify(notes []Notice) {
 	if len(notes) == 0 || !t.deps.Settings.Get().Notifications {
 		return
 	}
-	t.do(func() { t.sendNotices(notes) })
+	var plain []Notice
+	for _, n := range notes {
+		if n.Asks == nil || t.asker == nil {
+			plain = append(plain, n)
+			continue
+		}
+		t.ask(n)
+	}
+	if len(plain) > 0 {
+		t.do(func() { t.sendNotices(plain) })
+	}
 }
 
 // errAgentGone is what an agent action says when the agent stopped after
@@ -349,6 +381,7 @@ func (t *Tray) actions() Actions {
 	a.FolderActions = t.folderActions()
 	a.PrepareActions = t.prepareActions()
 	a.LandActions = t.landActions()
+	a.RequestActions = t.requestActions()
 	if agents := t.deps.Agents; agents != nil {
 		a.OpenAgent = t.openAgent
 		a.CopyAttach = func(path string) {

@@ -61,6 +61,8 @@ type Options struct {
 	// Sessions reads and restarts agents for the orchestration tools;
 	// nil means no agents (no replies, nothing to restart).
 	Sessions AgentSessions
+	// Answers replies to agents' requests (workspace_answer); nil refuses.
+	Answers Answers
 	// RateLimit and Burst shape the token bucket of each caller's calls
 	// of each JSON-RPC method or tool (the user's, per workspace named).
 	// Default 20/s, burst 40.

@@ -42,6 +42,7 @@ const (
 	ToolCreatePR        = "workspace_create_pr"
 	ToolMerge           = "workspace_merge"
 	ToolUpdateFromBase  = "workspace_update_from_base"
+	ToolAnswer          = "workspace_answer"
 )
 
 // toolDefs lists every tool of CodeHydra's own. It builds fresh values on
@@ -53,7 +54,7 @@ func toolDefs() []toolDef {
 		listTasksTool(), runTaskTool(), projectAddTool(), projectRemoveTool(),
 		readFileTool(), listDirectoryTool(), getContextTool(), getDiffTool(), sendReviewTool(),
 		createPRTool(),
-		mergeTool(), updateFromBaseTool(),
+		mergeTool(), updateFromBaseTool(), answerTool(),
 	}
 }
 

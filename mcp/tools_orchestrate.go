@@ -45,7 +45,7 @@ type (
 		Base        string                `json:"base,omitempty" jsonschema:"branch the workspace is compared with"`
 		Ahead       int                   `json:"ahead" jsonschema:"commits on the workspace branch that base lacks"`
 		Behind      int                   `json:"behind" jsonschema:"commits on base that the workspace branch lacks"`
-		Agent       workspace.AgentStatus `json:"agent" jsonschema:"the agent: state (starting, ready, failed…), type none|idle|busy|mixed, needsInput (sessions waiting for an answer)"`
+		Agent       workspace.AgentStatus `json:"agent" jsonschema:"the agent: state (starting, ready, failed…), type none|idle|busy|mixed, needsInput (sessions waiting for an answer) and, for workspaces you created, requests (what it waits on: id, kind permission|question, tool, summary, a question's options; answer with workspace_answer)"`
 		CreatedBy   string                `json:"createdBy,omitempty" jsonschema:"path of the workspace whose agent created this one"`
 		// ChangedFiles and MergesCleanly are given for the caller's
 		// children only (all workspaces for the user).
@@ -192,6 +192,9 @@ func (s *Server) listEntry(ctx context.Context, who caller, ws workspace.Workspa
 	}
 	e.CreatedBy = md[workspace.MetadataCreatedBy]
 	if !who.isUser() && (e.CreatedBy == "" || !samePath(e.CreatedBy, who.ws.Path)) {
+		// What another agent is asked (a command, a question) is its
+		// parent's and the user's business; the count says enough.
+		e.Agent.Requests = nil
 		return e
 	}
 	e.PR = md[workspace.MetadataPR]

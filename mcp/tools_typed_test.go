@@ -175,6 +175,16 @@ func leaveOut(v any, keys []string) {
 	}
 }
 
+// okAnswers takes every answer to request per_ok and knows no other.
+type okAnswers struct{}
+
+func (okAnswers) Answer(_ context.Context, _, id string, _ workspace.Reply) error {
+	if id != "per_ok" {
+		return workspace.Errorf(workspace.CodeConflict, "no pending request %q", id)
+	}
+	return nil
+}
+
 // newSideBySide is a project with workspaces for every tool to act on,
 // served by a server and its sdkTwin: eq, which both share (for the calls
 // that change nothing, or change it the same way twice); and for calls
@@ -188,6 +198,7 @@ func newSideBySide(t *testing.T) *sideBySide {
 		o.Sessions, o.Agents = sessions, agents
 		o.Prompts = &promptRecorder{model: "anthropic/claude", queued: map[string]workspace.FirstPrompt{}}
 		o.Reviews = newReviewRecorder()
+		o.Answers = okAnswers{}
 		// Both servers get the same calls many times over.
 		o.RateLimit, o.Burst = 1e6, 1e6
 		// The project has no remote: a pull request's answer is a note.
@@ -304,6 +315,9 @@ func TestTypedToolsAnswerAsSDKAddToolDoes(t *testing.T) {
 		{tool: ToolSendReview, ws: "eq", args: `{"workspace":"` + s.paths["eq"] + `","summary":"ok"}`},
 		{tool: ToolCreatePR, ws: "eq", args: `{"title":"t"}`},
 		{tool: ToolCreatePR, ws: "eq", args: `{"body":"a body without a title"}`},
+		{tool: ToolAnswer, ws: "eq", args: `{"workspace":"` + s.paths["gen-a"] + `","requestId":"per_ok","reply":{"permission":"once"}}`},
+		{tool: ToolAnswer, ws: "eq", args: `{"workspace":"` + s.paths["gen-a"] + `","requestId":"per_gone","reply":{"permission":"once"}}`},
+		{tool: ToolAnswer, ws: "eq", args: `{"workspace":"` + s.paths["eq"] + `","requestId":"per_ok","reply":{"permission":"once"}}`},
 	}
 	calls = append(argumentCalls(t, s.fast.srv), calls...)
 	called := map[string]map[string]bool{}
@@ -321,7 +335,7 @@ func TestTypedToolsAnswerAsSDKAddToolDoes(t *testing.T) {
 			t.Errorf("%s: the calls made did not both succeed and have their arguments refused: %v", d.tool.Name, got)
 		}
 	}
-	for _, tool := range []string{ToolSetMetadata, ToolCreate, ToolLog, ToolRunTask, ToolProjectAdd, ToolProjectRemove, ToolReadFile, ToolListDirectory, ToolDelete, ToolSendReview} {
+	for _, tool := range []string{ToolSetMetadata, ToolCreate, ToolLog, ToolRunTask, ToolProjectAdd, ToolProjectRemove, ToolReadFile, ToolListDirectory, ToolDelete, ToolSendReview, ToolAnswer} {
 		if !called[tool]["failed"] {
 			t.Errorf("%s: no call made its handler fail", tool)
 		}

@@ -74,7 +74,7 @@ func (s *Supervisor) set(key string, a *agent, f func()) {
 	after := s.statusLocked(a)
 	current := s.agents[key] == a
 	s.mu.Unlock()
-	if before != after && current {
+	if !before.Equal(after) && current {
 		s.opts.OnChange(a.ws.Path)
 	}
 }
@@ -84,7 +84,7 @@ func (s *Supervisor) set(key string, a *agent, f func()) {
 func (s *Supervisor) statusLocked(a *agent) workspace.AgentStatus {
 	st := workspace.AgentStatus{Type: workspace.AgentNone, State: a.state, Detail: a.detail, Sandbox: a.sandbox}
 	if a.state == workspace.AgentStateReady {
-		st.Type, st.Counts, st.NeedsInput, st.Retry = a.summary.Type, a.summary.Counts, a.summary.NeedsInput, a.summary.Retry
+		st.Type, st.Counts, st.NeedsInput, st.Retry, st.Requests = a.summary.Type, a.summary.Counts, a.summary.NeedsInput, a.summary.Retry, a.summary.Requests
 		st.Port = a.port
 	}
 	return st

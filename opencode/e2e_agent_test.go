@@ -48,7 +48,7 @@ func (st *realStack) readyAgent(t *testing.T, ctx context.Context, name string) 
 // notPID, and returns the API of its server.
 func (st *realStack) waitReady(t *testing.T, ws workspace.Workspace, notPID int) agentAPI {
 	t.Helper()
-	testenv.WaitFor(t, "agent of "+ws.Name+" ready", 60*time.Second, func() bool {
+	testenv.WaitFor(t, "agent of "+ws.Name+" ready", 3*time.Minute, func() bool {
 		s := st.sup.AgentStatus(ws.Path)
 		if s.State == workspace.AgentStateFailed {
 			t.Fatalf("agent of %s failed: %s\n%s", ws.Name, s.Detail, strings.Join(st.sup.Output(ws.Path), "\n"))

@@ -272,10 +272,7 @@ func (w *eventWatcher) resync(ctx context.Context) error {
 			snap.Retry[id] = workspace.AgentRetry{Attempt: st.Attempt, Message: st.Message, Next: int64(st.Next)}
 		}
 	}
-	var perms, questions []struct {
-		ID        string `json:"id"`
-		SessionID string `json:"sessionID"`
-	}
+	var perms, questions []wireRequest
 	// Pending requests are a refinement; a server without these lists
 	// still reports busy and idle.
 	if err := w.api.getJSON(ctx, "/permission", resyncTimeout, &perms); err != nil && ctx.Err() == nil {
@@ -284,10 +281,11 @@ func (w *eventWatcher) resync(ctx context.Context) error {
 	if err := w.api.getJSON(ctx, "/question", resyncTimeout, &questions); err != nil && ctx.Err() == nil {
 		w.pendingUnreadable("questions", err)
 	}
-	snap.Pending = map[string]string{}
-	for _, r := range append(perms, questions...) {
-		if r.ID != "" && r.SessionID != "" {
-			snap.Pending[r.ID] = r.SessionID
+	for kind, list := range map[string][]wireRequest{workspace.RequestPermission: perms, workspace.RequestQuestion: questions} {
+		for _, w := range list {
+			if r, ok := w.pending(kind); ok {
+				snap.Pending = append(snap.Pending, r)
+			}
 		}
 	}
 	// A session first seen here may be a subagent's; ask.

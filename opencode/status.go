@@ -2,7 +2,9 @@ package opencode
 
 import (
 	"encoding/json"
-	"maps"
+	"reflect"
+	"slices"
+	"strings"
 
 	"codehydra/workspace"
 )
@@ -16,7 +18,13 @@ type SessionSummary struct {
 	NeedsInput int
 	// Retry is set while sessions retry a failed model request.
 	Retry workspace.AgentRetry
+	// Requests are the pending permission requests and questions, oldest
+	// first (opencode's IDs grow with time); nil for none.
+	Requests []workspace.PendingRequest
 }
+
+// equal reports whether s and o say the same.
+func (s SessionSummary) equal(o SessionSummary) bool { return reflect.DeepEqual(s, o) }
 
 // sessionInfo is what the tracker knows of one session.
 type sessionInfo struct {
@@ -65,13 +73,13 @@ func (si *sessionInfo) setStatus(st sessionStatus) {
 // root session, and a model it cannot reach stalls the turn as much.
 type Tracker struct {
 	sessions map[string]*sessionInfo
-	// pending maps request IDs (permission or question) to their session.
-	pending map[string]string
+	// pending maps request IDs (permission or question) to the request.
+	pending map[string]workspace.PendingRequest
 }
 
 // NewTracker returns an empty tracker.
 func NewTracker() *Tracker {
-	return &Tracker{sessions: map[string]*sessionInfo{}, pending: map[string]string{}}
+	return &Tracker{sessions: map[string]*sessionInfo{}, pending: map[string]workspace.PendingRequest{}}
 }
 
 // Summary returns the current summary.
@@ -100,10 +108,12 @@ func (t *Tracker) Summary() SessionSummary {
 	s.Counts.Total = s.Counts.Idle + s.Counts.Busy
 	s.Type = typeOf(s.Counts)
 	waiting := map[string]bool{}
-	for _, sid := range t.pending {
-		waiting[sid] = true
+	for _, r := range t.pending {
+		waiting[r.SessionID] = true
+		s.Requests = append(s.Requests, r)
 	}
 	s.NeedsInput = len(waiting)
+	slices.SortFunc(s.Requests, func(a, b workspace.PendingRequest) int { return strings.Compare(a.ID, b.ID) })
 	return s
 }
 
@@ -129,10 +139,10 @@ func (t *Tracker) session(id string) *sessionInfo {
 	return si
 }
 
-// eventProps is the union of the properties the tracker reads.
+// eventProps is the union of the properties the tracker reads; a
+// request asked is a wireRequest.
 type eventProps struct {
-	SessionID string        `json:"sessionID"`
-	ID        string        `json:"id"`
+	wireRequest
 	RequestID string        `json:"requestID"`
 	Status    sessionStatus `json:"status"`
 	Info      struct {
@@ -178,8 +188,8 @@ func (t *Tracker) Apply(e Event) (changed, resync bool) {
 		}
 	case EventSessionDeleted:
 		delete(t.sessions, sid)
-		for id, s := range t.pending {
-			if s == sid {
+		for id, r := range t.pending {
+			if r.SessionID == sid {
 				delete(t.pending, id)
 			}
 		}
@@ -191,14 +201,19 @@ func (t *Tracker) Apply(e Event) (changed, resync bool) {
 	case EventSessionIdle:
 		t.session(sid).setStatus(sessionStatus{Type: "idle"})
 	case EventPermissionAsked, EventQuestionAsked:
-		if p.ID == "" {
+		kind := workspace.RequestPermission
+		if typ == EventQuestionAsked {
+			kind = workspace.RequestQuestion
+		}
+		r, ok := p.pending(kind)
+		if !ok {
 			return false, false
 		}
-		t.pending[p.ID] = sid
+		t.pending[r.ID] = r
 	case EventPermissionReplied, EventQuestionReplied, EventQuestionRejected:
 		delete(t.pending, p.RequestID)
 	}
-	return t.Summary() != before, false
+	return !t.Summary().equal(before), false
 }
 
 // normalizeType maps opencode's ".v2." event names onto the classic ones.
@@ -227,8 +242,8 @@ type Snapshot struct {
 	// Retry holds, of sessions whose status is "retry", opencode's
 	// attempt, message and next try (Sessions unused).
 	Retry map[string]workspace.AgentRetry
-	// Pending maps pending request IDs to their session ID.
-	Pending map[string]string
+	// Pending are the pending requests.
+	Pending []workspace.PendingRequest
 	// Children holds the IDs of sessions known to have a parent.
 	Children map[string]bool
 }
@@ -254,19 +269,19 @@ func (t *Tracker) Resync(s Snapshot) bool {
 			si.child = true
 		}
 	}
-	t.pending = maps.Clone(s.Pending)
-	if t.pending == nil {
-		t.pending = map[string]string{}
+	t.pending = map[string]workspace.PendingRequest{}
+	for _, r := range s.Pending {
+		t.pending[r.ID] = r
 	}
-	return t.Summary() != before
+	return !t.Summary().equal(before)
 }
 
 // Reset forgets every session, as when the server is gone.
 func (t *Tracker) Reset() bool {
 	before := t.Summary()
 	t.sessions = map[string]*sessionInfo{}
-	t.pending = map[string]string{}
-	return t.Summary() != before
+	t.pending = map[string]workspace.PendingRequest{}
+	return !t.Summary().equal(before)
 }
 
 // Knows reports whether the tracker counts or has seen session id.

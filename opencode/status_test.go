@@ -2,6 +2,7 @@ package opencode
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"codehydra/workspace"
@@ -29,6 +30,16 @@ const retryNext = 1767225600123
 func retry(sid string, attempt int, message string) map[string]any {
 	return map[string]any{"sessionID": sid, "status": map[string]any{
 		"type": "retry", "attempt": attempt, "message": message, "next": retryNext}}
+}
+
+// perm and quest are the requests the tracker makes of permission.asked
+// and question.asked events that say no more than their ID and session.
+func perm(id, sid string) workspace.PendingRequest {
+	return workspace.PendingRequest{ID: id, SessionID: sid, Kind: workspace.RequestPermission}
+}
+
+func quest(id, sid string) workspace.PendingRequest {
+	return workspace.PendingRequest{ID: id, SessionID: sid, Kind: workspace.RequestQuestion, Tool: "question"}
 }
 
 func TestTrackerSummarisesSessions(t *testing.T) {
@@ -85,7 +96,8 @@ func TestTrackerSummarisesSessions(t *testing.T) {
 			SessionSummary{Type: workspace.AgentNone}},
 		{"a permission asked needs input", []step{{EventSessionStatus, status("s1", "busy")},
 			{EventPermissionAsked, map[string]any{"id": "per_1", "sessionID": "s1"}}},
-			SessionSummary{Type: workspace.AgentBusy, Counts: workspace.AgentCounts{Busy: 1, Total: 1}, NeedsInput: 1}},
+			SessionSummary{Type: workspace.AgentBusy, Counts: workspace.AgentCounts{Busy: 1, Total: 1}, NeedsInput: 1,
+				Requests: []workspace.PendingRequest{perm("per_1", "s1")}}},
 		{"a permission replied needs none", []step{{EventSessionStatus, status("s1", "busy")},
 			{EventPermissionAsked, map[string]any{"id": "per_1", "sessionID": "s1"}},
 			{EventPermissionReplied, map[string]any{"sessionID": "s1", "requestID": "per_1", "reply": "once"}}},
@@ -94,7 +106,8 @@ func TestTrackerSummarisesSessions(t *testing.T) {
 			{EventQuestionAsked, map[string]any{"id": "que_1", "sessionID": "s1"}},
 			{EventPermissionAsked, map[string]any{"id": "per_1", "sessionID": "s1"}},
 			{EventQuestionAsked, map[string]any{"id": "que_2", "sessionID": "s2"}}},
-			SessionSummary{Type: workspace.AgentNone, NeedsInput: 2}},
+			SessionSummary{Type: workspace.AgentNone, NeedsInput: 2,
+				Requests: []workspace.PendingRequest{perm("per_1", "s1"), quest("que_1", "s1"), quest("que_2", "s2")}}},
 		{"questions replied or rejected", []step{
 			{EventQuestionAsked, map[string]any{"id": "que_1", "sessionID": "s1"}},
 			{EventQuestionAsked, map[string]any{"id": "que_2", "sessionID": "s2"}},
@@ -105,7 +118,7 @@ func TestTrackerSummarisesSessions(t *testing.T) {
 			{"permission.v2.asked", map[string]any{"id": "per_1", "sessionID": "s1"}},
 			{"question.v2.asked", map[string]any{"id": "que_1", "sessionID": "s2"}},
 			{"question.v2.rejected", map[string]any{"sessionID": "s2", "requestID": "que_1"}}},
-			SessionSummary{Type: workspace.AgentNone, NeedsInput: 1}},
+			SessionSummary{Type: workspace.AgentNone, NeedsInput: 1, Requests: []workspace.PendingRequest{perm("per_1", "s1")}}},
 		{"unknown status and events are ignored", []step{{EventSessionStatus, status("s1", "sleeping")},
 			{"message.part.updated", map[string]any{"sessionID": "s1"}}, {EventSessionStatus, map[string]any{}}},
 			SessionSummary{Type: workspace.AgentNone}},
@@ -118,7 +131,7 @@ func TestTrackerSummarisesSessions(t *testing.T) {
 			for _, s := range tt.steps {
 				tr.Apply(ev(t, s.typ, s.props))
 			}
-			if got := tr.Summary(); got != tt.want {
+			if got := tr.Summary(); !got.equal(tt.want) {
 				t.Errorf("summary = %+v, want %+v", got, tt.want)
 			}
 		})
@@ -145,14 +158,15 @@ func TestTrackerResyncCatchesUpWithMissedEvents(t *testing.T) {
 	// Meanwhile s1 finished, s2 and a child started, and s2 asks a question.
 	changed := tr.Resync(Snapshot{
 		Status:   map[string]string{"s2": "busy", "child": "busy"},
-		Pending:  map[string]string{"que_1": "s2"},
+		Pending:  []workspace.PendingRequest{quest("que_1", "s2")},
 		Children: map[string]bool{"child": true},
 	})
 	if !changed {
 		t.Error("Resync reported no change")
 	}
-	want := SessionSummary{Type: workspace.AgentMixed, Counts: workspace.AgentCounts{Idle: 1, Busy: 1, Total: 2}, NeedsInput: 1}
-	if got := tr.Summary(); got != want {
+	want := SessionSummary{Type: workspace.AgentMixed, Counts: workspace.AgentCounts{Idle: 1, Busy: 1, Total: 2}, NeedsInput: 1,
+		Requests: []workspace.PendingRequest{quest("que_1", "s2")}}
+	if got := tr.Summary(); !got.equal(want) {
 		t.Errorf("summary = %+v, want %+v", got, want)
 	}
 	// A retry seen only in a snapshot carries its details too.
@@ -165,7 +179,43 @@ func TestTrackerResyncCatchesUpWithMissedEvents(t *testing.T) {
 	if !tr.Knows("child") || tr.Knows("nobody") {
 		t.Error("Knows is wrong")
 	}
-	if !tr.Reset() || tr.Summary() != (SessionSummary{Type: workspace.AgentNone}) {
+	if !tr.Reset() || !tr.Summary().equal(SessionSummary{Type: workspace.AgentNone}) {
 		t.Errorf("after Reset: %+v", tr.Summary())
+	}
+}
+
+func TestTrackerKeepsWhatARequestAsksFor(t *testing.T) {
+	tr := NewTracker()
+	// opencode 1.18's permission.asked and question.asked, as its API
+	// describes them (PermissionRequest, QuestionRequest).
+	tr.Apply(ev(t, EventPermissionAsked, map[string]any{
+		"id": "per_2", "sessionID": "ses_1", "permission": "bash", "patterns": []string{"rm -rf build"},
+		"always": []string{"rm *"}, "metadata": map[string]any{}, "tool": map[string]any{"messageID": "msg_1", "callID": "c1"}}))
+	tr.Apply(ev(t, EventQuestionAsked, map[string]any{
+		"id": "que_1", "sessionID": "ses_2", "questions": []any{
+			map[string]any{"question": "Which colour?", "header": "Colour", "options": []any{
+				map[string]any{"label": "red", "description": "warm"}, map[string]any{"label": "blue", "description": "cold"}}},
+			map[string]any{"question": "Which sizes?", "header": "Size", "multiple": true, "custom": false, "options": []any{
+				map[string]any{"label": "S", "description": ""}}}}}))
+	tr.Apply(ev(t, "permission.v2.asked", map[string]any{
+		"id": "per_3", "sessionID": "ses_1", "action": "edit", "resources": []string{"main.go"}, "save": []string{"*"},
+		"metadata": map[string]any{"filepath": "/w/main.go"}}))
+	want := []workspace.PendingRequest{
+		{ID: "per_2", SessionID: "ses_1", Kind: workspace.RequestPermission, Tool: "bash", Summary: "rm -rf build",
+			Patterns: []string{"rm -rf build"}, Always: []string{"rm *"}},
+		{ID: "per_3", SessionID: "ses_1", Kind: workspace.RequestPermission, Tool: "edit", Summary: "/w/main.go",
+			Patterns: []string{"main.go"}, Always: []string{"*"}},
+		{ID: "que_1", SessionID: "ses_2", Kind: workspace.RequestQuestion, Tool: "question", Summary: "Which colour? (and 1 more)",
+			Questions: []workspace.PendingQuestion{
+				{Header: "Colour", Text: "Which colour?", Options: []string{"red", "blue"}, Descriptions: []string{"warm", "cold"}, Custom: true},
+				{Header: "Size", Text: "Which sizes?", Options: []string{"S"}, Descriptions: []string{""}, Multiple: true}}},
+	}
+	got := tr.Summary()
+	if !reflect.DeepEqual(got.Requests, want) || got.NeedsInput != 2 {
+		t.Errorf("requests = %+v (needs input %d),\nwant %+v (2)", got.Requests, got.NeedsInput, want)
+	}
+	tr.Apply(ev(t, EventPermissionReplied, map[string]any{"sessionID": "ses_1", "requestID": "per_2", "reply": "once"}))
+	if got := tr.Summary().Requests; len(got) != 2 || got[0].ID != "per_3" {
+		t.Errorf("after per_2 was answered: %+v, want per_3 and que_1", got)
 	}
 }

@@ -548,7 +548,7 @@ func TestStopAgentKillsItsWholeProcessGroup(t *testing.T) {
 				t.Error("agent still runs after StopAgent returned")
 			}
 			testenv.WaitFor(t, "grandchild gone", 5*time.Second, func() bool { return processGone(grandchild) })
-			if st := s.AgentStatus(ws.Path); st != workspace.NoAgent {
+			if st := s.AgentStatus(ws.Path); !st.Equal(workspace.NoAgent) {
 				t.Errorf("status after stop = %+v", st)
 			}
 			if _, ok := s.OpencodePort(ws.Path); ok {
@@ -591,7 +591,7 @@ func TestStopAllStopsEveryAgentAndLaterStartsDoNothing(t *testing.T) {
 	}
 	c := f.workspace("c")
 	s.Start(c)
-	if st := s.AgentStatus(c.Path); st != workspace.NoAgent {
+	if st := s.AgentStatus(c.Path); !st.Equal(workspace.NoAgent) {
 		t.Errorf("Start after StopAll started something: %+v", st)
 	}
 	if recs := agentRecords(t, f.agentsDir); len(recs) != 0 {

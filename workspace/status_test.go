@@ -127,7 +127,7 @@ func TestStatusReportsTheAgent(t *testing.T) {
 	m, p := setup(t)
 	ws := create(t, m, p, "ws")
 	st, err := m.Status(context.Background(), ws.Path)
-	if err != nil || st.Agent != NoAgent {
+	if err != nil || !st.Agent.Equal(NoAgent) {
 		t.Fatalf("without agents: %+v, %v", st.Agent, err)
 	}
 	busy := AgentStatus{Type: AgentBusy, Counts: AgentCounts{Busy: 1, Total: 1}, State: AgentStateReady, Port: 4100}
@@ -136,7 +136,7 @@ func TestStatusReportsTheAgent(t *testing.T) {
 	ws = create(t, m, p, "ws")
 	agents.set(ws.Path, busy)
 	st, err = m.Status(context.Background(), ws.Path)
-	if err != nil || st.Agent != busy {
+	if err != nil || !st.Agent.Equal(busy) {
 		t.Fatalf("with agents: %+v, %v", st.Agent, err)
 	}
 }

@@ -94,6 +94,9 @@ type AgentStatus struct {
 	// Sandbox says whether the kernel confines the agent, and all it
 	// starts, to its workspace.
 	Sandbox AgentSandbox `json:"sandbox"`
+	// Requests are the agent's pending permission requests and questions,
+	// oldest first; Answer replies to them.
+	Requests []PendingRequest `json:"requests,omitempty"`
 }
 
 // AgentSandbox says whether an agent's processes are confined by the

@@ -33,7 +33,18 @@ type Question struct {
 	// Deadline is when the question is answered cancel if the user has
 	// not answered it.
 	Deadline time.Time
+	// Request, when set, makes this a question of Workspace's agent (its
+	// opencode request ID), not of an MCP server: the window then says
+	// so, and offers Answer, Reject and Later (which leaves it waiting).
+	Request string `json:",omitempty"`
 }
+
+// The buttons of an agent's question: accept, decline and cancel.
+const (
+	LabelAnswer = "Answer"
+	LabelReject = "Reject"
+	LabelLater  = "Later"
+)
 
 // Answer is the user's answer to a Question: Action is "accept" (with
 // Content, which fits the schema), "decline" or "cancel".
@@ -62,7 +73,7 @@ func (u *UI) elicit(s Spec) *elicitWindow {
 	var e *elicitWindow
 	u.window(s, func() (fyne.Window, func()) {
 		q := *s.Question
-		e = &elicitWindow{win: u.app.NewWindow("CodeHydra: " + q.Server + " asks")}
+		e = &elicitWindow{win: u.app.NewWindow(q.Title())}
 		// answer gives the first answer only; closing the window, which
 		// each answer does, answers cancel.
 		answer := func(a Answer) {
@@ -79,24 +90,30 @@ func (u *UI) elicit(s Spec) *elicitWindow {
 			e.win.Close()
 		}
 		who := fmt.Sprintf("The MCP server %q asks, during a call from the workspace %s:", q.Server, q.Workspace)
-		if q.Workspace == "" {
+		whose := "This is the server's own text, not CodeHydra's: give it only what you would give that server yourself."
+		accept, decline, cancel := "Accept", "Decline", "Cancel"
+		switch {
+		case q.Request != "":
+			who = fmt.Sprintf("The agent of %s asks:", q.Workspace)
+			whose = "This is the agent's own text, not CodeHydra's. Later closes this window and leaves the question waiting in the tray."
+			accept, decline, cancel = LabelAnswer, LabelReject, LabelLater
+		case q.Workspace == "":
 			who = fmt.Sprintf("The MCP server %q asks, during a call with your own token (no workspace):", q.Server)
 		}
 		head := widget.NewLabelWithStyle(who, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 		head.Wrapping = fyne.TextWrapWord
 		msg := widget.NewLabel(q.Message)
 		msg.Wrapping = fyne.TextWrapWord
-		warn := widget.NewLabelWithStyle("This is the server's own text, not CodeHydra's: give it only what you would give that server yourself.",
-			fyne.TextAlignLeading, fyne.TextStyle{Italic: true})
+		warn := widget.NewLabelWithStyle(whose, fyne.TextAlignLeading, fyne.TextStyle{Italic: true})
 		warn.Wrapping = fyne.TextWrapWord
 		e.status = widget.NewLabel("")
 		e.status.Wrapping = fyne.TextWrapWord
 		e.status.Importance = widget.DangerImportance
 		form, err := newElicitForm(q.Schema)
 		e.form = form
-		e.cancel = widget.NewButton("Cancel", func() { answerAndClose(Answer{Action: "cancel"}) })
-		e.decline = widget.NewButton("Decline", func() { answerAndClose(Answer{Action: "decline"}) })
-		e.accept = widget.NewButton("Accept", func() {
+		e.cancel = widget.NewButton(cancel, func() { answerAndClose(Answer{Action: "cancel"}) })
+		e.decline = widget.NewButton(decline, func() { answerAndClose(Answer{Action: "decline"}) })
+		e.accept = widget.NewButton(accept, func() {
 			content, err := e.form.content()
 			if err != nil {
 				e.status.SetText(err.Error())
@@ -136,6 +153,16 @@ func (u *UI) elicit(s Spec) *elicitWindow {
 	return e
 }
 
+// Title is the title of the question's window: "CodeHydra: every
+// asks" for the MCP server every, "CodeHydra: proj / feat asks" for an
+// agent's.
+func (q Question) Title() string {
+	if q.Request != "" {
+		return "CodeHydra: " + q.Workspace + " asks"
+	}
+	return "CodeHydra: " + q.Server + " asks"
+}
+
 // elicitForm is the form of a requested schema: one input per property,
 // in the schema's order.
 type elicitForm struct {
@@ -168,6 +195,7 @@ type elicitPropty struct {
 	Description string          `json:"description"`
 	Format      string          `json:"format"`
 	Enum        []string        `json:"enum"`
+	Examples    []string        `json:"examples"`
 	EnumNames   []string        `json:"enumNames"`
 	OneOf       []elicitChoice  `json:"oneOf"`
 	AnyOf       []elicitChoice  `json:"anyOf"`
@@ -325,6 +353,18 @@ func (f *elicitForm) input(name string, p elicitPropty) (elicitField, fyne.Canva
 		}
 		e.SetPlaceHolder(formatHint(p.Format))
 		f.entries = append(f.entries, e)
+		var obj fyne.CanvasObject = e
+		if len(p.Examples) > 0 {
+			// Examples are offered, not imposed: a pick fills the entry,
+			// where the user may also type an answer of their own.
+			pick := widget.NewRadioGroup(p.Examples, func(v string) {
+				if v != "" {
+					e.SetText(v)
+				}
+			})
+			e.SetPlaceHolder("or type your own answer")
+			obj = container.NewVBox(pick, e)
+		}
 		return elicitField{entry: e, value: func() (any, error) {
 			v := e.Text
 			if v == "" {
@@ -334,7 +374,7 @@ func (f *elicitForm) input(name string, p elicitPropty) (elicitField, fyne.Canva
 				return nil, fmt.Errorf("give between %d and %d characters", deref(p.MinLength, 0), deref(p.MaxLength, n))
 			}
 			return v, checkFormat(p.Format, v)
-		}}, e, nil
+		}}, obj, nil
 	case p.Type == "number" || p.Type == "integer":
 		e := newEntry()
 		if def != nil {

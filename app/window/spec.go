@@ -68,7 +68,13 @@ func (s Spec) Key() string {
 		return k + ":" + s.Path
 	case KindConfirm:
 		return k + ":" + s.Title
-	case KindError, KindElicit:
+	case KindElicit:
+		// An agent's question is one window however often it is opened.
+		if s.Question != nil && s.Question.Request != "" {
+			return k + ":" + s.Question.Request
+		}
+		return k + ":" + strconv.Itoa(s.Seq)
+	case KindError:
 		return k + ":" + strconv.Itoa(s.Seq)
 	}
 	return k

@@ -32,16 +32,23 @@ func (s *server) startAgents(ctx context.Context) error {
 	}
 
 	events, unsubscribe := s.events.Subscribe()
+	escEvents, escUnsubscribe := s.events.Subscribe()
 	followCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
+	done, escDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
 		s.followWorkspaces(followCtx, events)
 	}()
+	go func() {
+		defer close(escDone)
+		s.esc.Run(followCtx, escEvents)
+	}()
 	s.onShutdown("stop agents", func(ctx context.Context) error {
 		cancel()
 		<-done
+		<-escDone
 		unsubscribe()
+		escUnsubscribe()
 		s.prep.Close()
 		return s.sup.StopAll(ctx)
 	})

@@ -38,7 +38,8 @@ func (s *server) appDeps() app.Deps {
 	deps := app.Deps{
 		Workspaces:          statuscache.Over(s.manager, s.cache),
 		Landing:             landing{statuscache.Over(s.manager, s.cache), s.sup, s.prs},
-		Agents:              preparedAgents{s.sup, s.prep},
+		Agents:              preparedAgents{s.sup, s.prep, s.esc},
+		Answers:             s.sup,
 		Prepare:             s.prep,
 		MCP:                 s.mcp,
 		Gateway:             gatewayStatuses{s.gateway},

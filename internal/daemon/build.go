@@ -94,7 +94,23 @@ func (s *server) build(ctx context.Context) error {
 		OnChange: s.agentChanged,
 		Logger:   s.log,
 	})
-	agents := preparedAgents{s.sup, s.prep}
+	s.esc = workspace.NewEscalator(workspace.EscalatorOptions{
+		Agents: s.sup,
+		Tell:   s.sup.Tell,
+		// The manager is built below; the escalator asks only once Run
+		// follows the workspaces' events.
+		ParentOf: func(ctx context.Context, path string) (string, error) {
+			md, err := s.manager.Metadata(ctx, path)
+			return md[workspace.MetadataCreatedBy], err
+		},
+		Setting: func() workspace.Escalation {
+			e := s.settings.Get().Escalation
+			return workspace.Escalation{ParentFirst: e.ParentFirst(), After: e.After()}
+		},
+		Changed: s.agentChanged,
+		Logger:  s.log.With("part", "escalation"),
+	})
+	agents := preparedAgents{s.sup, s.prep, s.esc}
 
 	// git is found once, on the PATH guardPATH left (no folder an agent
 	// may write), and run by its path from then on.
@@ -126,6 +142,7 @@ func (s *server) build(ctx context.Context) error {
 		Prompts:        agents,
 		Sessions:       agents,
 		Reviews:        agents,
+		Answers:        agents,
 		Gateway:        s.gateway,
 		Elicitor:       s.questions,
 		PullRequests:   s.prs,

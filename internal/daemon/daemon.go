@@ -101,8 +101,10 @@ type server struct {
 	questions *questions
 	sup       *opencode.Supervisor
 	prep      *prepare.Preparer
-	manager   *workspace.Manager
-	cache     *statuscache.Cache
+	// esc holds children's requests for their parents' agents first.
+	esc     *workspace.Escalator
+	manager *workspace.Manager
+	cache   *statuscache.Cache
 	// prs opens pull requests, for the MCP server and the tray.
 	prs *pullrequest.Creator
 	mcp *mcp.Server

@@ -19,15 +19,18 @@ import (
 type preparedAgents struct {
 	*opencode.Supervisor
 	prep *prepare.Preparer
+	// esc marks the requests held for a parent's agent (escalation
+	// parent-first).
+	esc *workspace.Escalator
 }
 
-// AgentStatus is the supervisor's, or the preparation's while the agent
-// waits for it.
+// AgentStatus is the supervisor's, with the escalation's marks, or the
+// preparation's while the agent waits for it.
 func (a preparedAgents) AgentStatus(path string) workspace.AgentStatus {
 	st, ok := a.prep.State(path)
 	switch {
 	case !ok || st.Phase == prepare.PhaseDone:
-		return a.Supervisor.AgentStatus(path)
+		return a.esc.Mark(path, a.Supervisor.AgentStatus(path))
 	case st.Phase == prepare.PhaseFailed:
 		return workspace.AgentStatus{Type: workspace.AgentNone, State: workspace.AgentStateFailed, Detail: st.Detail()}
 	}

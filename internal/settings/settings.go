@@ -109,6 +109,8 @@ type Settings struct {
 	// PreventSleep keeps the computer from sleeping while any agent
 	// works (package inhibit).
 	PreventSleep bool `json:"preventSleep"`
+	// Escalation says who hears first of a child's requests; see Escalation.
+	Escalation Escalation `json:"escalation"`
 
 	// extra holds the keys of the file that the fields above do not name,
 	// verbatim, so that Save writes them back.
@@ -126,6 +128,7 @@ func Default() Settings {
 		WorkspaceDeny:         []string{},
 		Sandbox:               DefaultSandbox(),
 		PreventSleep:          true,
+		Escalation:            DefaultEscalation(),
 		RateLimit:             RateLimit{PerSecond: 20, Burst: 40},
 		ToolTimeoutSeconds:    30,
 		MCPSessionIdleSeconds: 30 * 60,
@@ -209,6 +212,7 @@ func (s Settings) Validate() error {
 	errs = append(errs, s.validateMCPServers()...)
 	errs = append(errs, s.validateWorkspaceDeny()...)
 	errs = append(errs, s.validateSandbox()...)
+	errs = append(errs, s.validateEscalation()...)
 	if t := s.MCPSessionIdleSeconds; t < 1 || t > 7*24*60*60 {
 		errs = append(errs, fmt.Errorf("mcpSessionIdleSeconds is %d: use 1 to 604800 (a week)", t))
 	}

@@ -39,6 +39,7 @@ func TestDefaultMatchesDocumentedValues(t *testing.T) {
 			"~/.kube", "~/.netrc", "~/.git-credentials", "~/.password-store", "~/.local/share/keyrings",
 			"~/.pki", "~/.mozilla", "~/.config/google-chrome", "~/.config/chromium"}},
 		PreventSleep: true,
+		Escalation:   Escalation{Mode: "user", AfterSeconds: 120},
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Fatalf("Default() = %+v, want %+v", d, want)
@@ -159,7 +160,8 @@ func TestLoadReadsValidFiles(t *testing.T) {
 			"projectSetup":{"/a":{"copy":[".env*"],"setup":"make","setupTimeoutSeconds":9}},
 			"mcpServers":{"fs":{"command":"npx","args":["-y","x"],"env":{"T":"{env:T}"},"scope":"workspace","confine":true,"startAtLaunch":true},
 				"gh":{"url":"https://example.com/mcp","headers":{"Authorization":"Bearer {env:GH}"}}},"pinTools":true,"workspaceDeny":["vault/"],
-			"sandbox":{"mode":"required","writable":["~/.m2"],"readable":["/opt/sdk"],"hidden":[],"unixSockets":true},"preventSleep":false}`, func() Settings {
+			"sandbox":{"mode":"required","writable":["~/.m2"],"readable":["/opt/sdk"],"hidden":[],"unixSockets":true},"preventSleep":false,
+			"escalation":{"mode":"parent-first","afterSeconds":30}}`, func() Settings {
 			return Settings{MCPPort: 1, OpencodeBasePort: 2, OpencodeBin: "/bin/oc", WorktreeRoot: "/w", Notifications: true,
 				Projects: []string{"/a", "/b"}, RateLimit: RateLimit{PerSecond: 1.5, Burst: 3}, ToolTimeoutSeconds: 600,
 				MCPSessionIdleSeconds: 2, MCPMaxSessions: 7, MCPMaxConnections: 99, TaskTimeoutSeconds: 5,
@@ -170,7 +172,13 @@ func TestLoadReadsValidFiles(t *testing.T) {
 					"gh": {URL: "https://example.com/mcp", Headers: map[string]string{"Authorization": "Bearer {env:GH}"}}},
 				PinTools: true, WorkspaceDeny: []string{"vault/"},
 				Sandbox: Sandbox{Mode: "required", Writable: []string{"~/.m2"}, Readable: []string{"/opt/sdk"}, Hidden: []string{},
-					UnixSockets: true}}
+					UnixSockets: true},
+				Escalation: Escalation{Mode: EscalateParentFirst, AfterSeconds: 30}}
+		}},
+		{"the escalation mode alone keeps its delay", `{"escalation": {"mode": "parent-first"}}`, func() Settings {
+			s := Default()
+			s.Escalation.Mode = EscalateParentFirst
+			return s
 		}},
 		{"the sandbox mode alone", `{"sandbox": "off"}`, func() Settings {
 			s := Default()
@@ -232,6 +240,8 @@ func TestLoadMovesCorruptFileAside(t *testing.T) {
 		{"top-level array", `[1]`, "bad JSON"},
 		{"invalid value", `{"toolTimeoutSeconds": 9999}`, "toolTimeoutSeconds"},
 		{"relative project", `{"projects": ["here"]}`, "projects[0]"},
+		{"unknown escalation", `{"escalation": {"mode": "parent"}}`, "escalation.mode"},
+		{"escalation too quick", `{"escalation": {"mode": "parent-first", "afterSeconds": 1}}`, "escalation.afterSeconds"},
 	}
 	now := time.Date(2006, 11, 2, 15, 4, 5, 0, time.UTC)
 	for _, tt := range tests {
@@ -381,7 +391,7 @@ func TestSaveWritesEveryKnownKey(t *testing.T) {
 	}
 	for _, k := range []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds",
 		"mcpSessionIdleSeconds", "mcpMaxSessions", "mcpMaxConnections", "taskTimeoutSeconds", "logMaxMB", "workspaceCreateLimit", "maxAgents",
-		"editorCommand", "terminalCommand", "prCommand", "projectSetup", "mcpServers", "pinTools", "workspaceDeny", "sandbox", "preventSleep"} {
+		"editorCommand", "terminalCommand", "prCommand", "projectSetup", "mcpServers", "pinTools", "workspaceDeny", "sandbox", "preventSleep", "escalation"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("key %s missing from\n%s", k, data)
 		}
@@ -471,7 +481,7 @@ func TestStoreConcurrentUpdatesAllLand(t *testing.T) {
 func TestKnownKeysMatchStructTags(t *testing.T) {
 	want := []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds",
 		"mcpSessionIdleSeconds", "mcpMaxSessions", "mcpMaxConnections", "taskTimeoutSeconds", "logMaxMB", "workspaceCreateLimit", "maxAgents",
-		"editorCommand", "terminalCommand", "prCommand", "projectSetup", "mcpServers", "pinTools", "workspaceDeny", "sandbox", "preventSleep"}
+		"editorCommand", "terminalCommand", "prCommand", "projectSetup", "mcpServers", "pinTools", "workspaceDeny", "sandbox", "preventSleep", "escalation"}
 	if got := knownKeys(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("knownKeys() = %v, want %v", got, want)
 	}

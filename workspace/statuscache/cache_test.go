@@ -245,7 +245,7 @@ func TestWarmStatusRunsNoGit(t *testing.T) {
 	before := gc.get("all")
 	for range 200 {
 		st, err := m.Status(ctx, ws.Path)
-		if err != nil || st != first {
+		if err != nil || !st.Equal(first) {
 			t.Fatalf("warm status = %+v, %v; want %+v", st, err, first)
 		}
 	}

@@ -232,7 +232,7 @@ func (c *cache) finish(e *cacheEntry, w refreshWork, r refreshResult) {
 	}
 	e.hasValue = e.hasValue || (e.treeDone > 0 && e.refsDone > 0)
 	e.wakeLocked()
-	if w.hadValue && e.value != w.prev {
+	if w.hadValue && !e.value.Equal(w.prev) {
 		c.m.Publish(workspace.Event{Kind: workspace.EventStatusChanged, ProjectPath: e.ws.ProjectPath, Workspace: e.ws})
 	}
 }

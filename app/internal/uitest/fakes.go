@@ -508,3 +508,81 @@ func RealManager(t *testing.T, projects ...string) *workspace.Manager {
 	}
 	return m
 }
+
+// Answer is an answer given to Answers.
+type Answer struct {
+	Path, ID string
+	Reply    workspace.Reply
+}
+
+// Answers is an in-memory answerer of the agents' pending requests
+// (app.Answerer): it records each answer, and holds each until Release
+// while held.
+type Answers struct {
+	mu      sync.Mutex
+	got     []Answer
+	hold    chan struct{}
+	fail    error
+	onReply func(Answer)
+}
+
+// Hold makes each answer wait until Release.
+func (a *Answers) Hold() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.hold = make(chan struct{})
+}
+
+// Release lets the held answers through.
+func (a *Answers) Release() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.hold != nil {
+		close(a.hold)
+		a.hold = nil
+	}
+}
+
+// Fail makes each answer fail with err.
+func (a *Answers) Fail(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.fail = err
+}
+
+// OnReply runs fn with each answer once it went through (as the agent
+// then drops the request).
+func (a *Answers) OnReply(fn func(Answer)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.onReply = fn
+}
+
+func (a *Answers) Answer(ctx context.Context, path, id string, r workspace.Reply) error {
+	a.mu.Lock()
+	ans := Answer{path, id, r}
+	a.got = append(a.got, ans)
+	hold, fail, on := a.hold, a.fail, a.onReply
+	a.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if fail != nil {
+		return fail
+	}
+	if on != nil {
+		on(ans)
+	}
+	return nil
+}
+
+// Got are the answers given so far.
+func (a *Answers) Got() []Answer {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.got)
+}
