@@ -15,6 +15,8 @@ import (
 type entry struct {
 	widget.Entry
 	onEscape func()
+	// onFocus, when set, runs when the entry gets the keyboard focus.
+	onFocus func()
 }
 
 func newEntry() *entry {
@@ -30,6 +32,14 @@ func (e *entry) TypedKey(ev *fyne.KeyEvent) {
 		return
 	}
 	e.Entry.TypedKey(ev)
+}
+
+// FocusGained tells onFocus.
+func (e *entry) FocusGained() {
+	e.Entry.FocusGained()
+	if e.onFocus != nil {
+		e.onFocus()
+	}
 }
 
 // AcceptsTab is false also for a multi-line entry: Tab then moves on to
