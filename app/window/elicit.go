@@ -228,23 +228,8 @@ func newElicitForm(schema json.RawMessage) (*elicitForm, error) {
 }
 
 // show scrolls the form so that all of obj, one of its fields, is in
-// sight: Fyne's scroll does not follow the keyboard focus, and a Tab to
-// an input below the fold would have the user type where they cannot see.
-func (f *elicitForm) show(obj fyne.CanvasObject) {
-	d := fyne.CurrentApp().Driver()
-	top := d.AbsolutePositionForObject(obj).Y - d.AbsolutePositionForObject(f.box).Y
-	bottom, view := top+obj.Size().Height, f.scroll.Size().Height
-	off := f.scroll.Offset
-	switch {
-	case top < off.Y || bottom-top > view:
-		off.Y = top
-	case bottom > off.Y+view:
-		off.Y = bottom - view
-	default:
-		return
-	}
-	f.scroll.ScrollToOffset(off)
-}
+// sight.
+func (f *elicitForm) show(obj fyne.CanvasObject) { scrollToShow(f.scroll, obj) }
 
 // propertyOrder is the names of props in the order schema gives them
 // (the server's order is the one it meant to ask in), or, when that is

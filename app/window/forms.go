@@ -195,3 +195,24 @@ func say(l *widget.Label, text string, bad bool) {
 		l.Show()
 	}
 }
+
+// scrollToShow scrolls s so that all of obj, a part of its content, is in
+// sight (its top, when it is taller than s). An input calls it when it
+// gets the keyboard focus: Fyne's scroll does not follow the focus, and a
+// Tab to an input below the fold would have the user type or tick where
+// they cannot see.
+func scrollToShow(s *container.Scroll, obj fyne.CanvasObject) {
+	d := fyne.CurrentApp().Driver()
+	top := d.AbsolutePositionForObject(obj).Y - d.AbsolutePositionForObject(s.Content).Y
+	bottom, view := top+obj.Size().Height, s.Size().Height
+	off := s.Offset
+	switch {
+	case top < off.Y || bottom-top > view:
+		off.Y = top
+	case bottom > off.Y+view:
+		off.Y = bottom - view
+	default:
+		return
+	}
+	s.ScrollToOffset(off)
+}
