@@ -51,7 +51,7 @@ func TestGUIAServersQuestionIsAnsweredInTheTraysWindowWhenItsClientCannotAsk(t *
 	// Accept, with the form filled from the keyboard.
 	answer := callAsync(t, cs, elicitTool)
 	win := d.waitWindow(t, elicitWindow, a.exited)
-	open := guiShotFilled(t, d, filepath.Join(shots, "elicit-open.png"), win, a.exited)
+	open := guiShot(t, d, filepath.Join(shots, "elicit-open.png"), win, a.exited)
 	d.xdotool(t, "windowfocus", "--sync", win.id)
 	// Tab goes from input to input in the form's order: name (required)
 	// first, then the others by their keys (the order the server wrote
@@ -92,7 +92,7 @@ func TestGUIAServersQuestionIsAnsweredInTheTraysWindowWhenItsClientCannotAsk(t *
 	// Decline.
 	answer = callAsync(t, cs, elicitTool)
 	win = d.waitWindow(t, elicitWindow, a.exited)
-	open = guiShotFilled(t, d, filepath.Join(shots, "elicit-decline.png"), win, a.exited)
+	open = guiShot(t, d, filepath.Join(shots, "elicit-decline.png"), win, a.exited)
 	// Accept first: the required name is missing, and the window says so.
 	d.click(t, win, win.rect.Dx()-36, win.rect.Dy()-23)
 	guiShotChanged(t, d, filepath.Join(shots, "elicit-required.png"), win, a.exited, open)
@@ -115,7 +115,7 @@ func TestGUIAServersQuestionIsAnsweredInTheTraysWindowWhenItsClientCannotAsk(t *
 	asked := time.Now()
 	answer = callAsync(t, cs, elicitTool)
 	win = d.waitWindow(t, elicitWindow, a.exited)
-	guiShotFilled(t, d, filepath.Join(shots, "elicit-waiting.png"), win, a.exited)
+	guiShot(t, d, filepath.Join(shots, "elicit-waiting.png"), win, a.exited)
 	guiWaitUntil(t, short+10*time.Second, "the window to close at the question's deadline", a.exited, func() (bool, string) {
 		return !d.hasWindow(elicitWindow), ""
 	})
@@ -253,21 +253,4 @@ func callAsync(t *testing.T, cs *sdk.ClientSession, tool string) <-chan callResu
 		out <- callResult{text: strings.Join(texts, "\n"), isError: res.IsError}
 	}()
 	return out
-}
-
-// guiShotFilled waits until win is drawn and its content is on the
-// screen: the most common colour in its area is not the black of the
-// bare X screen (a window mapped but not yet drawn, with the panel's
-// light strip across its top, passes drawn).
-func guiShotFilled(t *testing.T, d *guiDesktop, path string, win guiWindow, exited chan error) shotStats {
-	t.Helper()
-	var st shotStats
-	guiWaitUntil(t, 20*time.Second, "a drawn "+filepath.Base(path), exited, func() (bool, string) {
-		var err error
-		if st, err = d.screenshot(path, win.rect); err != nil {
-			return false, err.Error()
-		}
-		return st.drawn() && st.background != [4]uint32{0, 0, 0, 0xffff}, st.String()
-	})
-	return st
 }

@@ -59,7 +59,7 @@ func TestGUIImportAddsTheTickedServersWithReferencesAndNoCopiedSecret(t *testing
 	})
 	tray.click(t, app.LabelSettings)
 	win := d.waitWindow(t, "CodeHydra settings", a.exited)
-	general := guiShotFilled(t, d, filepath.Join(shots, "settings-general.png"), win, a.exited)
+	general := guiShot(t, d, filepath.Join(shots, "settings-general.png"), win, a.exited)
 	d.click(t, win, mcpServersTabX, mcpServersTabY)
 	tab := guiShotChanged(t, d, filepath.Join(shots, "settings-mcp-servers.png"), win, a.exited, general)
 	d.click(t, win, win.rect.Dx()-150, win.rect.Dy()-23) // Import…, left of Add server…

@@ -620,8 +620,12 @@ func (s shotStats) String() string {
 
 // drawn reports whether the window shows real content: text (many
 // colours, from anti-aliasing) and widgets (much of it off the
-// background).
-func (s shotStats) drawn() bool { return s.colours >= 32 && s.covered >= 0.05 }
+// background), on a background that is not the black of the bare screen
+// (a window mapped at the top left but not drawn yet, with the panel's
+// strip across it, has the colours and the cover).
+func (s shotStats) drawn() bool {
+	return s.colours >= 32 && s.covered >= 0.05 && s.background != [4]uint32{0, 0, 0, 0xffff}
+}
 
 // guiWatcher is a StatusNotifier watcher with a host, as a panel provides:
 // the app shows its tray only when one is there.
