@@ -586,17 +586,19 @@ func (d *guiDesktop) screenshot(path string, rect image.Rectangle) (shotStats, e
 	}
 	count := map[[4]uint32]int{}
 	most := 0
+	var background [4]uint32
 	h := sha256.New()
 	for y := rect.Min.Y; y < rect.Max.Y; y++ {
 		for x := rect.Min.X; x < rect.Max.X; x++ {
 			r, g, b, a := img.At(x, y).RGBA()
 			c := [4]uint32{r, g, b, a}
-			count[c]++
-			most = max(most, count[c])
+			if count[c]++; count[c] > most {
+				most, background = count[c], c
+			}
 			_ = binary.Write(h, binary.LittleEndian, c)
 		}
 	}
-	st := shotStats{colours: len(count), covered: 1 - float64(most)/float64(rect.Dx()*rect.Dy())}
+	st := shotStats{colours: len(count), covered: 1 - float64(most)/float64(rect.Dx()*rect.Dy()), background: background}
 	copy(st.pixels[:], h.Sum(nil))
 	return st, nil
 }
@@ -608,6 +610,8 @@ type shotStats struct {
 	colours int      // distinct colours
 	covered float64  // share of pixels not of the most common (background) colour
 	pixels  [32]byte // SHA-256 of the area's pixels: equal when nothing changed
+	// background is the most common colour (16-bit RGBA).
+	background [4]uint32
 }
 
 func (s shotStats) String() string {
@@ -616,8 +620,12 @@ func (s shotStats) String() string {
 
 // drawn reports whether the window shows real content: text (many
 // colours, from anti-aliasing) and widgets (much of it off the
-// background).
-func (s shotStats) drawn() bool { return s.colours >= 32 && s.covered >= 0.05 }
+// background), on a background that is not the black of the bare screen
+// (a window mapped at the top left but not drawn yet, with the panel's
+// strip across it, has the colours and the cover).
+func (s shotStats) drawn() bool {
+	return s.colours >= 32 && s.covered >= 0.05 && s.background != [4]uint32{0, 0, 0, 0xffff}
+}
 
 // guiWatcher is a StatusNotifier watcher with a host, as a panel provides:
 // the app shows its tray only when one is there.

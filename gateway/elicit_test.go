@@ -148,6 +148,17 @@ func TestAQuestionNotAnsweredInTimeIsAnsweredCancel(t *testing.T) {
 	}
 }
 
+// The question's timeout defaults to the call's: the question ends early
+// enough that the server's answer to the call, after the cancel, still
+// reaches the client instead of the call's own timeout.
+func TestAQuestionLeftUntilTheCallTimeoutIsAnsweredCancelWithinTheCall(t *testing.T) {
+	tray := &fakeElicitor{}
+	cs := askingClient(t, mcp.Options{Elicitor: tray, CallTimeout: 3 * time.Second}, nil)
+	if out := ask(t, cs); !strings.Contains(out, "User cancelled") {
+		t.Fatalf("the tool's result does not show a cancel:\n%s", out)
+	}
+}
+
 func TestWithoutATrayAQuestionIsDeclined(t *testing.T) {
 	cs := askingClient(t, mcp.Options{}, nil)
 	if out := ask(t, cs); !strings.Contains(out, "User declined") {

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -66,7 +67,14 @@ const (
 // request's event stream a question to the client travels on.
 func (s *Server) asker(callCtx context.Context, ss *sdk.ServerSession, server, ws string) Asker {
 	return func(ctx context.Context, params *sdk.ElicitParams) (*sdk.ElicitResult, error) {
-		qctx, cancel := context.WithTimeout(callCtx, s.opts.ElicitTimeout)
+		timeout := s.opts.ElicitTimeout
+		// The server answers the call after the question: the question
+		// ends early enough to leave it a tenth of the call's time, or
+		// its answer would come after the call had timed out.
+		if dl, ok := callCtx.Deadline(); ok {
+			timeout = min(timeout, time.Until(dl)-s.opts.CallTimeout/10)
+		}
+		qctx, cancel := context.WithTimeout(callCtx, timeout)
 		defer cancel()
 		// The gateway server may withdraw its question.
 		defer context.AfterFunc(ctx, cancel)()
@@ -89,7 +97,7 @@ func (s *Server) asker(callCtx context.Context, ss *sdk.ServerSession, server, w
 			return &sdk.ElicitResult{Action: answerDecline}, nil
 		}
 		if err != nil && errors.Is(qctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-			log.Info("a gateway server's question was not answered in time: answered cancel", slog.String("via", via), slog.Duration("timeout", s.opts.ElicitTimeout))
+			log.Info("a gateway server's question was not answered in time: answered cancel", slog.String("via", via), slog.Duration("timeout", timeout))
 			return &sdk.ElicitResult{Action: answerCancel}, nil
 		}
 		if err != nil {

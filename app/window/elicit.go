@@ -106,9 +106,8 @@ func (u *UI) elicit(s Spec) *elicitWindow {
 		msg.Wrapping = fyne.TextWrapWord
 		warn := widget.NewLabelWithStyle(whose, fyne.TextAlignLeading, fyne.TextStyle{Italic: true})
 		warn.Wrapping = fyne.TextWrapWord
-		e.status = widget.NewLabel("")
-		e.status.Wrapping = fyne.TextWrapWord
-		e.status.Importance = widget.DangerImportance
+		e.status = statusLabel()
+		say(e.status, "", true)
 		form, err := newElicitForm(q.Schema)
 		e.form = form
 		e.cancel = widget.NewButton(cancel, func() { answerAndClose(Answer{Action: "cancel"}) })
@@ -116,7 +115,7 @@ func (u *UI) elicit(s Spec) *elicitWindow {
 		e.accept = widget.NewButton(accept, func() {
 			content, err := e.form.content()
 			if err != nil {
-				e.status.SetText(err.Error())
+				say(e.status, err.Error(), true)
 				// The reason may take more lines than the empty label did.
 				e.win.Content().Refresh()
 				return
@@ -125,15 +124,15 @@ func (u *UI) elicit(s Spec) *elicitWindow {
 		})
 		e.accept.Importance = widget.HighImportance
 		if err != nil {
-			e.status.SetText("CodeHydra cannot show this question's form (" + err.Error() + "): decline it or cancel.")
+			say(e.status, "CodeHydra cannot show this question's form ("+err.Error()+"): decline it or cancel.", true)
 			e.accept.Disable()
 		}
 		// The form scrolls; who asks, and why an Accept was refused,
 		// stay in sight.
 		e.win.SetContent(container.NewBorder(container.NewVBox(head, msg, warn),
 			container.NewVBox(e.status, container.NewHBox(layout.NewSpacer(), e.cancel, e.decline, e.accept)), nil, nil,
-			container.NewVScroll(e.form.box)))
-		e.win.Resize(fyne.NewSize(480, 520))
+			e.form.scroll))
+		e.win.Resize(fyne.NewSize(520, 620))
 		answerEscape(e.win, e.cancel.OnTapped, e.form.entries...)
 		if !q.Deadline.IsZero() {
 			t := time.AfterFunc(time.Until(q.Deadline), func() {
@@ -164,9 +163,11 @@ func (q Question) Title() string {
 }
 
 // elicitForm is the form of a requested schema: one input per property,
-// in the schema's order.
+// in the schema's order, in a scroll that keeps the focused input in
+// sight.
 type elicitForm struct {
 	box     *fyne.Container
+	scroll  *container.Scroll
 	fields  []elicitField
 	entries []*entry
 }
@@ -218,6 +219,7 @@ type elicitChoice struct {
 // show (the form then holds what it could).
 func newElicitForm(schema json.RawMessage) (*elicitForm, error) {
 	f := &elicitForm{box: container.NewVBox()}
+	f.scroll = container.NewVScroll(f.box)
 	var s elicitSchema
 	if len(schema) > 0 {
 		if err := json.Unmarshal(schema, &s); err != nil {
@@ -234,22 +236,28 @@ func newElicitForm(schema json.RawMessage) (*elicitForm, error) {
 		if required {
 			label += " *"
 		}
-		fld, obj, err := f.input(name, p)
+		// A field's title and description scroll into sight with its input.
+		block := container.NewVBox(widget.NewLabelWithStyle(label, fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
+		fld, obj, err := f.input(name, p, func() { f.show(block) })
 		if err != nil {
 			return f, fmt.Errorf("%s: %w", name, err)
 		}
 		fld.name, fld.required = name, required
 		f.fields = append(f.fields, fld)
-		f.box.Add(widget.NewLabelWithStyle(label, fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
 		if p.Description != "" {
 			d := widget.NewLabel(p.Description)
 			d.Wrapping = fyne.TextWrapWord
-			f.box.Add(d)
+			block.Add(d)
 		}
-		f.box.Add(obj)
+		block.Add(obj)
+		f.box.Add(block)
 	}
 	return f, nil
 }
+
+// show scrolls the form so that all of obj, one of its fields, is in
+// sight.
+func (f *elicitForm) show(obj fyne.CanvasObject) { scrollToShow(f.scroll, obj) }
 
 // propertyOrder is the names of props in the order schema gives them
 // (the server's order is the one it meant to ask in), or, when that is
@@ -292,15 +300,16 @@ func propertyOrder(schema json.RawMessage, props map[string]elicitPropty, requir
 	})
 }
 
-// input makes the input of one property.
-func (f *elicitForm) input(name string, p elicitPropty) (elicitField, fyne.CanvasObject, error) {
+// input makes the input of one property; focused runs when it, or one of
+// its parts, gets the keyboard focus.
+func (f *elicitForm) input(name string, p elicitPropty, focused func()) (elicitField, fyne.CanvasObject, error) {
 	var def any
 	if len(p.Default) > 0 {
 		_ = json.Unmarshal(p.Default, &def)
 	}
 	switch {
 	case p.Type == "boolean":
-		c := widget.NewCheck("", nil)
+		c := newFocusCheck("", focused)
 		c.Checked, _ = def.(bool)
 		return elicitField{value: func() (any, error) { return c.Checked, nil }}, c, nil
 	case p.Type == "array":
@@ -311,23 +320,31 @@ func (f *elicitForm) input(name string, p elicitPropty) (elicitField, fyne.Canva
 		if len(values) == 0 {
 			return elicitField{}, nil, fmt.Errorf("a list that is not a choice of values")
 		}
-		g := widget.NewCheckGroup(titles, nil)
+		// A check box per choice, as widget.CheckGroup draws them, but
+		// of the kind that scrolls into sight.
+		g := container.NewVBox()
+		var checks []*focusCheck
+		for _, title := range titles {
+			c := newFocusCheck(title, focused)
+			checks = append(checks, c)
+			g.Add(c)
+		}
 		if ds, ok := def.([]any); ok {
 			for _, d := range ds {
 				if i := slices.Index(values, fmt.Sprint(d)); i >= 0 {
-					g.Selected = append(g.Selected, titles[i])
+					checks[i].Checked = true
 				}
 			}
 		}
 		return elicitField{value: func() (any, error) {
-			if len(g.Selected) == 0 {
-				return nil, nil
-			}
 			picked := []any{}
-			for i, title := range titles {
-				if slices.Contains(g.Selected, title) {
+			for i, c := range checks {
+				if c.Checked {
 					picked = append(picked, values[i])
 				}
+			}
+			if len(picked) == 0 {
+				return nil, nil
 			}
 			if p.MinItems != nil && len(picked) < *p.MinItems || p.MaxItems != nil && len(picked) > *p.MaxItems {
 				return nil, fmt.Errorf("pick between %d and %d", deref(p.MinItems, 0), deref(p.MaxItems, len(values)))
@@ -336,7 +353,7 @@ func (f *elicitForm) input(name string, p elicitPropty) (elicitField, fyne.Canva
 		}}, g, nil
 	case p.Type == "string" || p.Type == "":
 		if values, titles := choices(p, p.OneOf); len(values) > 0 {
-			sel := widget.NewSelect(titles, nil)
+			sel := newFocusSelect(titles, focused)
 			if i := slices.Index(values, fmt.Sprint(def)); def != nil && i >= 0 {
 				sel.Selected = titles[i]
 			}
@@ -348,6 +365,7 @@ func (f *elicitForm) input(name string, p elicitPropty) (elicitField, fyne.Canva
 			}}, sel, nil
 		}
 		e := newEntry()
+		e.onFocus = focused
 		if d, ok := def.(string); ok {
 			e.SetText(d)
 		}
@@ -377,6 +395,7 @@ func (f *elicitForm) input(name string, p elicitPropty) (elicitField, fyne.Canva
 		}}, obj, nil
 	case p.Type == "number" || p.Type == "integer":
 		e := newEntry()
+		e.onFocus = focused
 		if def != nil {
 			e.SetText(fmt.Sprint(def))
 		}
@@ -491,4 +510,42 @@ func (f *elicitForm) content() (map[string]any, error) {
 		}
 	}
 	return out, nil
+}
+
+// focusCheck is a check box that says when it gets the keyboard focus.
+type focusCheck struct {
+	widget.Check
+	onFocus func()
+}
+
+func newFocusCheck(text string, onFocus func()) *focusCheck {
+	c := &focusCheck{onFocus: onFocus}
+	c.Text = text
+	c.ExtendBaseWidget(c)
+	return c
+}
+
+func (c *focusCheck) FocusGained() {
+	c.Check.FocusGained()
+	c.onFocus()
+}
+
+// focusSelect is a list to pick from that says when it gets the keyboard
+// focus.
+type focusSelect struct {
+	widget.Select
+	onFocus func()
+}
+
+func newFocusSelect(options []string, onFocus func()) *focusSelect {
+	s := &focusSelect{onFocus: onFocus}
+	s.Options = options
+	s.PlaceHolder = "(Select one)"
+	s.ExtendBaseWidget(s)
+	return s
+}
+
+func (s *focusSelect) FocusGained() {
+	s.Select.FocusGained()
+	s.onFocus()
 }

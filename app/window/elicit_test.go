@@ -154,3 +154,28 @@ func TestAQuestionWindowRenders(t *testing.T) {
 	e.accept.OnTapped()
 	shot(t, e.win, "elicit.png")
 }
+
+func TestAQuestionsFormScrollsTheFocusedInputIntoSight(t *testing.T) {
+	h := newHarness(t, Deps{Workspaces: uitest.NewWorkspaces()})
+	e, _ := openQuestion(h, everythingSchema, time.Time{})
+	if !e.status.Hidden {
+		t.Error("the empty status line takes a row under the form")
+	}
+	c := e.win.Canvas()
+	// To the last input: each choice of a multiple choice is an input
+	// of its own (3 and 2 of them, in place of 2 fields).
+	for range len(e.form.fields) + 3 {
+		c.FocusNext()
+	}
+	last := e.form.box.Objects[len(e.form.box.Objects)-1]
+	s := e.form.scroll
+	if top := last.Position().Y - s.Offset.Y; s.Offset.Y == 0 || top < 0 || top+last.Size().Height > s.Size().Height+1 {
+		t.Fatalf("the last field (%v tall at %v) is not in sight: the scroll (%v tall) is at %v", last.Size().Height, last.Position().Y, s.Size().Height, s.Offset.Y)
+	}
+	for range 4 { // Cancel, Decline, Accept, and the first input again
+		c.FocusNext()
+	}
+	if s.Offset.Y != 0 {
+		t.Errorf("the first field is not in sight again: the scroll is at %v", s.Offset.Y)
+	}
+}

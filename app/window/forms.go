@@ -15,6 +15,8 @@ import (
 type entry struct {
 	widget.Entry
 	onEscape func()
+	// onFocus, when set, runs when the entry gets the keyboard focus.
+	onFocus func()
 }
 
 func newEntry() *entry {
@@ -30,6 +32,14 @@ func (e *entry) TypedKey(ev *fyne.KeyEvent) {
 		return
 	}
 	e.Entry.TypedKey(ev)
+}
+
+// FocusGained tells onFocus.
+func (e *entry) FocusGained() {
+	e.Entry.FocusGained()
+	if e.onFocus != nil {
+		e.onFocus()
+	}
 }
 
 // AcceptsTab is false also for a multi-line entry: Tab then moves on to
@@ -184,4 +194,25 @@ func say(l *widget.Label, text string, bad bool) {
 	} else {
 		l.Show()
 	}
+}
+
+// scrollToShow scrolls s so that all of obj, a part of its content, is in
+// sight (its top, when it is taller than s). An input calls it when it
+// gets the keyboard focus: Fyne's scroll does not follow the focus, and a
+// Tab to an input below the fold would have the user type or tick where
+// they cannot see.
+func scrollToShow(s *container.Scroll, obj fyne.CanvasObject) {
+	d := fyne.CurrentApp().Driver()
+	top := d.AbsolutePositionForObject(obj).Y - d.AbsolutePositionForObject(s.Content).Y
+	bottom, view := top+obj.Size().Height, s.Size().Height
+	off := s.Offset
+	switch {
+	case top < off.Y || bottom-top > view:
+		off.Y = top
+	case bottom > off.Y+view:
+		off.Y = bottom - view
+	default:
+		return
+	}
+	s.ScrollToOffset(off)
 }

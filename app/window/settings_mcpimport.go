@@ -28,9 +28,10 @@ type mcpImport struct {
 	found []mcpimport.Found
 	// ticks are the found servers' checks, in the order of found; a server
 	// that cannot be imported, or was added, has its check disabled.
-	ticks      []*widget.Check
+	ticks      []*focusCheck
 	head       *widget.Label
 	rows       *fyne.Container
+	scroll     *container.Scroll
 	copyValues *widget.Check
 	// vars says which environment variables the ticked servers need.
 	vars    *widget.Label
@@ -42,6 +43,7 @@ type mcpImport struct {
 
 func newMCPImport(e *mcpServersEditor) *mcpImport {
 	im := &mcpImport{e: e, rows: container.NewVBox(), head: statusLabel(), vars: statusLabel(), status: statusLabel()}
+	im.scroll = container.NewVScroll(im.rows)
 	intro := widget.NewLabel("MCP servers configured in Claude Desktop, Claude Code (~/.claude.json, each project's .mcp.json), " +
 		"opencode and VS Code (mcp.json). Tick the ones to add; their references to the environment are kept as {env:NAME}.")
 	intro.Wrapping = fyne.TextWrapWord
@@ -51,7 +53,7 @@ func newMCPImport(e *mcpServersEditor) *mcpImport {
 	im.back = widget.NewButton("Back", im.close)
 	im.content = container.NewBorder(container.NewVBox(intro, im.head),
 		container.NewVBox(im.copyValues, im.vars, im.status, container.NewHBox(layout.NewSpacer(), im.back, im.add)), nil, nil,
-		container.NewVScroll(im.rows))
+		im.scroll)
 	return im
 }
 
@@ -87,11 +89,18 @@ func (im *mcpImport) open() {
 // newRow is found server i: its tick, where it comes from, what it runs,
 // and what the import changes or cannot do.
 func (im *mcpImport) newRow(i int, f mcpimport.Found) fyne.CanvasObject {
-	tick := widget.NewCheck(f.Name, func(bool) { im.showVars() })
+	row := container.NewVBox()
+	tick := newFocusCheck(f.Name, func() { scrollToShow(im.scroll, row) })
+	tick.OnChanged = func(bool) { im.showVars() }
 	im.ticks = append(im.ticks, tick)
-	lines := []string{f.Client + " · " + im.shortPath(f.Source), importSummary(f.Server)}
+	lines := []string{f.Client + " · " + im.shortPath(f.Source)}
 	if f.Where != "" {
 		lines[0] += " (" + f.Where + ")"
+	}
+	// A server that cannot be imported may have been read no further
+	// than its problem: nothing to say of what it runs.
+	if f.Server.Command != "" || f.Server.URL != "" {
+		lines = append(lines, importSummary(f.Server))
 	}
 	for _, n := range f.Needs {
 		lines = append(lines, fmt.Sprintf("needs %s: %s", n.Var, n.What))
@@ -106,7 +115,8 @@ func (im *mcpImport) newRow(i int, f mcpimport.Found) fyne.CanvasObject {
 	} else {
 		reason.Hide()
 	}
-	return container.NewVBox(tick, detail, reason, widget.NewSeparator())
+	row.Objects = []fyne.CanvasObject{tick, detail, reason, widget.NewSeparator()}
+	return row
 }
 
 // shortPath writes a path under the home folder as ~/….

@@ -2,6 +2,7 @@ package window
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -178,4 +179,39 @@ func visibleTexts(o fyne.CanvasObject) []string {
 		}
 	}
 	return out
+}
+
+// A server that cannot be imported says why, without an empty "program:"
+// line; and a tick that gets the keyboard focus below the fold scrolls
+// into sight.
+func TestMCPServersTabImportShowsNoEmptyProgramAndScrollsToTheFocusedTick(t *testing.T) {
+	home := t.TempDir()
+	getenv := func(k string) string { return map[string]string{"HOME": home}[k] }
+	sources := mcpimport.Options{Getenv: getenv}.Sources()
+	servers := `"legacy": {"type": "sse", "url": "http://127.0.0.1:9/sse"}`
+	for i := range 8 {
+		servers += fmt.Sprintf(`, "s%d": {"command": "/bin/s%d"}`, i, i)
+	}
+	writeFile(t, sources[1], `{"mcpServers": {`+servers+`}}`)
+	store, _ := newStore(t)
+	h := newHarness(t, Deps{Workspaces: uitest.NewWorkspaces(), Settings: store, Getenv: getenv})
+	w := h.u.openSettings()
+	w.win.Content().(*container.AppTabs).SelectIndex(3)
+	im := w.servers.imp
+	test.Tap(w.servers.importButton)
+	txt := strings.Join(visibleTexts(im.content), "\n")
+	if !strings.Contains(txt, "SSE") || strings.Contains(txt, "program: \n") || strings.HasSuffix(txt, "program: ") || strings.Contains(txt, "program:\n") {
+		t.Errorf("the SSE server's row:\n%s", txt)
+	}
+	c := w.win.Canvas()
+	for range len(im.ticks) - 1 { // the SSE server's tick cannot be focused
+		c.FocusNext()
+	}
+	last := im.rows.Objects[len(im.rows.Objects)-1]
+	if c.Focused() != im.ticks[len(im.ticks)-1] {
+		t.Fatalf("the focus is on %v, not the last tick", c.Focused())
+	}
+	if top := last.Position().Y - im.scroll.Offset.Y; im.scroll.Offset.Y == 0 || top+last.Size().Height > im.scroll.Size().Height+1 {
+		t.Errorf("the last row (%v tall at %v) is not in sight: the scroll (%v tall) is at %v", last.Size().Height, last.Position().Y, im.scroll.Size().Height, im.scroll.Offset.Y)
+	}
 }
