@@ -244,7 +244,9 @@ func (w *eventWatcher) read(ctx context.Context, body io.Reader, alive func()) e
 			}
 			return fmt.Errorf("read event stream: %w", err)
 		}
-		w.foldUsage(func() bool { return w.usage.Apply(e) })
+		if usageEvent(e.Type) {
+			w.foldUsage(func() bool { return w.usage.Apply(e) })
+		}
 		changed, resync := w.tracker.Apply(e)
 		if resync {
 			if err := w.resync(ctx); err != nil {

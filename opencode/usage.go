@@ -112,9 +112,7 @@ func (u *UsageTracker) Usage() Usage {
 // Apply folds one event into the tracker and reports whether the usage
 // may have changed.
 func (u *UsageTracker) Apply(e Event) bool {
-	switch e.Type {
-	case EventSessionCreated, EventSessionUpdated, EventSessionDeleted, EventMessageUpdated:
-	default:
+	if !usageEvent(e.Type) {
 		return false
 	}
 	var p struct {
@@ -138,6 +136,16 @@ func (u *UsageTracker) Apply(e Event) bool {
 		u.sessions[p.Info.ID] = p.Info.usage()
 		return !known || before != p.Info.usage()
 	}
+}
+
+// usageEvent reports whether events of type typ can change the usage; the
+// others (text deltas among them, many a second) are not even decoded.
+func usageEvent(typ string) bool {
+	switch typ {
+	case EventSessionCreated, EventSessionUpdated, EventSessionDeleted, EventMessageUpdated:
+		return true
+	}
+	return false
 }
 
 // message records a completed assistant message.
