@@ -326,6 +326,7 @@ func workspaceItem(s State, w WorkspaceState, a Actions) *fyne.MenuItem {
 	}
 	setup := setupItems(w, a)
 	items := append(requestItems(w, a.RequestActions), createdByItems(s, w)...)
+	items = append(items, usageItems(w)...)
 	items = append(items, setup...)
 	if why := AgentTrouble(w.Agent); why != "" && len(setup) == 0 {
 		items = append(items, disabled("⚠ "+why), fyne.NewMenuItemSeparator())
@@ -438,7 +439,8 @@ func Overall(s State) string {
 }
 
 // Summary is the first line of the menu and the tray's tooltip, e.g.
-// "CodeHydra: 3 workspaces, 1 busy, 1 needs input".
+// "CodeHydra: 3 workspaces, 1 busy, 1 needs input, today 13.5k tokens,
+// $0.42".
 func Summary(s State) string {
 	total, c := CountPhases(s)
 	switch {
@@ -462,6 +464,9 @@ func Summary(s State) string {
 	}
 	if n := countUnconfined(s); n > 0 {
 		counted = append(counted, fmt.Sprintf("%d %s", n, LabelUnconfined))
+	}
+	if day := daySummary(s); day != "" {
+		counted = append(counted, day)
 	}
 	return "CodeHydra: " + strings.Join(append(parts, counted...), ", ")
 }

@@ -125,6 +125,7 @@ func (t *Tray) start() {
 		defer unsubscribe()
 		workspace.Follow(ctx, events, t.onEvents)
 	})
+	t.background(t.refreshAtMidnight)
 	if t.deps.Questions != nil {
 		stop := t.deps.Questions.Listen(t.elicit)
 		t.background(func(ctx context.Context) {

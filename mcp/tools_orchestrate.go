@@ -93,7 +93,7 @@ func workspaceListTool() toolDef {
 			Title: "List workspaces",
 			Description: "Lists the workspaces of your project (the user: of the project of the workspace X-Workspace-Path " +
 				"names, or of every project without it): name, branch, path, isDirty, ahead/behind its base, the agent's " +
-				"state (agent.state, agent.type idle|busy, agent.needsInput) and createdBy (the workspace whose agent created " +
+				"state (agent.state, agent.type idle|busy, agent.needsInput), what it cost so far (agent.usage) and createdBy (the workspace whose agent created " +
 				"it). For the workspaces you created with workspace_create it also gives the first prompt's delivery " +
 				"(prompt.state pending|delivered|failed, prompt.error), the agent's last reply (lastReply.text, cut at " +
 				"4 KiB with truncated true), the delivery of the last review you sent it (review), its pull request (pr), changedFiles and mergesCleanly " +

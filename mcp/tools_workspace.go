@@ -22,7 +22,8 @@ func getStatusTool() toolDef {
 			Title: "Get workspace status",
 			Description: "Reports the state of your own workspace (the git worktree you are working in): its path and branch, " +
 				"whether it has uncommitted changes (isDirty), how far it is ahead of or behind its base branch, and what its " +
-				"agent sessions are doing (agent.type none|idle|busy|mixed with counts). Call it before committing, " +
+				"agent sessions are doing (agent.type none|idle|busy|mixed with counts) and what they cost so far (agent.usage: " +
+				"inputTokens, outputTokens, cost in US dollars). Call it before committing, " +
 				"merging or asking to delete the workspace.",
 			Annotations: readOnly(),
 		},

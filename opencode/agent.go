@@ -44,6 +44,8 @@ type agent struct {
 	out      *lineRing // output of the current or last process
 	// sandbox is what confines the current or last process.
 	sandbox workspace.AgentSandbox
+	// usage is what the agent's sessions cost, kept while it does not run.
+	usage Usage
 }
 
 // outcome is how one run of an agent process ended.
@@ -87,6 +89,7 @@ func (s *Supervisor) statusLocked(a *agent) workspace.AgentStatus {
 		st.Type, st.Counts, st.NeedsInput, st.Retry, st.Requests = a.summary.Type, a.summary.Counts, a.summary.NeedsInput, a.summary.Retry, a.summary.Requests
 		st.Port = a.port
 	}
+	st.Usage, st.UsageToday = a.usage.Total, a.usage.Day(s.opts.Now(), time.Local)
 	return st
 }
 

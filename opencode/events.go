@@ -106,6 +106,13 @@ func (s *Supervisor) watchEvents(ctx context.Context, key string, a *agent, api 
 				}
 			})
 		},
+		now: s.opts.Now, loc: time.Local,
+		publishUsage: func(u Usage, spent workspace.AgentUsage) {
+			s.set(key, a, func() {
+				a.usage = u
+				s.spent = s.spent.Plus(spent)
+			})
+		},
 	}
 	go func() {
 		defer close(done)
@@ -133,6 +140,17 @@ type eventWatcher struct {
 	publish func(SessionSummary)
 
 	tracker *Tracker
+
+	// usage follows what the sessions cost, telling days by now in loc;
+	// publishUsage receives it whenever it changed, with what it grew by
+	// since the first read (the agent's spending while CodeHydra runs).
+	usage        *UsageTracker
+	usageRead    bool
+	warnedUsage  bool
+	now          func() time.Time
+	loc          *time.Location
+	publishUsage func(u Usage, spent workspace.AgentUsage)
+
 	// warnedPending records which lists of pending requests could not be
 	// read and were warned about (see pendingUnreadable).
 	warnedPending map[string]bool
@@ -145,6 +163,7 @@ type eventWatcher struct {
 // is logged too.
 func (w *eventWatcher) run(ctx context.Context) {
 	w.tracker = NewTracker()
+	w.usage = NewUsageTracker(w.loc)
 	delay := w.retryMin
 	broken := false
 	for ctx.Err() == nil {
@@ -225,6 +244,9 @@ func (w *eventWatcher) read(ctx context.Context, body io.Reader, alive func()) e
 			}
 			return fmt.Errorf("read event stream: %w", err)
 		}
+		if usageEvent(e.Type) {
+			w.foldUsage(func() bool { return w.usage.Apply(e) })
+		}
 		changed, resync := w.tracker.Apply(e)
 		if resync {
 			if err := w.resync(ctx); err != nil {
@@ -304,5 +326,52 @@ func (w *eventWatcher) resync(ctx context.Context) error {
 	if w.tracker.Resync(snap) {
 		w.publish(w.tracker.Summary())
 	}
+	w.resyncUsage(ctx)
 	return nil
+}
+
+// resyncUsage reads what the sessions cost afresh. Usage is a refinement
+// too: a server that cannot say it keeps the last known.
+func (w *eventWatcher) resyncUsage(ctx context.Context) {
+	sessions, messages, err := readUsage(ctx, w.api, w.now(), w.loc)
+	if err != nil && ctx.Err() == nil {
+		// As with pending requests: warned once, since every resync would
+		// repeat it.
+		level := slog.LevelDebug
+		if !w.warnedUsage {
+			level, w.warnedUsage = slog.LevelWarn, true
+		}
+		w.log.Log(ctx, level, "cannot read what the agent's sessions cost; its usage may be low",
+			slog.String("server", w.api.base), slog.Any("err", err))
+	}
+	if sessions == nil {
+		return
+	}
+	w.foldUsage(func() bool { return w.usage.Resync(sessions, messages) })
+	w.usageRead = true
+}
+
+// foldUsage applies fold to the usage tracker and publishes the usage if
+// it changed.
+func (w *eventWatcher) foldUsage(fold func() bool) {
+	before := w.usage.Usage().Total
+	if !fold() {
+		return
+	}
+	u := w.usage.Usage()
+	var spent workspace.AgentUsage
+	if w.usageRead {
+		spent = growth(before, u.Total)
+	}
+	w.publishUsage(u, spent)
+}
+
+// growth is what grew from before to after; what shrank (a session
+// deleted) counts as nothing, so that counters only go up.
+func growth(before, after workspace.AgentUsage) workspace.AgentUsage {
+	return workspace.AgentUsage{
+		InputTokens:  max(after.InputTokens-before.InputTokens, 0),
+		OutputTokens: max(after.OutputTokens-before.OutputTokens, 0),
+		Cost:         max(after.Cost-before.Cost, 0),
+	}
 }

@@ -37,6 +37,10 @@ type Supervisor struct {
 	// prompts are what agents are given as prompts: first prompts and
 	// reviews (prompt.go).
 	prompts prompts
+
+	// spent is the usage the agents reported while this supervisor ran
+	// (guarded by mu; see UsageSpent).
+	spent workspace.AgentUsage
 }
 
 // NewSupervisor returns a supervisor. It looks for the opencode binary
@@ -302,3 +306,12 @@ func (s *Supervisor) Output(path string) []string {
 }
 
 var _ workspace.Agents = (*Supervisor)(nil)
+
+// UsageSpent is what the agents' model calls used while this supervisor
+// ran: what their sessions' totals grew by after each agent's first read.
+// It only grows (the OpenTelemetry counters).
+func (s *Supervisor) UsageSpent() workspace.AgentUsage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.spent
+}

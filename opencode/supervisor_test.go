@@ -963,3 +963,57 @@ func TestStartAnnouncesStartingBeforeTheAgentIsReady(t *testing.T) {
 		t.Errorf("ready agent's type = %q, want none", st.Type)
 	}
 }
+
+func TestAgentUsageFollowsTheEventStreamAndResyncs(t *testing.T) {
+	now := time.Now().UnixMilli()
+	session := func(id string, cost float64, input, output int64) map[string]any {
+		return map[string]any{"sessionID": id, "info": map[string]any{"id": id, "cost": cost, "tokens": tok(input, output, 0, 0, 0),
+			"time": map[string]any{"created": now, "updated": now}}}
+	}
+	// What an earlier run of the agent left: a session and its message
+	// of today.
+	before, err := json.Marshal([]any{
+		map[string]any{"type": EventSessionUpdated, "properties": session("ses_0", 2, 200, 20)},
+		map[string]any{"type": EventMessageUpdated, "properties": assistant("msg_0", "ses_0", 2, tok(200, 20, 0, 0, 0), now)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, "FAKEOC_EVENTS="+string(before))
+	s := f.start(f.options())
+	ws := f.workspace("a")
+	s.Start(ws)
+	port := waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second).Port
+	usage := func(in, out int64, cost float64) workspace.AgentUsage {
+		return workspace.AgentUsage{InputTokens: in, OutputTokens: out, Cost: cost}
+	}
+	expect := func(what string, total, today, spent workspace.AgentUsage) {
+		t.Helper()
+		if !testenv.Poll(5*time.Second, 5*time.Millisecond, func() bool {
+			st := s.AgentStatus(ws.Path)
+			return st.Usage == total && st.UsageToday == today && s.UsageSpent() == spent
+		}) {
+			st := s.AgentStatus(ws.Path)
+			t.Fatalf("%s: usage %+v, today %+v, spent %+v; want %+v, %+v, %+v", what, st.Usage, st.UsageToday, s.UsageSpent(), total, today, spent)
+		}
+	}
+	// The first read is what the workspace cost so far, not spending of
+	// this run.
+	expect("the earlier run's usage", usage(200, 20, 2), usage(200, 20, 2), usage(0, 0, 0))
+
+	drain(f.changes)
+	emit(t, port, false, EventSessionUpdated, session("ses_1", 0.5, 10, 5))
+	expect("a new session's totals", usage(210, 25, 2.5), usage(200, 20, 2), usage(10, 5, 0.5))
+	if !changed(f.changes, ws.Path) {
+		t.Error("no OnChange for new usage")
+	}
+	emit(t, port, false, EventMessageUpdated, assistant("msg_1", "ses_1", 0.5, tok(10, 5, 0, 0, 0), now))
+	expect("today's message", usage(210, 25, 2.5), usage(210, 25, 2.5), usage(10, 5, 0.5))
+
+	// A turn that ends while the stream is down comes back from GET
+	// /session and the session's messages, and counts as spent too.
+	emit(t, port, true, EventMessageUpdated, assistant("msg_2", "ses_1", 1, tok(20, 4, 0, 0, 0), now))
+	emit(t, port, true, EventSessionUpdated, session("ses_1", 1.5, 30, 9))
+	post(t, fmt.Sprintf("http://127.0.0.1:%d/fake/drop", port))
+	expect("resynced usage", usage(230, 29, 3.5), usage(230, 29, 3.5), usage(30, 9, 1.5))
+}

@@ -97,6 +97,31 @@ type AgentStatus struct {
 	// Requests are the agent's pending permission requests and questions,
 	// oldest first; Answer replies to them.
 	Requests []PendingRequest `json:"requests,omitempty"`
+	// Usage is what the model calls of the workspace's sessions cost so
+	// far, as opencode records them. It is the last known while the agent
+	// does not run.
+	Usage AgentUsage `json:"usage"`
+	// UsageToday is the part of Usage in the messages completed on the
+	// local calendar day of the status's reading (the tray's tooltip).
+	UsageToday AgentUsage `json:"-"`
+}
+
+// AgentUsage is what model calls used, in opencode's figures.
+type AgentUsage struct {
+	// InputTokens counts the tokens the model read: opencode's input,
+	// cache read and cache write tokens.
+	InputTokens int64 `json:"inputTokens"`
+	// OutputTokens counts the tokens the model wrote: opencode's output
+	// and reasoning tokens.
+	OutputTokens int64 `json:"outputTokens"`
+	// Cost is in US dollars, by the prices of the model's provider
+	// configuration (0 where it has none).
+	Cost float64 `json:"cost"`
+}
+
+// Plus is u and v added.
+func (u AgentUsage) Plus(v AgentUsage) AgentUsage {
+	return AgentUsage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens, Cost: u.Cost + v.Cost}
 }
 
 // AgentSandbox says whether an agent's processes are confined by the

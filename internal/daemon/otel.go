@@ -126,6 +126,29 @@ func (s *server) observeGauges(context.Context) error {
 	if err != nil {
 		return fmt.Errorf("observe the gauges: %w", err)
 	}
+	return observeUsage(m, s.sup.UsageSpent)
+}
+
+// observeUsage reports what the agents' model calls used while CodeHydra
+// ran (spent) as counters: codehydra.agent.tokens by gen_ai.token.type
+// (input or output, the OpenTelemetry GenAI convention's attribute) and
+// codehydra.agent.cost in US dollars.
+func observeUsage(m metric.Meter, spent func() workspace.AgentUsage) error {
+	tokens, err1 := m.Int64ObservableCounter("codehydra.agent.tokens", metric.WithDescription("tokens the agents' model calls used, by direction"), metric.WithUnit("{token}"))
+	cost, err2 := m.Float64ObservableCounter("codehydra.agent.cost", metric.WithDescription("what the agents' model calls cost, by their providers' prices"), metric.WithUnit("{USD}"))
+	if err := errors.Join(err1, err2); err != nil {
+		return fmt.Errorf("make the usage counters: %w", err)
+	}
+	_, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		u := spent()
+		o.ObserveInt64(tokens, u.InputTokens, metric.WithAttributes(attribute.String("gen_ai.token.type", "input")))
+		o.ObserveInt64(tokens, u.OutputTokens, metric.WithAttributes(attribute.String("gen_ai.token.type", "output")))
+		o.ObserveFloat64(cost, u.Cost)
+		return nil
+	}, tokens, cost)
+	if err != nil {
+		return fmt.Errorf("observe the usage counters: %w", err)
+	}
 	return nil
 }
 

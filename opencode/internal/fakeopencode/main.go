@@ -24,6 +24,9 @@
 //	FAKEOC_FAIL_SESSIONS answer 500 to the first N POST /session
 //	FAKEOC_NO_MCP        "1": read no config, so have no codehydra MCP
 //	                     server (an opencode that ignored what it was given)
+//	FAKEOC_EVENTS        events applied (not broadcast) before it listens,
+//	                     as a JSON array of {"type","properties"}: what an
+//	                     earlier run left in opencode's storage
 //
 // Like opencode it reads the config file that OPENCODE_CONFIG names,
 // replaces {env:NAME} references with the environment's values, and
@@ -47,7 +50,9 @@
 // ?silent=1 applies it without broadcasting, like an event missed while
 // disconnected; a session.status is kept as sent, so that a retry status
 // {"type":"retry","attempt","message","next"} comes back whole from GET
-// /session/status), POST /fake/drop (close every event stream), GET
+// /session/status; session events keep their cost, tokens and time.updated
+// for GET /session, assistant message.updated ones their info for GET
+// /session/{id}/message), POST /fake/drop (close every event stream), GET
 // /fake/clients (how many event streams are open), GET
 // /fake/connect-requests (how many POST /mcp/codehydra/connect it got)
 // and GET /fake/prompts (the prompts it took, in order:
@@ -114,6 +119,9 @@ func run() error {
 		return err
 	}
 	st.failSessions, _ = strconv.Atoi(os.Getenv("FAKEOC_FAIL_SESSIONS"))
+	if err := st.applyAll(os.Getenv("FAKEOC_EVENTS")); err != nil {
+		return err
+	}
 	if st.heartbeat, err = heartbeat(); err != nil {
 		return err
 	}

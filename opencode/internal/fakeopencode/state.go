@@ -39,6 +39,9 @@ type state struct {
 	// prompts are the prompts taken, in order.
 	prompts []prompt
 	dir     string // where it runs: its sessions' directory
+	// replies are the assistant messages of message.updated events: the
+	// info of each one's last event, by session and message ID.
+	replies map[string]map[string]json.RawMessage
 }
 
 // session is one of the fake's sessions.
@@ -50,6 +53,9 @@ type session struct {
 		Created int64 `json:"created"`
 		Updated int64 `json:"updated"`
 	} `json:"time"`
+	// Cost and Tokens are the totals the last session event carried.
+	Cost   float64         `json:"cost,omitempty"`
+	Tokens json.RawMessage `json:"tokens,omitempty"`
 }
 
 // prompt is a prompt taken by POST /session/{id}/prompt_async.
@@ -80,7 +86,7 @@ func newState() *state {
 	return &state{
 		status: map[string]json.RawMessage{}, sessions: map[string]*session{},
 		perms: map[string]request{}, questions: map[string]request{},
-		streams: map[chan []byte]bool{}, drop: make(chan struct{}),
+		streams: map[chan []byte]bool{}, drop: make(chan struct{}), replies: map[string]map[string]json.RawMessage{},
 	}
 }
 
@@ -253,14 +259,37 @@ func (s *state) apply(typ string, props json.RawMessage) {
 			ID        string `json:"id"`
 			ParentID  string `json:"parentID"`
 			Directory string `json:"directory"`
+			Role      string `json:"role"`
+			// The usage a session event carries, its time of update
+			// too; both kept as sent.
+			Cost   float64         `json:"cost"`
+			Tokens json.RawMessage `json:"tokens"`
+			Time   struct {
+				Updated int64 `json:"updated"`
+			} `json:"time"`
 		} `json:"info"`
 	}
 	_ = json.Unmarshal(props, &p)
+	var raw struct {
+		Info json.RawMessage `json:"info"`
+	}
+	_ = json.Unmarshal(props, &raw)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch typ {
 	case "session.created", "session.updated":
-		s.addSession(p.Info.ID, p.Info.ParentID, cmp.Or(p.Info.Directory, s.dir))
+		ss := s.addSession(p.Info.ID, p.Info.ParentID, cmp.Or(p.Info.Directory, s.dir))
+		ss.Cost, ss.Tokens = p.Info.Cost, p.Info.Tokens
+		if p.Info.Time.Updated != 0 {
+			ss.Time.Updated = p.Info.Time.Updated
+		}
+	case "message.updated":
+		if p.Info.Role == "assistant" {
+			if s.replies[p.SessionID] == nil {
+				s.replies[p.SessionID] = map[string]json.RawMessage{}
+			}
+			s.replies[p.SessionID][p.Info.ID] = raw.Info
+		}
 	case "session.deleted":
 		delete(s.status, p.SessionID)
 	case "session.status":
@@ -282,6 +311,24 @@ func (s *state) apply(typ string, props json.RawMessage) {
 	case "question.replied", "question.rejected":
 		delete(s.questions, p.RequestID)
 	}
+}
+
+// applyAll applies the events of FAKEOC_EVENTS.
+func (s *state) applyAll(events string) error {
+	if events == "" {
+		return nil
+	}
+	var list []struct {
+		Type       string          `json:"type"`
+		Properties json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal([]byte(events), &list); err != nil {
+		return fmt.Errorf("FAKEOC_EVENTS: %w", err)
+	}
+	for _, e := range list {
+		s.apply(e.Type, e.Properties)
+	}
+	return nil
 }
 
 // promptAsync is POST /session/{id}/prompt_async: it takes the prompt
@@ -346,6 +393,9 @@ func (s *state) messages(w http.ResponseWriter, r *http.Request) {
 			"info":  info{Role: "user", Agent: p.Agent, Model: model{provider, id}},
 			"parts": []part{{"text", p.Text}},
 		})
+	}
+	for _, info := range s.replies[r.PathValue("id")] {
+		out = append(out, map[string]any{"info": info, "parts": []part{}})
 	}
 	writeJSON(w, out)
 }

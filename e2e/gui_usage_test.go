@@ -1,0 +1,80 @@
+//go:build linux
+
+package e2e
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+
+	"codehydra/app"
+	"codehydra/internal/fakemodel"
+	"codehydra/internal/testenv"
+)
+
+// TestGUITrayShowsWhatAnAgentCostAndTheDaysTotal runs the built app with
+// the real opencode and a scripted model whose answers report 10 input
+// and 5 output tokens, priced so that each costs 2 dollars, under Xvfb
+// and xfce4-panel. After one turn of feature-x's agent, the first line of
+// its submenu says what it used, and the tooltip gives the day's total.
+func TestGUITrayShowsWhatAnAgentCostAndTheDaysTotal(t *testing.T) {
+	oc := testenv.RealOpencode(t)
+	bin, repo := guiSetup(t)
+	set, err := json.Marshal(map[string]any{"opencodeBin": oc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.WriteSettings(t, string(set))
+	fm := &fakemodel.Server{}
+	if err := fm.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fm.Close() })
+	d := startGUIDesktop(t)
+	startGUIPanel(t, d)
+	// Prices in US dollars per million tokens, as opencode takes them.
+	model, err := json.Marshal(map[string]any{
+		"provider": map[string]any{"fake": map[string]any{
+			"npm":     "@ai-sdk/openai-compatible",
+			"options": map[string]any{"baseURL": fm.BaseURL(), "apiKey": "x"},
+			"models":  map[string]any{"m": map[string]any{"cost": map[string]any{"input": 100_000, "output": 200_000}}},
+		}},
+		"model": "fake/m", "autoupdate": false,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.env = append(d.env, "OPENCODE_CONFIG_CONTENT="+string(model),
+		"OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1")
+	t.Cleanup(func() { killAgents(t) })
+	a := startGUIApp(t, bin, d, "--project", repo)
+	conn, err := dbus.Connect(d.busAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	tray := a.tray(conn)
+	waitPhases(t, tray, a, "feature-x", app.PhaseStarting, app.PhaseIdle)
+
+	promptAgent(t, agentRecord(t, worktreeOf(t, repo, "feature-x")), "Say hello")
+	const line, day = "Used 10 tokens in, 5 out · $2.00", "today 15 tokens, $2.00"
+	var first, tip string
+	guiWaitUntil(t, 120*time.Second, "feature-x's submenu and the tooltip to tell the turn's usage", a.exited, func() (bool, string) {
+		menu, err := tray.layout()
+		if err != nil {
+			return false, err.Error()
+		}
+		entry := trayWorkspace(menu, "feature-x")
+		if entry == nil || len(entry.children) == 0 {
+			return false, menu.String()
+		}
+		first, tip = entry.children[0].label, trayTooltip(t, tray)
+		return first == line && strings.HasSuffix(tip, ", "+day), "first line " + first + ", tooltip " + tip
+	})
+	shotTrayMenu(t, d, filepath.Join(guiShotDir(t), "usage-menu.png"), 2)
+	t.Logf("tooltip: %s", tip)
+}
