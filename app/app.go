@@ -83,6 +83,11 @@ type Deps struct {
 	// app again. Nil: the window asks the user to quit and start it again.
 	Restart func()
 
+	// Hibernation, when set, gives each workspace *Hibernate* and *Wake*,
+	// and wakes a hibernated agent for *Open agent in browser* and *Copy
+	// attach command*.
+	Hibernation Hibernation
+
 	// Questions, when set, brings the questions of the gateway's MCP
 	// servers that the calling client cannot ask: each opens a window.
 	Questions Questions

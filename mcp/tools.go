@@ -42,6 +42,8 @@ const (
 	ToolCreatePR        = "workspace_create_pr"
 	ToolMerge           = "workspace_merge"
 	ToolUpdateFromBase  = "workspace_update_from_base"
+	ToolHibernate       = "workspace_hibernate"
+	ToolWake            = "workspace_wake"
 )
 
 // toolDefs lists every tool of CodeHydra's own. It builds fresh values on
@@ -54,6 +56,7 @@ func toolDefs() []toolDef {
 		readFileTool(), listDirectoryTool(), getContextTool(), getDiffTool(), sendReviewTool(),
 		createPRTool(),
 		mergeTool(), updateFromBaseTool(),
+		hibernateTool(), wakeTool(),
 	}
 }
 

@@ -79,8 +79,14 @@ type family struct {
 
 func newFamily(t *testing.T, opts ...harnessOption) *family {
 	t.Helper()
+	return newFamilyWith(t, readyAgents{}, opts...)
+}
+
+// newFamilyWith is newFamily with agents for the manager.
+func newFamilyWith(t *testing.T, agents workspace.Agents, opts ...harnessOption) *family {
+	t.Helper()
 	f := &family{sessions: &fakeSessions{}}
-	f.h = newHarnessWith(t, readyAgents{}, append([]harnessOption{func(o *Options) { o.Sessions = f.sessions }}, opts...)...)
+	f.h = newHarnessWith(t, agents, append([]harnessOption{func(o *Options) { o.Sessions = f.sessions }}, opts...)...)
 	f.a, f.child, f.sibling = f.h.create("featA"), f.h.create("child"), f.h.create("sibling")
 	ctx := context.Background()
 	// What Create records when A's agent creates the child (createdBy is

@@ -186,6 +186,7 @@ func newSideBySide(t *testing.T) *sideBySide {
 	agents := portAgents{}
 	h := newHarnessWith(t, readyAgents{}, func(o *Options) {
 		o.Sessions, o.Agents = sessions, agents
+		o.Hibernation = newSleepyAgents()
 		o.Prompts = &promptRecorder{model: "anthropic/claude", queued: map[string]workspace.FirstPrompt{}}
 		o.Reviews = newReviewRecorder()
 		// Both servers get the same calls many times over.
@@ -304,6 +305,8 @@ func TestTypedToolsAnswerAsSDKAddToolDoes(t *testing.T) {
 		{tool: ToolSendReview, ws: "eq", args: `{"workspace":"` + s.paths["eq"] + `","summary":"ok"}`},
 		{tool: ToolCreatePR, ws: "eq", args: `{"title":"t"}`},
 		{tool: ToolCreatePR, ws: "eq", args: `{"body":"a body without a title"}`},
+		{tool: ToolHibernate, ws: "eq", args: `{"workspace":"` + strings.Replace(s.paths["gen-a"], "gen-a", "gen-{side}", 1) + `"}`},
+		{tool: ToolWake, ws: "eq", args: `{"workspace":"` + strings.Replace(s.paths["gen-a"], "gen-a", "gen-{side}", 1) + `"}`},
 	}
 	calls = append(argumentCalls(t, s.fast.srv), calls...)
 	called := map[string]map[string]bool{}

@@ -44,6 +44,9 @@ type agent struct {
 	out      *lineRing // output of the current or last process
 	// sandbox is what confines the current or last process.
 	sandbox workspace.AgentSandbox
+	// activeAt is when its status last changed (or it started): the
+	// start of its idle time, for HibernateIdle.
+	activeAt time.Time
 }
 
 // outcome is how one run of an agent process ended.
@@ -73,6 +76,10 @@ func (s *Supervisor) set(key string, a *agent, f func()) {
 	f()
 	after := s.statusLocked(a)
 	current := s.agents[key] == a
+	if before != after {
+		a.activeAt = s.opts.Now()
+		s.notifyLocked()
+	}
 	s.mu.Unlock()
 	if before != after && current {
 		s.opts.OnChange(a.ws.Path)

@@ -38,9 +38,15 @@ func (s *server) startAgents(ctx context.Context) error {
 		defer close(done)
 		s.followWorkspaces(followCtx, events)
 	}()
+	idleDone := make(chan struct{})
+	go func() {
+		defer close(idleDone)
+		s.sup.HibernateIdle(followCtx)
+	}()
 	s.onShutdown("stop agents", func(ctx context.Context) error {
 		cancel()
 		<-done
+		<-idleDone
 		unsubscribe()
 		s.prep.Close()
 		return s.sup.StopAll(ctx)

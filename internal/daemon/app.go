@@ -39,6 +39,7 @@ func (s *server) appDeps() app.Deps {
 		Workspaces:          statuscache.Over(s.manager, s.cache),
 		Landing:             landing{statuscache.Over(s.manager, s.cache), s.sup, s.prs},
 		Agents:              preparedAgents{s.sup, s.prep},
+		Hibernation:         preparedAgents{s.sup, s.prep},
 		Prepare:             s.prep,
 		MCP:                 s.mcp,
 		Gateway:             gatewayStatuses{s.gateway},

@@ -106,6 +106,9 @@ type Settings struct {
 	WorkspaceDeny []string `json:"workspaceDeny"`
 	// Sandbox confines what runs for a workspace; see Sandbox.
 	Sandbox Sandbox `json:"sandbox"`
+	// HibernateAfterMinutes hibernates an agent that has been idle this
+	// long (0 = never).
+	HibernateAfterMinutes int `json:"hibernateAfterMinutes"`
 
 	// extra holds the keys of the file that the fields above do not name,
 	// verbatim, so that Save writes them back.
@@ -247,6 +250,9 @@ func (s Settings) validateRunLimits() []error {
 	}
 	if n := s.MaxAgents; n < 1 || n > 1000 {
 		errs = append(errs, fmt.Errorf("maxAgents is %d: use 1 to 1000", n))
+	}
+	if n := s.HibernateAfterMinutes; n < 0 || n > 10080 {
+		errs = append(errs, fmt.Errorf("hibernateAfterMinutes is %d: use 0 (never) to 10080 (a week)", n))
 	}
 	return errs
 }
