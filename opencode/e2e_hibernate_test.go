@@ -51,8 +51,9 @@ func (st *realStack) startedAgent(t *testing.T, ctx context.Context, name string
 // TestRealOpencodeParentHibernatesAndWakesItsChild: with the real opencode
 // and the fake model, A's agent hibernates the child it created
 // (workspace_hibernate): no process of the child's agent is left, and
-// workspace_list shows it hibernated without waking it. A's agent wakes it
-// (workspace_wake), which answers once the child is ready again. Then the
+// workspace_list shows it hibernated without waking it. A wakes it
+// (workspace_wake, with A's token and the real go-sdk client), which
+// answers once the child is ready again. Then the
 // user, hibernating it again, asks for its port (workspace_get_opencode_port,
 // with the real go-sdk client), which wakes it on demand.
 func TestRealOpencodeParentHibernatesAndWakesItsChild(t *testing.T) {
@@ -76,7 +77,7 @@ func TestRealOpencodeParentHibernatesAndWakesItsChild(t *testing.T) {
 		t.Fatalf("A's hibernate turn: %v", err)
 	}
 	if got := toolResult(model, n, `"state"`); !strings.Contains(got, `"state":"hibernated"`) {
-		t.Fatalf("workspace_hibernate answered %q", got)
+		t.Fatalf("workspace_hibernate answered %q; requests: %+v", got, model.Requests()[n:])
 	}
 	if st := st.sup.AgentStatus(child.Path); st.State != workspace.AgentStateHibernated {
 		t.Fatalf("child's status = %+v", st)
@@ -96,20 +97,36 @@ func TestRealOpencodeParentHibernatesAndWakesItsChild(t *testing.T) {
 		t.Fatalf("workspace_list woke the child: %+v", st)
 	}
 
-	n = len(model.Requests())
-	begin := time.Now()
-	if err := apiA.prompt(ctx, sesA, `CALL codehydra_workspace_wake `+arg); err != nil {
-		t.Fatalf("A's wake turn: %v", err)
+	// A's token wakes its child, through the real go-sdk client: the wake
+	// answers once the child is ready, which on a loaded machine takes
+	// longer than opencode gives a tool call.
+	tokA, err := st.token.ForWorkspace(wsA.Path)
+	if err != nil {
+		t.Fatal(err)
 	}
-	got := toolResult(model, n, `"state"`)
-	if !strings.Contains(got, `"state":"ready"`) {
-		t.Fatalf("workspace_wake answered %q", got)
+	parent, err := mcp.Dial(ctx, mcp.DialOptions{URL: st.srv.URL(), Token: tokA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer parent.Close()
+	begin := time.Now()
+	raw, err := parent.Call(ctx, mcp.ToolWake, map[string]any{"workspace": child.Path})
+	if err != nil {
+		t.Fatalf("workspace_wake by the parent: %v", err)
+	}
+	t.Logf("wake to ready through workspace_wake: %v", time.Since(begin))
+	var woke struct {
+		State workspace.AgentState `json:"state"`
+		Port  int                  `json:"port"`
 	}
 	// The answer came once the child was ready: it is at once.
-	if s := st.sup.AgentStatus(child.Path); s.State != workspace.AgentStateReady || !strings.Contains(got, `"port":`+strconv.Itoa(s.Port)) {
-		t.Fatalf("after workspace_wake: %+v, answer %s", s, got)
+	s := st.sup.AgentStatus(child.Path)
+	if json.Unmarshal(raw, &woke) != nil || woke.State != workspace.AgentStateReady || s.State != workspace.AgentStateReady || woke.Port != s.Port {
+		t.Fatalf("workspace_wake answered %s; the child is %+v", raw, s)
 	}
-	t.Logf("wake through A's agent answered after %v", time.Since(begin))
+	if n := agentProcesses(t, child); n == 0 {
+		t.Error("the woken agent runs no process")
+	}
 
 	// The user's own client, on demand.
 	if err := st.sup.Hibernate(ctx, child.Path); err != nil {
@@ -123,7 +140,7 @@ func TestRealOpencodeParentHibernatesAndWakesItsChild(t *testing.T) {
 	var status struct {
 		Agent workspace.AgentStatus `json:"agent"`
 	}
-	raw, err := user.Call(ctx, mcp.ToolGetStatus, nil)
+	raw, err = user.Call(ctx, mcp.ToolGetStatus, nil)
 	if err != nil || json.Unmarshal(raw, &status) != nil || status.Agent.State != workspace.AgentStateHibernated {
 		t.Fatalf("workspace_get_status of the hibernated child = %s, %v", raw, err)
 	}
@@ -157,8 +174,12 @@ func TestRealOpencodeHibernationSurvivesARestartOfCodeHydra(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The next run: a new supervisor over the same worktree.
+	// The next run: a new supervisor over the same worktree, whose
+	// manager loads its project.
 	next := newRealStack(t, ctx, bin, model, slowStarts)
+	if _, err := next.mgr.AddProject(ctx, st.project); err != nil {
+		t.Fatal(err)
+	}
 	next.sup.Start(ws)
 	if s := next.sup.AgentStatus(ws.Path); s.State != workspace.AgentStateHibernated {
 		t.Fatalf("status at the next start = %+v", s)
