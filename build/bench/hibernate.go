@@ -44,6 +44,9 @@ type hibernateResult struct {
 	Hibernates []time.Duration
 	LoadBefore string
 	LoadAfter  string
+	// Restarts counts the agents restarted because they were not ready
+	// within the 30 s a start has (a loaded machine).
+	Restarts int
 }
 
 // treeMemory is the memory of serve's process tree: serve and every
@@ -113,9 +116,29 @@ func (b *bench) benchHibernate() error {
 		_ = cmd.Wait()
 	}()
 	records := filepath.Join(dir, "xdg_state_home", "codehydra", "agents")
-	if err := waitFor(ctx, "all agents ready", func() bool { return readyAgents(records) == hibernateAgents }); err != nil {
+	runtime := filepath.Join(dir, "xdg_runtime_dir", "codehydra", "instance.json")
+	// On a loaded machine an agent may not be ready within the 30 s a
+	// start has; it is restarted (as the user would), a few times.
+	restarts := 0
+	var why string
+	if err := waitFor(ctx, "all agents ready", func() bool {
+		if readyAgents(records) == hibernateAgents {
+			return true
+		}
+		var ws string
+		if ws, why = failedAgent(ctx, runtime); ws != "" && restarts < 3*hibernateAgents {
+			restarts++
+			b.say("restarting an agent that did not start in time (load average %s): %s", loadAverage(), why)
+			restartAgent(ctx, runtime, ws)
+		}
+		return restarts >= 3*hibernateAgents
+	}); err != nil {
 		return err
 	}
+	if readyAgents(records) != hibernateAgents {
+		return fmt.Errorf("agents failed to start (load average %s): %s", loadAverage(), why)
+	}
+	r.Restarts = restarts
 	// Let the agents settle (their start-up's garbage) before reading.
 	time.Sleep(10 * time.Second)
 	var err error
@@ -124,7 +147,7 @@ func (b *bench) benchHibernate() error {
 	}
 	b.say("10 agents running: RSS %d kB, PSS %d kB, %d processes", r.Running.RSS, r.Running.PSS, r.Running.Procs)
 
-	info, err := instance.Read(filepath.Join(dir, "xdg_runtime_dir", "codehydra", "instance.json"))
+	info, err := instance.Read(runtime)
 	if err != nil {
 		return err
 	}
@@ -158,16 +181,60 @@ func (b *bench) benchHibernate() error {
 	return nil
 }
 
-// waitFor polls cond every 50 ms until it holds or ctx ends.
+// waitFor polls cond every second until it holds or ctx ends.
 func waitFor(ctx context.Context, what string, cond func() bool) error {
 	for !cond() {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%s: %w", what, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(time.Second):
 		}
 	}
 	return nil
+}
+
+// failedAgent is the path of a workspace whose agent failed and why, as
+// workspace_list tells the user; "" while none did (or the server cannot
+// be asked yet).
+func failedAgent(ctx context.Context, instanceFile string) (path, why string) {
+	info, err := instance.Read(instanceFile)
+	if err != nil {
+		return "", ""
+	}
+	r, err := mcp.Dial(ctx, mcp.DialOptions{URL: info.MCPURL, Token: info.Token, Version: "bench"})
+	if err != nil {
+		return "", ""
+	}
+	defer r.Close()
+	raw, err := r.Call(ctx, mcp.ToolList, nil)
+	if err != nil {
+		return "", ""
+	}
+	var list mcp.WorkspaceList
+	if json.Unmarshal(raw, &list) != nil {
+		return "", ""
+	}
+	for _, e := range list.Workspaces {
+		if e.Agent.State == "failed" {
+			return e.Path, e.Name + ": " + e.Agent.Detail
+		}
+	}
+	return "", ""
+}
+
+// restartAgent restarts the agent of the workspace at path, as the user's
+// client does (workspace_restart_agent with X-Workspace-Path).
+func restartAgent(ctx context.Context, instanceFile, path string) {
+	info, err := instance.Read(instanceFile)
+	if err != nil {
+		return
+	}
+	r, err := mcp.Dial(ctx, mcp.DialOptions{URL: info.MCPURL, Token: info.Token, WorkspacePath: path, Version: "bench"})
+	if err != nil {
+		return
+	}
+	defer r.Close()
+	_, _ = r.Call(ctx, mcp.ToolRestartAgent, nil)
 }
 
 // readyAgents counts the agents whose record in dir has its port, which
@@ -266,6 +333,10 @@ func (b *bench) reportHibernate() string {
 	w.p("")
 	w.p("`codehydra serve` with one project of %d workspaces and the real opencode (offline; no model called), sandbox as by default. *Running*: every agent ready and idle, read 10 s after the last was ready. *Hibernated*: after `workspace_hibernate` on each (the user's token, over MCP), read 3 s later. Memory is serve's process tree, CodeHydra and every agent's processes together, from /proc: VmRSS summed (shared pages counted in each process) and Pss summed (shared pages divided among the processes that map them, so the sum is what the tree holds).", hibernateAgents)
 	w.p("")
+	if r.Restarts > 0 {
+		w.p("The machine was loaded by other work: %d starts were not ready within the 30 s a start has and were restarted (`workspace_restart_agent`, as the user would) before every agent ran.", r.Restarts)
+		w.p("")
+	}
 	w.p("| %d workspaces | processes | RSS, summed | PSS, summed |", hibernateAgents)
 	w.p("|---|---:|---:|---:|")
 	w.p("| every agent running | %d | %s | %s |", r.Running.Procs, mb(r.Running.RSS), mb(r.Running.PSS))
