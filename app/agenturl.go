@@ -51,11 +51,11 @@ type browser struct {
 // openAgent opens the web UI of the agent of the workspace at path. When
 // no browser can be started it shows the address in a window instead.
 func (t *Tray) openAgent(path string) {
-	port, password, ok := t.deps.Agents.OpencodeServer(path)
-	if !ok {
-		t.win.ShowError(LabelOpenAgent, errAgentGone)
-		return
-	}
+	t.withAgentServer(LabelOpenAgent, path, func(port int, password string) { t.openAgentAt(path, port, password) })
+}
+
+// openAgentAt opens the web UI of the ready agent server on port.
+func (t *Tray) openAgentAt(path string, port int, password string) {
 	link := AgentURL(port, password)
 	b := t.browser
 	t.background(func(ctx context.Context) {

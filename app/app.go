@@ -86,6 +86,10 @@ type Deps struct {
 	// Answers may be nil: the agents' pending requests are then listed
 	// in their workspaces' submenus but cannot be answered there.
 	Answers Answerer
+	// Hibernation, when set, gives each workspace *Hibernate* and *Wake*,
+	// and wakes a hibernated agent for *Open agent in browser* and *Copy
+	// attach command*.
+	Hibernation Hibernation
 
 	// Questions, when set, brings the questions of the gateway's MCP
 	// servers that the calling client cannot ask: each opens a window.

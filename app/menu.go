@@ -81,13 +81,14 @@ const (
 	PhaseDeleting     Phase = "deleting"
 	PhaseDeleteFailed Phase = "delete failed"
 	PhaseNoAgent      Phase = "no agent"
+	PhaseHibernated   Phase = "hibernated"
 )
 
 // Phases lists every phase, in the order the README's table of marks
 // explains them.
 func Phases() []Phase {
 	return []Phase{PhaseIdle, PhaseBusy, PhaseRetrying, PhaseNeedsInput, PhaseStarting,
-		PhaseFailed, PhaseDeleting, PhaseDeleteFailed, PhaseNoAgent}
+		PhaseFailed, PhaseDeleting, PhaseDeleteFailed, PhaseNoAgent, PhaseHibernated}
 }
 
 // Mark is the sign a phase shows before a workspace's name.
@@ -107,6 +108,8 @@ func (p Phase) Mark() string {
 		return "…"
 	case PhaseStarting:
 		return "◌"
+	case PhaseHibernated:
+		return "☾"
 	default:
 		return "–"
 	}
@@ -124,6 +127,8 @@ func (w WorkspaceState) Phase() Phase {
 		return PhaseDeleteFailed
 	case a.State == workspace.AgentStateFailed || a.State == workspace.AgentStateNotFound:
 		return PhaseFailed
+	case a.State == workspace.AgentStateHibernated:
+		return PhaseHibernated
 	case a.NeedsInput > 0 && !heldForParent(a):
 		return PhaseNeedsInput
 	case a.State == workspace.AgentStateStarting:
@@ -168,6 +173,8 @@ const (
 	LabelCopyPath     = "Copy path"
 	LabelCopyAttach   = "Copy attach command"
 	LabelRestartAgent = "Restart agent"
+	LabelHibernate    = "Hibernate"
+	LabelWake         = "Wake"
 	LabelDelete       = "Delete…"
 	LabelNewWorkspace = "New workspace…"
 	LabelAddProject   = "Add project…"
@@ -241,10 +248,13 @@ type Actions struct {
 	CopyAttach   func(path string)
 	CopyText     func(text string)
 	RestartAgent func(path string)
-	Delete       func(ws workspace.Workspace)
-	NewWorkspace func()
-	AddProject   func()
-	Settings     func()
+	// Hibernate stops the workspace's agent until something needs it;
+	// Wake starts it again.
+	Hibernate, Wake func(path string)
+	Delete          func(ws workspace.Workspace)
+	NewWorkspace    func()
+	AddProject      func()
+	Settings        func()
 	// CopyMCPConfig copies a config for the user's own client;
 	// CopyWorkspaceMCPConfig one that acts on ws only.
 	CopyMCPConfig          func(client string)
@@ -307,10 +317,12 @@ func BuildMenu(s State, a Actions) *fyne.Menu {
 func workspaceItem(s State, w WorkspaceState, a Actions) *fyne.MenuItem {
 	ws, port := w.Workspace, w.Port()
 	var open, copyPath, attach, restart, del func()
-	if a.OpenAgent != nil && port != 0 {
+	// A hibernated agent is woken by these two.
+	hibernated := w.Phase() == PhaseHibernated
+	if a.OpenAgent != nil && (port != 0 || hibernated) {
 		open = func() { a.OpenAgent(ws.Path) }
 	}
-	if a.CopyAttach != nil && port != 0 {
+	if a.CopyAttach != nil && (port != 0 || hibernated) {
 		attach = func() { a.CopyAttach(ws.Path) }
 	}
 	if a.CopyText != nil {
@@ -349,10 +361,25 @@ func workspaceItem(s State, w WorkspaceState, a Actions) *fyne.MenuItem {
 	items = append(items, fyne.NewMenuItemSeparator())
 	items = append(items, landItems(w, a)...)
 	it.ChildMenu = fyne.NewMenu(ws.Name, append(items,
+		hibernateItem(s, w, a),
 		actionItem(LabelRestartAgent, restart),
 		actionItem(LabelDelete, del),
 	)...)
 	return it
+}
+
+// hibernateItem is *Wake* for a hibernated agent, else *Hibernate*, on
+// while there is an agent to hibernate.
+func hibernateItem(s State, w WorkspaceState, a Actions) *fyne.MenuItem {
+	path := w.Workspace.Path
+	if w.Phase() == PhaseHibernated {
+		return actionItem(LabelWake, when(a.Wake != nil, func() { a.Wake(path) }))
+	}
+	switch w.Agent.State {
+	case workspace.AgentStateNone, workspace.AgentStateStopped, workspace.AgentStateNotFound:
+		return disabled(LabelHibernate)
+	}
+	return actionItem(LabelHibernate, when(a.Hibernate != nil && s.CanRestartAgents && !w.Deleting, func() { a.Hibernate(path) }))
 }
 
 // maxTroubleLen keeps the reason one menu line wide.
@@ -451,7 +478,7 @@ func Summary(s State) string {
 	}
 	parts := []string{plural(total, "workspace")}
 	var counted []string
-	for _, p := range []Phase{PhaseBusy, PhaseRetrying, PhaseNeedsInput, PhaseFailed, PhaseDeleteFailed, PhaseStarting, PhaseDeleting} {
+	for _, p := range []Phase{PhaseBusy, PhaseRetrying, PhaseNeedsInput, PhaseFailed, PhaseDeleteFailed, PhaseStarting, PhaseDeleting, PhaseHibernated} {
 		if n := c[p]; n > 0 {
 			counted = append(counted, fmt.Sprintf("%d %s", n, p))
 		}

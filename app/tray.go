@@ -386,12 +386,9 @@ func (t *Tray) actions() Actions {
 	if agents := t.deps.Agents; agents != nil {
 		a.OpenAgent = t.openAgent
 		a.CopyAttach = func(path string) {
-			port, password, ok := agents.OpencodeServer(path)
-			if !ok {
-				t.win.ShowError("Copy attach command", errAgentGone)
-				return
-			}
-			t.copyText(AttachCommand(port, password))
+			t.withAgentServer(LabelCopyAttach, path, func(port int, password string) {
+				t.copyText(AttachCommand(port, password))
+			})
 		}
 		a.RestartAgent = func(path string) {
 			t.background(func(ctx context.Context) {
@@ -401,6 +398,7 @@ func (t *Tray) actions() Actions {
 			})
 		}
 	}
+	t.hibernateActions(&a)
 	t.copyConfigActions(&a)
 	return a
 }

@@ -83,3 +83,15 @@ type PullRequests interface {
 	// MaxDuration bounds a Create.
 	MaxDuration() time.Duration
 }
+
+// Hibernation stops a workspace's agent while it is not needed and starts
+// it again (docs/DESIGN.md "Hibernation"); the opencode supervisor
+// implements it.
+type Hibernation interface {
+	// Hibernate stops the agent and records it hibernated.
+	Hibernate(ctx context.Context, path string) error
+	// Wake starts a hibernated agent and waits until it is ready.
+	Wake(ctx context.Context, path string) error
+	// Hibernated reports whether the agent is hibernated.
+	Hibernated(path string) bool
+}

@@ -109,6 +109,10 @@ type Options struct {
 	// PullRequests opens pull requests (workspace_create_pr); nil opens
 	// none.
 	PullRequests PullRequests
+	// Hibernation hibernates and wakes agents (workspace_hibernate,
+	// workspace_wake, and the tools that need a running agent); nil means
+	// no agents.
+	Hibernation Hibernation
 	// Gateway offers the user's own MCP servers as tools named
 	// "<server>__<tool>" (tools_gateway.go); nil offers none.
 	Gateway Gateway

@@ -43,6 +43,8 @@ const (
 	ToolMerge           = "workspace_merge"
 	ToolUpdateFromBase  = "workspace_update_from_base"
 	ToolAnswer          = "workspace_answer"
+	ToolHibernate       = "workspace_hibernate"
+	ToolWake            = "workspace_wake"
 )
 
 // toolDefs lists every tool of CodeHydra's own. It builds fresh values on
@@ -55,6 +57,7 @@ func toolDefs() []toolDef {
 		readFileTool(), listDirectoryTool(), getContextTool(), getDiffTool(), sendReviewTool(),
 		createPRTool(),
 		mergeTool(), updateFromBaseTool(), answerTool(),
+		hibernateTool(), wakeTool(),
 	}
 }
 

@@ -233,7 +233,8 @@ func agentSessionTool() toolDef {
 			Name:  ToolAgentSession,
 			Title: "Get your agent's session",
 			Description: "Returns the port of your own agent's OpenCode server on 127.0.0.1 and the ID of its current " +
-				"session (the one updated last): {\"port\":n,\"sessionId\":\"ses_…\"}, each null when there is none.",
+				"session (the one updated last): {\"port\":n,\"sessionId\":\"ses_…\"}, each null when there is none; a hibernated " +
+				"agent is woken first.",
 			Annotations: readOnly(),
 		},
 		handler:        typed((*Server).getAgentSession),
@@ -244,6 +245,9 @@ func agentSessionTool() toolDef {
 func (s *Server) getAgentSession(ctx context.Context, _ *sdk.CallToolRequest, _ noInput) (*sdk.CallToolResult, agentSessionOutput, error) {
 	ws := callerWorkspace(ctx)
 	var out agentSessionOutput
+	if err := s.wakeIfHibernated(ctx, ws.Path); err != nil {
+		return nil, agentSessionOutput{}, fail(err)
+	}
 	if s.opts.Agents != nil {
 		if port, ok := s.opts.Agents.OpencodePort(ws.Path); ok && port > 0 {
 			out.Port = &port
@@ -269,7 +273,7 @@ func restartAgentTool() toolDef {
 			Title: "Restart your agent",
 			Description: "Restarts your own agent (the OpenCode server you run in), e.g. to pick up a changed opencode " +
 				"config. It answers {\"restarting\":true} first; the restart then ends this turn, and the conversation " +
-				"continues in the restarted server. Only call it when the user asked for it or a config change needs it.",
+				"continues in the restarted server. A hibernated agent is woken instead, and the answer waits until it is ready. Only call it when the user asked for it or a config change needs it.",
 			Annotations: &sdk.ToolAnnotations{DestructiveHint: new(false), IdempotentHint: true, OpenWorldHint: new(false)},
 		},
 		handler:        typed((*Server).restartAgent),
@@ -292,6 +296,14 @@ func (s *Server) restartAgent(ctx context.Context, req *sdk.CallToolRequest, _ n
 	}
 	if st.Agent.State == workspace.AgentStateNone {
 		return nil, restartOutput{}, fail(workspace.Errorf(workspace.CodeConflict, "the workspace %s has no agent to restart", ws.Path))
+	}
+	if st.Agent.State == workspace.AgentStateHibernated {
+		// No connection of the caller runs on a hibernated agent: waking
+		// it is the restart, and the answer waits for it.
+		if err := s.wakeIfHibernated(ctx, ws.Path); err != nil {
+			return nil, restartOutput{}, fail(err)
+		}
+		return nil, restartOutput{Restarting: true}, nil
 	}
 	s.afterResponse(requestHeader(req), func() {
 		if err := s.opts.Sessions.Restart(ws.Path); err != nil {

@@ -43,7 +43,8 @@ func TestToolsListHasDesignNamesSchemasAndDescriptions(t *testing.T) {
 	want := []string{ToolGetStatus, ToolGetMetadata, ToolSetMetadata, ToolGetOpencodePort, ToolDelete,
 		ToolProjectList, ToolCreate, ToolProjectAdd, ToolProjectRemove, ToolList, ToolAgentSession, ToolRestartAgent, ToolLog,
 		ToolReadFile, ToolListDirectory, ToolGetContext, ToolListTasks, ToolRunTask, ToolGetDiff, ToolSendReview, ToolCreatePR,
-		ToolMerge, ToolUpdateFromBase, ToolAnswer}
+		ToolMerge, ToolUpdateFromBase, ToolAnswer,
+		ToolHibernate, ToolWake}
 	got := slices.Sorted(func(yield func(string) bool) {
 		for n := range byName {
 			if !yield(n) {

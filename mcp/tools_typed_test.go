@@ -196,6 +196,7 @@ func newSideBySide(t *testing.T) *sideBySide {
 	agents := portAgents{}
 	h := newHarnessWith(t, readyAgents{}, func(o *Options) {
 		o.Sessions, o.Agents = sessions, agents
+		o.Hibernation = newSleepyAgents()
 		o.Prompts = &promptRecorder{model: "anthropic/claude", queued: map[string]workspace.FirstPrompt{}}
 		o.Reviews = newReviewRecorder()
 		o.Answers = okAnswers{}
@@ -318,6 +319,8 @@ func TestTypedToolsAnswerAsSDKAddToolDoes(t *testing.T) {
 		{tool: ToolAnswer, ws: "eq", args: `{"workspace":"` + s.paths["gen-a"] + `","requestId":"per_ok","reply":{"permission":"once"}}`},
 		{tool: ToolAnswer, ws: "eq", args: `{"workspace":"` + s.paths["gen-a"] + `","requestId":"per_gone","reply":{"permission":"once"}}`},
 		{tool: ToolAnswer, ws: "eq", args: `{"workspace":"` + s.paths["eq"] + `","requestId":"per_ok","reply":{"permission":"once"}}`},
+		{tool: ToolHibernate, ws: "eq", args: `{"workspace":"` + strings.Replace(s.paths["gen-a"], "gen-a", "gen-{side}", 1) + `"}`},
+		{tool: ToolWake, ws: "eq", args: `{"workspace":"` + strings.Replace(s.paths["gen-a"], "gen-a", "gen-{side}", 1) + `"}`},
 	}
 	calls = append(argumentCalls(t, s.fast.srv), calls...)
 	called := map[string]map[string]bool{}

@@ -132,7 +132,7 @@ func getOpencodePortTool() toolDef {
 			Name:  ToolGetOpencodePort,
 			Title: "Get OpenCode port",
 			Description: "Returns the TCP port (a bare number) of the OpenCode server that runs your workspace's agent on " +
-				"127.0.0.1, or null when none runs. Only needed to talk to that server's HTTP API directly.",
+				"127.0.0.1, or null when none runs; a hibernated agent is woken first. Only needed to talk to that server's HTTP API directly.",
 			Annotations: readOnly(),
 		},
 		handler:        typed((*Server).getOpencodePort),
@@ -143,6 +143,9 @@ func getOpencodePortTool() toolDef {
 func (s *Server) getOpencodePort(ctx context.Context, _ *sdk.CallToolRequest, _ noInput) (*sdk.CallToolResult, any, error) {
 	if s.opts.Agents == nil {
 		return textResult("null"), nil, nil
+	}
+	if err := s.wakeIfHibernated(ctx, callerWorkspace(ctx).Path); err != nil {
+		return nil, nil, fail(err)
 	}
 	port, ok := s.opts.Agents.OpencodePort(callerWorkspace(ctx).Path)
 	if !ok || port <= 0 {

@@ -46,6 +46,9 @@ type agent struct {
 	sandbox workspace.AgentSandbox
 	// usage is what the agent's sessions cost, kept while it does not run.
 	usage Usage
+	// activeAt is when its status last changed (or it started): the
+	// start of its idle time, for HibernateIdle.
+	activeAt time.Time
 }
 
 // outcome is how one run of an agent process ended.
@@ -75,6 +78,10 @@ func (s *Supervisor) set(key string, a *agent, f func()) {
 	f()
 	after := s.statusLocked(a)
 	current := s.agents[key] == a
+	if !before.Equal(after) {
+		a.activeAt = s.opts.Now()
+		s.notifyLocked()
+	}
 	s.mu.Unlock()
 	if !before.Equal(after) && current {
 		s.opts.OnChange(a.ws.Path)

@@ -227,7 +227,7 @@ func newRealStack(t *testing.T, ctx context.Context, bin string, model *fakemode
 	if err := mgr.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
-	mcpOpts := mcp.Options{Token: token, Workspaces: mgr, Agents: sup, Sessions: sup, Logger: logger}
+	mcpOpts := mcp.Options{Token: token, Workspaces: mgr, Agents: sup, Sessions: sup, Hibernation: sup, Logger: logger}
 	if so.tuneMCP != nil {
 		so.tuneMCP(&mcpOpts)
 	}

@@ -86,6 +86,13 @@ type SupervisorOptions struct {
 	EventRetryMax time.Duration // 0 = 5s
 	EventIdle     time.Duration // a silent stream is reopened after; 0 = 30s
 
+	// HibernateAfter is how long a ready agent may stay idle before
+	// HibernateIdle hibernates it, read at each check; nil or 0 = never
+	// (settings hibernateAfterMinutes). IdleCheck is how often
+	// HibernateIdle looks; 0 = 30s.
+	HibernateAfter func() time.Duration
+	IdleCheck      time.Duration
+
 	// Tracer gets an "agent.start" span for every start, from spawn to
 	// ready (nil = none).
 	Tracer trace.TracerProvider
@@ -107,6 +114,10 @@ func (o *SupervisorOptions) setDefaults() {
 	def(&o.EventRetryMin, 250*time.Millisecond)
 	def(&o.EventRetryMax, 5*time.Second)
 	def(&o.EventIdle, 30*time.Second)
+	def(&o.IdleCheck, 30*time.Second)
+	if o.HibernateAfter == nil {
+		o.HibernateAfter = func() time.Duration { return 0 }
+	}
 	if o.Tracer == nil {
 		o.Tracer = noop.NewTracerProvider()
 	}

@@ -161,6 +161,11 @@ func (s *Supervisor) enqueue(key string, add func(*outbox) (*parcel, error)) (*p
 		attrs = append(attrs, slog.String("id", r.ID), slog.String("from", r.From), slog.Int("comments", r.Comments))
 	}
 	s.log.Info(p.what()+" queued", attrs...)
+	// A prompt needs the agent: a hibernated one wakes, and the prompt
+	// goes out when it is ready.
+	if _, err := s.wakeStart(key, key); err != nil {
+		s.log.Warn("cannot wake the agent for a "+p.what(), slog.String("workspace", key), slog.Any("err", err))
+	}
 	// An agent that failed already will not become ready by itself; the
 	// prompt must not wait for it silently (setState fails it only on a
 	// change).

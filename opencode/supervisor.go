@@ -33,6 +33,9 @@ type Supervisor struct {
 	bin      string
 	binFound bool
 	closed   bool
+	// changed is closed, and replaced, at every change of an agent's
+	// status (notifyLocked), for those that wait for one (waitUntilReady).
+	changed chan struct{}
 
 	// prompts are what agents are given as prompts: first prompts and
 	// reviews (prompt.go).
@@ -58,6 +61,7 @@ func NewSupervisor(o SupervisorOptions) *Supervisor {
 		agents:    map[string]*agent{},
 		reserved:  map[int]bool{},
 		waiting:   map[string]*agent{},
+		changed:   make(chan struct{}),
 		prompts:   prompts{all: map[string]*outbox{}},
 	}
 	s.FindBinary()
@@ -69,16 +73,22 @@ func NewSupervisor(o SupervisorOptions) *Supervisor {
 // MaxAgents running already, the agent is not started: its status is
 // failed and says why, and it starts when another agent ends. Either way
 // OnChange hears of it at once: the status is "starting" (or failed) from
-// here on, long before the process is ready.
+// here on, long before the process is ready. A workspace recorded
+// hibernated (workspace.MarkHibernated) stays so: its agent is not started.
 func (s *Supervisor) Start(ws workspace.Workspace) {
 	key := filepath.Clean(ws.Path)
 	s.loadOutbox(key)
+	since, hibernated := workspace.HibernatedSince(ws.Path)
 	s.mu.Lock()
-	if a := s.agents[key]; s.closed || a != nil && (!ended(a) || s.waiting[key] == a) {
+	if a := s.agents[key]; s.closed || a != nil && (!ended(a) || s.waiting[key] == a || a.state == workspace.AgentStateHibernated) {
 		s.mu.Unlock()
 		return
 	}
-	s.startLocked(key, ws)
+	if hibernated {
+		s.hibernatedLocked(key, ws, since, nil)
+	} else {
+		s.startLocked(key, ws)
+	}
 	s.mu.Unlock()
 	s.opts.OnChange(ws.Path)
 }
@@ -110,8 +120,11 @@ func (s *Supervisor) startLocked(key string, ws workspace.Workspace) (limited bo
 		restart: make(chan struct{}, 1),
 		state:   workspace.AgentStateStarting,
 		out:     newLineRing(s.opts.OutputLines),
+		// A start counts as activity, for HibernateIdle.
+		activeAt: s.opts.Now(),
 	}
 	s.agents[key] = a
+	s.notifyLocked()
 	go func() {
 		defer close(a.done)
 		s.run(ctx, key, a)
@@ -141,6 +154,7 @@ func (s *Supervisor) limitLocked(key string, ws workspace.Workspace) {
 	}
 	s.waiting[key] = a
 	s.agents[key] = a
+	s.notifyLocked()
 }
 
 // agentEnded frees the place of an agent whose loop returned and starts
@@ -168,9 +182,13 @@ func (s *Supervisor) agentEnded() {
 
 // Restart stops the agent of path if it runs and starts it again with a
 // fresh crash history, the current binary and the current MCP token. It
-// also revives a failed or not-found agent. It does not wait.
+// also revives a failed or not-found agent, and wakes a hibernated one.
+// It does not wait.
 func (s *Supervisor) Restart(path string) error {
 	key := filepath.Clean(path)
+	if woke, err := s.wakeStart(key, path); woke || err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -192,12 +210,15 @@ func (s *Supervisor) Restart(path string) error {
 	return nil
 }
 
-// RestartAll restarts every agent, e.g. after the MCP token was rotated.
+// RestartAll restarts every agent, e.g. after the MCP token was rotated;
+// a hibernated one stays so (it gets the new token when it wakes).
 func (s *Supervisor) RestartAll() {
 	s.mu.Lock()
 	keys := make([]string, 0, len(s.agents))
-	for k := range s.agents {
-		keys = append(keys, k)
+	for k, a := range s.agents {
+		if a.state != workspace.AgentStateHibernated {
+			keys = append(keys, k)
+		}
 	}
 	s.mu.Unlock()
 	for _, k := range keys {
@@ -214,6 +235,7 @@ func (s *Supervisor) StopAgent(ctx context.Context, path string) error {
 	a := s.agents[key]
 	delete(s.agents, key)
 	delete(s.waiting, key)
+	s.notifyLocked()
 	s.mu.Unlock()
 	s.forgetOutbox(key)
 	if a == nil {
@@ -234,6 +256,7 @@ func (s *Supervisor) StopAgent(ctx context.Context, path string) error {
 func (s *Supervisor) StopAll(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
+	s.notifyLocked()
 	agents := make([]*agent, 0, len(s.agents))
 	for _, a := range s.agents {
 		agents = append(agents, a)

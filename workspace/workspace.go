@@ -73,6 +73,9 @@ const (
 	AgentStateFailed   AgentState = "failed"    // gave up; needs a restart by the user
 	AgentStateStopped  AgentState = "stopped"   // stopped on purpose
 	AgentStateNotFound AgentState = "not-found" // no opencode binary
+	// AgentStateHibernated: stopped to save memory until something needs
+	// it (workspace_wake, a prompt, its port), which starts it again.
+	AgentStateHibernated AgentState = "hibernated"
 )
 
 // AgentStatus is what the agent of one workspace is doing.

@@ -50,7 +50,7 @@ func run() int {
 	flag.StringVar(&o.out, "out", "docs/BENCHMARKS.md", "markdown file to write the table into (\"\" = print only)")
 	flag.StringVar(&o.cacheDir, "cache", filepath.Join(os.TempDir(), "codehydra-bench-cache"), "where generated repositories are kept between runs")
 	flag.BoolVar(&o.quick, "quick", false, "small sizes and short runs, to check that the bench works")
-	flag.StringVar(&o.only, "only", "", "run only these parts (comma-separated: status, create, server, cpu, gui, gateway, sandbox) and print; with -out given, write only the sections of their own (gateway, sandbox)")
+	flag.StringVar(&o.only, "only", "", "run only these parts (comma-separated: status, create, server, cpu, gui, gateway, sandbox, hibernate) and print; with -out given, write only the sections of their own (gateway, sandbox, hibernate)")
 	flag.Parse()
 	if o.only != "" && !flagGiven("out") {
 		o.out = ""
@@ -89,6 +89,10 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		return 1
 	}
+	if err := b.writeHibernateSection(); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		return 1
+	}
 	return 0
 }
 
@@ -108,21 +112,23 @@ type bench struct {
 	bin  string // the codehydra binary built for this run
 	log  io.Writer
 
-	machine     machineInfo
-	status      []statusResult
-	changes     []changeResult
-	creates     []createResult
-	calls       []callResult
-	cpu         []cpuResult
-	startups    []startupResult
-	rss         []rssResult
-	gui         *guiResult
-	guiNote     string
-	gateway     *gatewayResult // its own section: gateway.go
-	gatewayNote string
-	sandbox     *sandboxResult // its own section: sandbox.go
-	sandboxNote string
-	notes       []string
+	machine       machineInfo
+	status        []statusResult
+	changes       []changeResult
+	creates       []createResult
+	calls         []callResult
+	cpu           []cpuResult
+	startups      []startupResult
+	rss           []rssResult
+	gui           *guiResult
+	guiNote       string
+	gateway       *gatewayResult // its own section: gateway.go
+	gatewayNote   string
+	sandbox       *sandboxResult // its own section: sandbox.go
+	sandboxNote   string
+	hibernate     *hibernateResult // its own section: hibernate.go
+	hibernateNote string
+	notes         []string
 }
 
 func newBench(ctx context.Context, o options) (*bench, error) {
@@ -177,6 +183,7 @@ func (b *bench) runAll() error {
 		{"the tray app", "gui", b.benchGUI},
 		{"the MCP gateway", "gateway", b.benchGateway},
 		{"the kernel sandbox", "sandbox", b.benchSandbox},
+		{"hibernation", "hibernate", b.benchHibernate},
 	}
 	for _, s := range steps {
 		if err := b.ctx.Err(); err != nil {

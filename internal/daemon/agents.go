@@ -43,10 +43,16 @@ func (s *server) startAgents(ctx context.Context) error {
 		defer close(escDone)
 		s.esc.Run(followCtx, escEvents)
 	}()
+	idleDone := make(chan struct{})
+	go func() {
+		defer close(idleDone)
+		s.sup.HibernateIdle(followCtx)
+	}()
 	s.onShutdown("stop agents", func(ctx context.Context) error {
 		cancel()
 		<-done
 		<-escDone
+		<-idleDone
 		unsubscribe()
 		escUnsubscribe()
 		s.prep.Close()

@@ -40,6 +40,7 @@ func (s *server) appDeps() app.Deps {
 		Landing:             landing{statuscache.Over(s.manager, s.cache), s.sup, s.prs},
 		Agents:              preparedAgents{s.sup, s.prep, s.esc},
 		Answers:             s.sup,
+		Hibernation:         preparedAgents{s.sup, s.prep, s.esc},
 		Prepare:             s.prep,
 		MCP:                 s.mcp,
 		Gateway:             gatewayStatuses{s.gateway},

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"golang.org/x/time/rate"
 
@@ -81,6 +82,10 @@ func (s *server) build(ctx context.Context) error {
 		Logger:     s.log,
 		MaxAgents:  set.MaxAgents,
 		Tracer:     s.tel.tracerProvider(),
+		// Read at each check, so a change in Settings applies at once.
+		HibernateAfter: func() time.Duration {
+			return time.Duration(s.settings.Get().HibernateAfterMinutes) * time.Minute
+		},
 	})
 	s.prep = prepare.New(prepare.Options{
 		// The project's setup is read from the settings when the
@@ -143,6 +148,7 @@ func (s *server) build(ctx context.Context) error {
 		Sessions:       agents,
 		Reviews:        agents,
 		Answers:        agents,
+		Hibernation:    agents,
 		Gateway:        s.gateway,
 		Elicitor:       s.questions,
 		PullRequests:   s.prs,

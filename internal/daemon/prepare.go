@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 
 	"codehydra/opencode"
@@ -44,4 +45,13 @@ func (a preparedAgents) Restart(path string) error {
 		return errors.New(st.Detail())
 	}
 	return a.Supervisor.Restart(path)
+}
+
+// Wake refuses a workspace still being prepared, or whose setup failed,
+// as Restart does.
+func (a preparedAgents) Wake(ctx context.Context, path string) error {
+	if st, ok := a.prep.State(path); ok && st.Phase != prepare.PhaseDone {
+		return workspace.Errorf(workspace.CodeConflict, "%s", st.Detail())
+	}
+	return a.Supervisor.Wake(ctx, path)
 }

@@ -111,6 +111,9 @@ type Settings struct {
 	PreventSleep bool `json:"preventSleep"`
 	// Escalation says who hears first of a child's requests; see Escalation.
 	Escalation Escalation `json:"escalation"`
+	// HibernateAfterMinutes hibernates an agent that has been idle this
+	// long (0 = never).
+	HibernateAfterMinutes int `json:"hibernateAfterMinutes"`
 
 	// extra holds the keys of the file that the fields above do not name,
 	// verbatim, so that Save writes them back.
@@ -255,6 +258,9 @@ func (s Settings) validateRunLimits() []error {
 	}
 	if n := s.MaxAgents; n < 1 || n > 1000 {
 		errs = append(errs, fmt.Errorf("maxAgents is %d: use 1 to 1000", n))
+	}
+	if n := s.HibernateAfterMinutes; n < 0 || n > 10080 {
+		errs = append(errs, fmt.Errorf("hibernateAfterMinutes is %d: use 0 (never) to 10080 (a week)", n))
 	}
 	return errs
 }

@@ -93,6 +93,9 @@ func TestValidateRejectsOutOfRangeValues(t *testing.T) {
 		{"agent caps at their bounds are valid", func(s *Settings) { s.MaxAgents = 1000 }, ""},
 		{"maxAgents zero", func(s *Settings) { s.MaxAgents = 0 }, "maxAgents"},
 		{"maxAgents above 1000", func(s *Settings) { s.MaxAgents = 1001 }, "maxAgents"},
+		{"hibernateAfterMinutes at its bounds is valid", func(s *Settings) { s.HibernateAfterMinutes = 10080 }, ""},
+		{"hibernateAfterMinutes negative", func(s *Settings) { s.HibernateAfterMinutes = -1 }, "hibernateAfterMinutes"},
+		{"hibernateAfterMinutes above a week", func(s *Settings) { s.HibernateAfterMinutes = 10081 }, "hibernateAfterMinutes"},
 		{"relative project", func(s *Settings) { s.Projects = []string{"/ok", "repo"} }, "projects[1]"},
 		{"empty project", func(s *Settings) { s.Projects = []string{""} }, "projects[0]"},
 	}
@@ -391,7 +394,7 @@ func TestSaveWritesEveryKnownKey(t *testing.T) {
 	}
 	for _, k := range []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds",
 		"mcpSessionIdleSeconds", "mcpMaxSessions", "mcpMaxConnections", "taskTimeoutSeconds", "logMaxMB", "workspaceCreateLimit", "maxAgents",
-		"editorCommand", "terminalCommand", "prCommand", "projectSetup", "mcpServers", "pinTools", "workspaceDeny", "sandbox", "preventSleep", "escalation"} {
+		"editorCommand", "terminalCommand", "prCommand", "projectSetup", "mcpServers", "pinTools", "workspaceDeny", "sandbox", "preventSleep", "escalation", "hibernateAfterMinutes"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("key %s missing from\n%s", k, data)
 		}
@@ -481,7 +484,7 @@ func TestStoreConcurrentUpdatesAllLand(t *testing.T) {
 func TestKnownKeysMatchStructTags(t *testing.T) {
 	want := []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds",
 		"mcpSessionIdleSeconds", "mcpMaxSessions", "mcpMaxConnections", "taskTimeoutSeconds", "logMaxMB", "workspaceCreateLimit", "maxAgents",
-		"editorCommand", "terminalCommand", "prCommand", "projectSetup", "mcpServers", "pinTools", "workspaceDeny", "sandbox", "preventSleep", "escalation"}
+		"editorCommand", "terminalCommand", "prCommand", "projectSetup", "mcpServers", "pinTools", "workspaceDeny", "sandbox", "preventSleep", "escalation", "hibernateAfterMinutes"}
 	if got := knownKeys(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("knownKeys() = %v, want %v", got, want)
 	}

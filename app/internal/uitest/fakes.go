@@ -362,6 +362,53 @@ type Agents struct {
 	prompts map[string]queuedPrompt
 	// refuse makes QueuePrompt fail.
 	refuse bool
+	// asleep are the statuses of hibernated agents before they were
+	// hibernated; wakes the paths woken, in order.
+	asleep map[string]workspace.AgentStatus
+	wakes  []string
+}
+
+// AgentHibernated is the status of a hibernated agent.
+var AgentHibernated = workspace.AgentStatus{Type: workspace.AgentNone, State: workspace.AgentStateHibernated, Detail: "hibernated"}
+
+// Hibernate records the agent of path hibernated; Wake gives it its
+// status back.
+func (a *Agents) Hibernate(_ context.Context, path string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.asleep == nil {
+		a.asleep = map[string]workspace.AgentStatus{}
+	}
+	if _, ok := a.asleep[path]; !ok {
+		a.asleep[path] = a.status[path]
+	}
+	a.status[path] = AgentHibernated
+	return nil
+}
+
+func (a *Agents) Wake(_ context.Context, path string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if st, ok := a.asleep[path]; ok {
+		a.status[path] = st
+		delete(a.asleep, path)
+		a.wakes = append(a.wakes, path)
+	}
+	return nil
+}
+
+func (a *Agents) Hibernated(path string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := a.asleep[path]
+	return ok
+}
+
+// Woken is the paths Wake woke, in order.
+func (a *Agents) Woken() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.wakes)
 }
 
 // queuedPrompt is a first prompt given to Agents, and what it answers

@@ -1,0 +1,241 @@
+//go:build unix
+
+package opencode
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"codehydra/internal/testenv"
+	"codehydra/workspace"
+)
+
+func TestHibernateStopsTheProcessKeepsTheWorkspaceAndWakeBringsItBack(t *testing.T) {
+	f := newFixture(t)
+	s := f.start(f.options())
+	ws := worktreeWorkspace(t)
+	s.Start(ws)
+	waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second)
+	leader := agentRecords(t, f.agentsDir)[0].PID
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.Hibernate(ctx, ws.Path); err != nil {
+		t.Fatal(err)
+	}
+	if !processGone(leader) {
+		t.Error("the agent's process runs after Hibernate returned")
+	}
+	if recs := agentRecords(t, f.agentsDir); len(recs) != 0 {
+		t.Errorf("records left: %v", recs)
+	}
+	st := s.AgentStatus(ws.Path)
+	if st.State != workspace.AgentStateHibernated || st.Port != 0 || st.Detail == "" {
+		t.Errorf("status after Hibernate = %+v", st)
+	}
+	if !s.Hibernated(ws.Path) {
+		t.Error("Hibernated = false")
+	}
+	if _, ok := s.OpencodePort(ws.Path); ok {
+		t.Error("a hibernated agent has a port")
+	}
+	if _, ok := workspace.HibernatedSince(ws.Path); !ok {
+		t.Error("no record in the worktree's admin folder")
+	}
+	if testenv.Exists(ws.Path) == false {
+		t.Error("the worktree went")
+	}
+	if err := s.Hibernate(ctx, ws.Path); err != nil {
+		t.Errorf("hibernating a hibernated agent: %v", err)
+	}
+
+	if err := s.Wake(ctx, ws.Path); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.AgentStatus(ws.Path); st.State != workspace.AgentStateReady || st.Port == 0 {
+		t.Errorf("status after Wake = %+v", st)
+	}
+	if _, ok := workspace.HibernatedSince(ws.Path); ok {
+		t.Error("the record stays after Wake")
+	}
+	if err := s.Wake(ctx, ws.Path); err != nil {
+		t.Errorf("waking a ready agent: %v", err)
+	}
+}
+
+func TestAHibernatedWorkspaceStaysHibernatedAtTheNextStart(t *testing.T) {
+	f := newFixture(t)
+	ws := worktreeWorkspace(t)
+	first := NewSupervisor(f.options())
+	first.Start(ws)
+	waitState(t, first, ws.Path, workspace.AgentStateReady, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := first.Hibernate(ctx, ws.Path); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.StopAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	again := f.start(f.options())
+	again.Start(ws)
+	if st := again.AgentStatus(ws.Path); st.State != workspace.AgentStateHibernated {
+		t.Fatalf("status at the next start = %+v", st)
+	}
+	if recs := agentRecords(t, f.agentsDir); len(recs) != 0 {
+		t.Errorf("an agent started: %v", recs)
+	}
+	again.RestartAll()
+	if st := again.AgentStatus(ws.Path); st.State != workspace.AgentStateHibernated {
+		t.Errorf("RestartAll woke it: %+v", st)
+	}
+	// Restart (the tray's, workspace_restart_agent's) wakes it.
+	if err := again.Restart(ws.Path); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, again, ws.Path, workspace.AgentStateReady, 10*time.Second)
+	if _, ok := workspace.HibernatedSince(ws.Path); ok {
+		t.Error("the record stays after Restart")
+	}
+}
+
+func TestAPromptForAHibernatedAgentWakesItAndIsDelivered(t *testing.T) {
+	f := newFixture(t)
+	s := f.start(f.options())
+	ws := worktreeWorkspace(t)
+	s.Start(ws)
+	waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.Hibernate(ctx, ws.Path); err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.SendReview(ws.Path, workspace.Review{Summary: "rename the flag"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := waitReview(t, s, ws.Path, d.ID)
+	if got.State != workspace.DeliveryDelivered {
+		t.Fatalf("review = %+v", got)
+	}
+	if st := s.AgentStatus(ws.Path); st.State != workspace.AgentStateReady {
+		t.Errorf("status = %+v", st)
+	}
+}
+
+func TestWakeFailsWhenTheAgentCannotStart(t *testing.T) {
+	f := newFixture(t)
+	s := f.start(f.options())
+	ws := worktreeWorkspace(t)
+	s.Start(ws)
+	waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.Hibernate(ctx, ws.Path); err != nil {
+		t.Fatal(err)
+	}
+	// The config file went: the agent does not start, and says why.
+	if err := os.Remove(f.config); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Wake(ctx, ws.Path)
+	if workspace.CodeOf(err) != workspace.CodeConflict {
+		t.Fatalf("Wake = %v, want a conflict saying why", err)
+	}
+	if err := s.Wake(ctx, filepath.Join(f.dir, "nowhere")); workspace.CodeOf(err) != workspace.CodeConflict {
+		t.Errorf("Wake of a workspace without agent = %v", err)
+	}
+	if err := s.Hibernate(ctx, filepath.Join(f.dir, "nowhere")); workspace.CodeOf(err) != workspace.CodeConflict {
+		t.Errorf("Hibernate of a workspace without agent = %v", err)
+	}
+}
+
+func TestAHibernatedAgentFreesItsPlaceOfMaxAgents(t *testing.T) {
+	f := newFixture(t)
+	o := f.options()
+	o.MaxAgents = 1
+	s := f.start(o)
+	a, b := worktreeWorkspace(t), worktreeWorkspace(t)
+	s.Start(a)
+	waitState(t, s, a.Path, workspace.AgentStateReady, 10*time.Second)
+	s.Start(b)
+	if st := s.AgentStatus(b.Path); st.State != workspace.AgentStateFailed {
+		t.Fatalf("second agent past maxAgents = %+v", st)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.Hibernate(ctx, a.Path); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, s, b.Path, workspace.AgentStateReady, 10*time.Second)
+	// Waking a now finds no place: it says so rather than waiting.
+	if err := s.Wake(ctx, a.Path); workspace.CodeOf(err) != workspace.CodeConflict {
+		t.Errorf("Wake past maxAgents = %v", err)
+	}
+}
+
+func TestIdleAgentsAreHibernatedAfterTheSetTimeAndBusyOnesAreNot(t *testing.T) {
+	f := newFixture(t)
+	o := f.options()
+	var after atomic.Int64 // the setting, changed while it runs
+	o.HibernateAfter = func() time.Duration { return time.Duration(after.Load()) }
+	o.IdleCheck = 20 * time.Millisecond
+	s := f.start(o)
+	idle, busy := worktreeWorkspace(t), worktreeWorkspace(t)
+	s.Start(idle)
+	s.Start(busy)
+	waitState(t, s, idle.Path, workspace.AgentStateReady, 10*time.Second)
+	port := waitState(t, s, busy.Path, workspace.AgentStateReady, 10*time.Second).Port
+	testenv.WaitFor(t, "event stream connected", 5*time.Second, func() bool { return eventClients(t, port) > 0 })
+	emit(t, port, false, EventSessionCreated, map[string]any{"sessionID": "ses_1", "info": map[string]any{"id": "ses_1"}})
+	emit(t, port, false, EventSessionStatus, status("ses_1", "busy"))
+	testenv.WaitFor(t, "busy", 5*time.Second, func() bool { return s.AgentStatus(busy.Path).Type == workspace.AgentBusy })
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.HibernateIdle(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	// Off (0) by default: nothing happens.
+	time.Sleep(100 * time.Millisecond)
+	if st := s.AgentStatus(idle.Path); st.State != workspace.AgentStateReady {
+		t.Fatalf("hibernated while the setting is off: %+v", st)
+	}
+	after.Store(int64(200 * time.Millisecond))
+	waitState(t, s, idle.Path, workspace.AgentStateHibernated, 10*time.Second)
+	time.Sleep(300 * time.Millisecond)
+	if st := s.AgentStatus(busy.Path); st.State != workspace.AgentStateReady {
+		t.Errorf("a busy agent was hibernated: %+v", st)
+	}
+	emit(t, port, false, EventSessionStatus, status("ses_1", "idle"))
+	waitState(t, s, busy.Path, workspace.AgentStateHibernated, 10*time.Second)
+}
+
+func TestWakeWaitsForAnAgentThatIsStarting(t *testing.T) {
+	f := newFixture(t, "FAKEOC_MODE=slow=300ms")
+	s := f.start(f.options())
+	ws := worktreeWorkspace(t)
+	s.Start(ws)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.Wake(ctx, ws.Path); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.AgentStatus(ws.Path); st.State != workspace.AgentStateReady {
+		t.Errorf("Wake returned before ready: %+v", st)
+	}
+	short, cancel2 := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel2()
+	if err := s.Hibernate(ctx, ws.Path); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Wake(short, ws.Path); workspace.CodeOf(err) != workspace.CodeTimeout {
+		t.Errorf("Wake past its deadline = %v", fmt.Sprint(err))
+	}
+}
