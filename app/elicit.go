@@ -46,6 +46,11 @@ func (t *Tray) elicit(ctx context.Context, q mcp.Question) (*sdk.ElicitResult, e
 	t.do(func() { t.win.Open(spec) })
 	select {
 	case a := <-answers:
+		if err := ctx.Err(); err != nil {
+			// Past the deadline: the window closed itself at it (or the
+			// answer came too late), and the deadline is the answer.
+			return nil, err
+		}
 		return &sdk.ElicitResult{Action: a.Action, Content: a.Content}, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()

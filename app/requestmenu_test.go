@@ -160,15 +160,21 @@ func TestAQuestionsWindowSendsItsAnswersToTheAgent(t *testing.T) {
 	var entries []textEntry
 	for _, o := range test.LaidOutObjects(win.Content()) {
 		switch w := o.(type) {
-		case *widget.Select:
-			// An option shows with its description; its label is the
-			// answer.
-			w.SetSelected("Yes: go on")
-		case *widget.CheckGroup:
-			w.SetSelected([]string{"make", "npm"})
+		case interface{ SetChecked(bool) }:
+			// A choice of several is a check box per option, of package
+			// window's own kind (one that scrolls into sight); its label
+			// is the embedded widget.Check's Text.
+			if text := reflect.Indirect(reflect.ValueOf(w)).FieldByName("Text").String(); text == "make" || text == "npm" {
+				w.SetChecked(true)
+			}
 		case *widget.RadioGroup:
 			// The branch's options fill its entry, which takes any text.
 			w.SetSelected("dev")
+		case interface{ SetSelected(string) }:
+			// A choice of one is package window's own kind of
+			// widget.Select (one that scrolls into sight). An option
+			// shows with its description; its label is the answer.
+			w.SetSelected("Yes: go on")
 		case textEntry:
 			entries = append(entries, w)
 		}

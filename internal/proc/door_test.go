@@ -42,6 +42,8 @@ var doorExceptions = []doorException{
 		"signal 0 to a pid: a probe of whether it runs, which sends nothing"},
 	{"opencode/process_linux.go", []string{"reap.MarkedMembers"},
 		"reads which of an agent's processes listen on its port; signals none"},
+	{"app/notify_linux.go", []string{".Signal()"},
+		"a D-Bus connection's Signal: it hands the bus's signals (a notification's ActionInvoked) to a channel; no process is signalled"},
 	{"app/windowproc.go", []string{"exec.Command", ".Kill()"},
 		"the window process is CodeHydra's own binary showing one window, not a program run for a workspace: it ends when the bridge on its stdin closes, and is killed alone if it has not ended 2 s later"},
 	{"app/window/openers.go", []string{"exec.Command"},
