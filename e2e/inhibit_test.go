@@ -4,15 +4,18 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"codehydra/internal/fakemodel"
 	"codehydra/internal/inhibit"
 	"codehydra/internal/testenv"
 	"codehydra/mcp"
@@ -167,4 +170,68 @@ func TestTheAppKeepsTheSystemAwakeWhileAnAgentWorks(t *testing.T) {
 		}
 		app.stop(t)
 	})
+}
+
+// TestTheSystemStaysAwakeWhileTheRealOpencodeTakesATurn is the same
+// guard with the real opencode as the agent: a turn whose model answer
+// is held back keeps the stand-in logind's inhibitor taken, and the
+// turn's end releases it.
+func TestTheSystemStaysAwakeWhileTheRealOpencodeTakesATurn(t *testing.T) {
+	oc := testenv.RealOpencode(t)
+	bin := builtApp(t)
+	bus := testenv.PrivateBus(t)
+	l := testenv.WatchLogind(t, bus)
+	l.Serve(t)
+	answer := make(chan struct{})
+	var once sync.Once
+	answerNow := func() { once.Do(func() { close(answer) }) }
+	t.Cleanup(answerNow)
+	fm := &fakemodel.Server{BeforeReply: func(ctx context.Context, _ fakemodel.Request) {
+		select {
+		case <-answer:
+		case <-ctx.Done():
+		}
+	}}
+	if err := fm.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fm.Close() })
+	model, _ := json.Marshal(map[string]any{
+		"provider": map[string]any{"fake": map[string]any{"npm": "@ai-sdk/openai-compatible",
+			"options": map[string]any{"baseURL": fm.BaseURL(), "apiKey": "x"}, "models": map[string]any{"m": map[string]any{}}}},
+		"model": "fake/m", "autoupdate": false,
+	})
+
+	base := isolate(t)
+	repo := testenv.GitRepo(t, "repo")
+	ws := filepath.Join(t.TempDir(), "worktrees", "one")
+	testenv.Git(t, repo, "worktree", "add", "-q", "-b", "one", ws)
+	set, _ := json.Marshal(map[string]any{"opencodeBin": oc, "projects": []string{repo},
+		"worktreeRoot": filepath.Join(base, "roots"), "preventSleep": true,
+		"rateLimit": map[string]any{"perSecond": 1000, "burst": 1000}})
+	testenv.WriteSettings(t, string(set))
+	t.Cleanup(func() { killAgents(t) })
+	app := launch(t, bin, append(os.Environ(), "DBUS_SYSTEM_BUS_ADDRESS="+bus,
+		"OPENCODE_CONFIG_CONTENT="+string(model), "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1"))
+	// The real opencode may take long to start on a loaded machine.
+	testenv.WaitFor(t, "the real agent to be ready", 3*time.Minute, func() bool {
+		port, err := app.call(t, ws, mcp.ToolGetOpencodePort, nil)
+		return err == nil && string(port) != "null"
+	})
+	if n := l.Calls(); n != 0 {
+		t.Fatalf("%d Inhibit calls before any turn, want 0", n)
+	}
+
+	promptAgent(t, agentRecord(t, ws), "Say hello")
+	want := testenv.Inhibitor{What: "sleep:idle", Who: "CodeHydra", Why: "1 agent working", Mode: "block"}
+	app.poll(t, "an inhibitor while the real agent's turn waits for the model", func() bool {
+		h := l.Held()
+		return len(h) == 1 && h[0] == want
+	})
+	answerNow()
+	app.poll(t, "the inhibitor released once the turn ended", func() bool { return len(l.Held()) == 0 })
+	app.stop(t)
+	if ins := l.Inhibitors(); len(ins) != 1 {
+		t.Fatalf("inhibitors %+v, want the one of the turn", ins)
+	}
 }
