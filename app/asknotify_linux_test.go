@@ -126,7 +126,7 @@ func TestANotificationsAllowOnceAnswersThePermission(t *testing.T) {
 		id, actions, ok = svc.shown(NoticeNeedsInput + ": proj / feat asks: Allow bash: rm -rf build?")
 		return ok
 	})
-	if want := []string{"once", LabelAllowOnce, "always", LabelAllowAlways, "reject", LabelReject}; !slices.Equal(actions, want) {
+	if want := []string{"once", LabelAllowOnce, "reject", LabelReject}; !slices.Equal(actions, want) {
 		t.Errorf("the notice's actions are %q, want %q", actions, want)
 	}
 	svc.click(t, id, "once")

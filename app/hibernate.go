@@ -30,10 +30,11 @@ func (t *Tray) hibernateActions(a *Actions) {
 	}
 	run := func(label string, fn func(ctx context.Context, path string) error) func(path string) {
 		return func(path string) {
-			t.background(func(ctx context.Context) {
-				ctx, cancel := context.WithTimeout(ctx, wakeTimeout)
+			t.background(func(life context.Context) {
+				ctx, cancel := context.WithTimeout(life, wakeTimeout)
 				defer cancel()
-				if err := fn(ctx, path); err != nil && ctx.Err() == nil {
+				// A timeout is shown; only the tray's end is not.
+				if err := fn(ctx, path); err != nil && life.Err() == nil {
 					t.do(func() { t.win.ShowError(label, err) })
 				}
 			})
@@ -61,11 +62,12 @@ func (t *Tray) withAgentServer(label, path string, fn func(port int, password st
 		now()
 		return
 	}
-	t.background(func(ctx context.Context) {
-		ctx, cancel := context.WithTimeout(ctx, wakeTimeout)
+	t.background(func(life context.Context) {
+		ctx, cancel := context.WithTimeout(life, wakeTimeout)
 		defer cancel()
 		if err := h.Wake(ctx, path); err != nil {
-			if ctx.Err() == nil {
+			// A timeout is shown; only the tray's end is not.
+			if life.Err() == nil {
 				t.do(func() { t.win.ShowError(label, err) })
 			}
 			return

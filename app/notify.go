@@ -35,11 +35,13 @@ type NoticeAction struct{ Key, Label string }
 
 // NoticeActions are the buttons of a notice about a's request: a
 // permission's answers, or Open for a question, which takes a window.
+// Allow always is left to the menu, which shows what the standing grant
+// covers; a button cannot.
 func NoticeActions(a AskedRequest) []NoticeAction {
 	if a.Request.Kind == workspace.RequestQuestion {
 		return []NoticeAction{{noticeOpen, LabelOpenQuestion}}
 	}
-	return []NoticeAction{{workspace.AllowOnce, LabelAllowOnce}, {workspace.AllowAlways, LabelAllowAlways}, {workspace.RejectOnce, LabelReject}}
+	return []NoticeAction{{workspace.AllowOnce, LabelAllowOnce}, {workspace.RejectOnce, LabelReject}}
 }
 
 // The titles of the notifications.

@@ -142,13 +142,23 @@ func requestItems(w WorkspaceState, a RequestActions) []*fyne.MenuItem {
 		}
 		sub = append(sub,
 			actionItem(LabelAllowOnce, reply(workspace.AllowOnce)),
-			actionItem(LabelAllowAlways, reply(workspace.AllowAlways)),
+			actionItem(allowAlwaysLabel(r), reply(workspace.AllowAlways)),
 			actionItem(LabelReject, reply(workspace.RejectOnce)))
 		it := fyne.NewMenuItem(label, nil)
 		it.ChildMenu = fyne.NewMenu(label, sub...)
 		items = append(items, it)
 	}
 	return append(items, fyne.NewMenuItemSeparator())
+}
+
+// allowAlwaysLabel is the label of r's Allow always: what the standing
+// grant covers (opencode's "always" patterns, often wider than the request,
+// e.g. "git push *"), so that no rule is granted unseen.
+func allowAlwaysLabel(r workspace.PendingRequest) string {
+	if len(r.Always) == 0 {
+		return LabelAllowAlways
+	}
+	return oneMenuLine(LabelAllowAlways + ": " + strings.Join(r.Always, ", "))
 }
 
 // requestActions are the tray's RequestActions: each answer goes to the

@@ -90,14 +90,21 @@ func TestAPermissionRequestHeadsItsWorkspacesSubmenuAndAllowOnceReachesTheAgent(
 }
 
 func TestAllowAlwaysAndRejectAnswerTheirRequest(t *testing.T) {
+	// Allow always says what the standing grant covers: opencode's
+	// "always" patterns, wider than the request.
+	first := rmBuild
+	first.Always = []string{"rm *"}
 	second := rmBuild
 	second.ID, second.Patterns = "per_2", []string{"git push --force"}
-	h, ws, ans := requestTray(t, rmBuild, second)
-	find(h.view.menu(), wsLabel(ws, rmBuild, second), "Allow bash: git push --force?", LabelReject).Action()
+	h, ws, ans := requestTray(t, first, second)
+	find(h.view.menu(), wsLabel(ws, first, second), "Allow bash: git push --force?", LabelReject).Action()
 	h.waitFor("the rejected request gone", func() bool {
-		return len(ans.Got()) == 1 && find(h.view.menu(), wsLabel(ws, rmBuild), "Allow bash: git push --force? ("+LabelAnswering+")") == nil
+		return len(ans.Got()) == 1 && find(h.view.menu(), wsLabel(ws, first), "Allow bash: git push --force? ("+LabelAnswering+")") == nil
 	})
-	find(h.view.menu(), wsLabel(ws, rmBuild), "Allow bash: rm -rf build?", LabelAllowAlways).Action()
+	if it := find(h.view.menu(), wsLabel(ws, first), "Allow bash: rm -rf build?", LabelAllowAlways); it != nil {
+		t.Errorf("Allow always does not say what it grants: %+v", it)
+	}
+	find(h.view.menu(), wsLabel(ws, first), "Allow bash: rm -rf build?", LabelAllowAlways+": rm *").Action()
 	h.waitFor("both answered", func() bool { return len(ans.Got()) == 2 })
 	want := []uitest.Answer{{Path: ws.Path, ID: "per_2", Reply: workspace.Reply{Permission: workspace.RejectOnce}},
 		{Path: ws.Path, ID: "per_1", Reply: workspace.Reply{Permission: workspace.AllowAlways}}}
@@ -232,7 +239,7 @@ func TestAgentNoticesOfferEachNewRequestsAnswers(t *testing.T) {
 	if len(notes) != 1 || notes[0].Content != "proj / feat asks: Allow bash: rm -rf build?" {
 		t.Fatalf("notices %+v, want one about the permission", notes)
 	}
-	want := []NoticeAction{{"once", LabelAllowOnce}, {"always", LabelAllowAlways}, {"reject", LabelReject}}
+	want := []NoticeAction{{"once", LabelAllowOnce}, {"reject", LabelReject}}
 	if got := NoticeActions(*notes[0].Asks); !reflect.DeepEqual(got, want) {
 		t.Errorf("a permission's actions are %+v, want %+v", got, want)
 	}

@@ -122,7 +122,7 @@ func TestGUIAllowOnceFromTheTrayOrANotificationLetsTheTurnGoOn(t *testing.T) {
 		var actions []string
 		var ok bool
 		id, actions, ok = notices.find("echo from-notice")
-		want := []string{"once", app.LabelAllowOnce, "always", app.LabelAllowAlways, "reject", app.LabelReject}
+		want := []string{"once", app.LabelAllowOnce, "reject", app.LabelReject}
 		return ok && slices.Equal(actions, want), fmt.Sprintf("notices %s", notices)
 	})
 	clicked := time.Now()

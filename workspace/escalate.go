@@ -212,6 +212,8 @@ func (e *Escalator) Run(ctx context.Context, events <-chan Event) {
 			case EventWorkspaceRemoved:
 				e.mu.Lock()
 				delete(e.parents, ev.Workspace.Path)
+				// Its requests went with it: forget them and end their holds.
+				e.pruneLocked(ev.Workspace.Path, nil)
 				e.mu.Unlock()
 			case EventAgentChanged:
 				e.observe(ctx, ev.Workspace.Path)
@@ -240,6 +242,12 @@ func ParentPrompt(path string, r PendingRequest, after time.Duration) string {
 	switch r.Kind {
 	case RequestPermission:
 		fmt.Fprintf(&b, "the child asks to use %q on: %q\n", r.Tool, r.Summary)
+		// The summary is cut to one short line; what "once" allows is
+		// the patterns, each in full, so that nothing past the cut goes
+		// unseen.
+		if len(r.Patterns) > 0 {
+			fmt.Fprintf(&b, "in full, what it would run or touch (judge all of it): %q\n", r.Patterns)
+		}
 		b.WriteString("\nreply {\"permission\":\"once\"} to allow it this time, or {\"permission\":\"reject\",\"message\":\"what to do instead\"}.")
 	case RequestQuestion:
 		for i, q := range r.Questions {
