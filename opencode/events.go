@@ -106,7 +106,7 @@ func (s *Supervisor) watchEvents(ctx context.Context, key string, a *agent, api 
 				}
 			})
 		},
-		now: s.opts.Now, loc: time.Local,
+		dir: a.ws.Path, now: s.opts.Now, loc: time.Local,
 		publishUsage: func(u Usage, spent workspace.AgentUsage) {
 			s.set(key, a, func() {
 				a.usage = u
@@ -141,9 +141,11 @@ type eventWatcher struct {
 
 	tracker *Tracker
 
-	// usage follows what the sessions cost, telling days by now in loc;
-	// publishUsage receives it whenever it changed, with what it grew by
-	// since the first read (the agent's spending while CodeHydra runs).
+	// usage follows what the sessions of dir (the agent's worktree) cost,
+	// telling days by now in loc; publishUsage receives it whenever it
+	// changed, with what it grew by since the first read (the agent's
+	// spending while CodeHydra runs).
+	dir          string
 	usage        *UsageTracker
 	usageRead    bool
 	warnedUsage  bool
@@ -163,7 +165,7 @@ type eventWatcher struct {
 // is logged too.
 func (w *eventWatcher) run(ctx context.Context) {
 	w.tracker = NewTracker()
-	w.usage = NewUsageTracker(w.loc)
+	w.usage = NewUsageTracker(w.loc, w.dir)
 	delay := w.retryMin
 	broken := false
 	for ctx.Err() == nil {
@@ -333,7 +335,7 @@ func (w *eventWatcher) resync(ctx context.Context) error {
 // resyncUsage reads what the sessions cost afresh. Usage is a refinement
 // too: a server that cannot say it keeps the last known.
 func (w *eventWatcher) resyncUsage(ctx context.Context) {
-	sessions, messages, err := readUsage(ctx, w.api, w.now(), w.loc)
+	sessions, messages, err := readUsage(ctx, w.api, w.dir, w.now(), w.loc)
 	if err != nil && ctx.Err() == nil {
 		// As with pending requests: warned once, since every resync would
 		// repeat it.

@@ -93,6 +93,7 @@ func (s *Supervisor) hibernatedLocked(key string, ws workspace.Workspace, since 
 		state:   workspace.AgentStateHibernated,
 		detail:  detail,
 		out:     out,
+		usage:   s.lastUsageLocked(key),
 	}
 	s.notifyLocked()
 }

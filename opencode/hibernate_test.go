@@ -4,6 +4,7 @@ package opencode
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -237,5 +238,49 @@ func TestWakeWaitsForAnAgentThatIsStarting(t *testing.T) {
 	}
 	if err := s.Wake(short, ws.Path); workspace.CodeOf(err) != workspace.CodeTimeout {
 		t.Errorf("Wake past its deadline = %v", fmt.Sprint(err))
+	}
+}
+
+func TestUsageIsKeptWhileHibernatedAndAcrossTheWake(t *testing.T) {
+	now := time.Now().UnixMilli()
+	// What the workspace's sessions cost so far; the fake serves it at
+	// each start, as opencode reads it from its storage.
+	events, err := json.Marshal([]any{
+		map[string]any{"type": EventSessionUpdated, "properties": map[string]any{"sessionID": "ses_0", "info": map[string]any{
+			"id": "ses_0", "cost": 2, "tokens": tok(200, 20, 0, 0, 0), "time": map[string]any{"created": now, "updated": now}}}},
+		map[string]any{"type": EventMessageUpdated, "properties": assistant("msg_0", "ses_0", 2, tok(200, 20, 0, 0, 0), now)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, "FAKEOC_EVENTS="+string(events))
+	s := f.start(f.options())
+	ws := worktreeWorkspace(t)
+	s.Start(ws)
+	want := workspace.AgentUsage{InputTokens: 200, OutputTokens: 20, Cost: 2}
+	testenv.WaitFor(t, "the usage read", 10*time.Second, func() bool { return s.AgentStatus(ws.Path).Usage == want })
+	from := len(f.changes.published(ws.Path))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.Hibernate(ctx, ws.Path); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.AgentStatus(ws.Path); st.Usage != want || st.UsageToday != want {
+		t.Errorf("hibernated: usage %+v, today %+v; want %+v", st.Usage, st.UsageToday, want)
+	}
+	if err := s.Wake(ctx, ws.Path); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, "the usage read again", 10*time.Second, func() bool { return s.AgentStatus(ws.Path).Usage == want })
+	// Not even for a moment (starting, ready before its sessions were
+	// read) did it fall back to nothing.
+	for _, st := range f.changes.published(ws.Path)[from:] {
+		if st.Usage != want {
+			t.Errorf("published while hibernating or waking: state %s, usage %+v; want %+v", st.State, st.Usage, want)
+		}
+	}
+	if spent := s.UsageSpent(); spent != (workspace.AgentUsage{}) {
+		t.Errorf("spent = %+v: the usage read again at the wake counted as spending", spent)
 	}
 }

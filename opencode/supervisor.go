@@ -120,6 +120,7 @@ func (s *Supervisor) startLocked(key string, ws workspace.Workspace) (limited bo
 		restart: make(chan struct{}, 1),
 		state:   workspace.AgentStateStarting,
 		out:     newLineRing(s.opts.OutputLines),
+		usage:   s.lastUsageLocked(key),
 		// A start counts as activity, for HibernateIdle.
 		activeAt: s.opts.Now(),
 	}
@@ -147,7 +148,8 @@ func (s *Supervisor) limitLocked(key string, ws workspace.Workspace) {
 		state:   workspace.AgentStateFailed,
 		detail: fmt.Sprintf("not started: %d agents run already (maxAgents in the settings); it starts when one of them stops",
 			s.opts.MaxAgents),
-		out: newLineRing(s.opts.OutputLines),
+		out:   newLineRing(s.opts.OutputLines),
+		usage: s.lastUsageLocked(key),
 	}
 	if s.waiting[key] == nil {
 		s.queue = append(s.queue, key)
@@ -155,6 +157,16 @@ func (s *Supervisor) limitLocked(key string, ws workspace.Workspace) {
 	s.waiting[key] = a
 	s.agents[key] = a
 	s.notifyLocked()
+}
+
+// lastUsageLocked is the usage of the agent of key so far, for the agent
+// or placeholder that replaces it: it keeps its last figures while it does
+// not run, and until the new process's sessions are read.
+func (s *Supervisor) lastUsageLocked(key string) Usage {
+	if a := s.agents[key]; a != nil {
+		return a.usage
+	}
+	return Usage{}
 }
 
 // agentEnded frees the place of an agent whose loop returned and starts

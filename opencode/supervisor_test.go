@@ -966,14 +966,20 @@ func TestStartAnnouncesStartingBeforeTheAgentIsReady(t *testing.T) {
 
 func TestAgentUsageFollowsTheEventStreamAndResyncs(t *testing.T) {
 	now := time.Now().UnixMilli()
-	session := func(id string, cost float64, input, output int64) map[string]any {
-		return map[string]any{"sessionID": id, "info": map[string]any{"id": id, "cost": cost, "tokens": tok(input, output, 0, 0, 0),
+	// session is a session event of a session in dir ("": the fake's
+	// own folder).
+	session := func(dir, id string, cost float64, input, output int64) map[string]any {
+		return map[string]any{"sessionID": id, "info": map[string]any{"id": id, "directory": dir, "cost": cost, "tokens": tok(input, output, 0, 0, 0),
 			"time": map[string]any{"created": now, "updated": now}}}
 	}
 	// What an earlier run of the agent left: a session and its message
-	// of today.
+	// of today; and a session of another worktree of the repository,
+	// which opencode lists too, with its message.
+	sibling := t.TempDir()
 	before, err := json.Marshal([]any{
-		map[string]any{"type": EventSessionUpdated, "properties": session("ses_0", 2, 200, 20)},
+		map[string]any{"type": EventSessionUpdated, "properties": session("", "ses_0", 2, 200, 20)},
+		map[string]any{"type": EventSessionUpdated, "properties": session(sibling, "ses_x", 7, 700, 70)},
+		map[string]any{"type": EventMessageUpdated, "properties": assistant("msg_x", "ses_x", 7, tok(700, 70, 0, 0, 0), now)},
 		map[string]any{"type": EventMessageUpdated, "properties": assistant("msg_0", "ses_0", 2, tok(200, 20, 0, 0, 0), now)},
 	})
 	if err != nil {
@@ -1002,7 +1008,9 @@ func TestAgentUsageFollowsTheEventStreamAndResyncs(t *testing.T) {
 	expect("the earlier run's usage", usage(200, 20, 2), usage(200, 20, 2), usage(0, 0, 0))
 
 	drain(f.changes)
-	emit(t, port, false, EventSessionUpdated, session("ses_1", 0.5, 10, 5))
+	emit(t, port, false, EventSessionUpdated, session(sibling, "ses_y", 1, 100, 10))
+	emit(t, port, false, EventMessageUpdated, assistant("msg_y", "ses_y", 1, tok(100, 10, 0, 0, 0), now))
+	emit(t, port, false, EventSessionUpdated, session(ws.Path, "ses_1", 0.5, 10, 5))
 	expect("a new session's totals", usage(210, 25, 2.5), usage(200, 20, 2), usage(10, 5, 0.5))
 	if !changed(f.changes, ws.Path) {
 		t.Error("no OnChange for new usage")
@@ -1013,7 +1021,7 @@ func TestAgentUsageFollowsTheEventStreamAndResyncs(t *testing.T) {
 	// A turn that ends while the stream is down comes back from GET
 	// /session and the session's messages, and counts as spent too.
 	emit(t, port, true, EventMessageUpdated, assistant("msg_2", "ses_1", 1, tok(20, 4, 0, 0, 0), now))
-	emit(t, port, true, EventSessionUpdated, session("ses_1", 1.5, 30, 9))
+	emit(t, port, true, EventSessionUpdated, session(ws.Path, "ses_1", 1.5, 30, 9))
 	post(t, fmt.Sprintf("http://127.0.0.1:%d/fake/drop", port))
 	expect("resynced usage", usage(230, 29, 3.5), usage(230, 29, 3.5), usage(30, 9, 1.5))
 }

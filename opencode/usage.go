@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"path/filepath"
 	"time"
 
 	"codehydra/workspace"
@@ -51,6 +52,7 @@ type tokens struct {
 type usageInfo struct {
 	ID        string  `json:"id"`
 	SessionID string  `json:"sessionID"`
+	Directory string  `json:"directory"` // a session's worktree
 	Role      string  `json:"role"`
 	Cost      float64 `json:"cost"`
 	Tokens    tokens  `json:"tokens"`
@@ -77,23 +79,34 @@ type dayUsage struct {
 	usage   workspace.AgentUsage
 }
 
-// UsageTracker folds an agent server's sessions (opencode keeps each
-// session's running totals of tokens and cost) and its assistant messages
-// (for the day each completed on) into a Usage. The zero value is not
-// usable; use NewUsageTracker. It is not safe for concurrent use.
+// UsageTracker folds an agent server's sessions of one worktree (opencode
+// keeps each session's running totals of tokens and cost) and their
+// assistant messages (for the day each completed on) into a Usage. The
+// zero value is not usable; use NewUsageTracker. It is not safe for
+// concurrent use.
 //
-// The total is the sum over the server's sessions, subagents' included,
+// The total is the sum over the worktree's sessions, subagents' included,
 // as opencode reports them in session events and GET /session; a deleted
 // session no longer counts, as it would not after a restart either.
+// opencode reports the sessions of every worktree of the repository (see
+// sessionsOf): those of other directories, and their messages, are not
+// counted, or each workspace would count the whole project's.
 type UsageTracker struct {
 	loc      *time.Location
+	dir      string
 	sessions map[string]workspace.AgentUsage
 	messages map[string]dayUsage
 }
 
-// NewUsageTracker returns an empty tracker that tells days in loc.
-func NewUsageTracker(loc *time.Location) *UsageTracker {
-	return &UsageTracker{loc: loc, sessions: map[string]workspace.AgentUsage{}, messages: map[string]dayUsage{}}
+// NewUsageTracker returns an empty tracker of the sessions whose
+// directory is dir that tells days in loc.
+func NewUsageTracker(loc *time.Location, dir string) *UsageTracker {
+	return &UsageTracker{loc: loc, dir: filepath.Clean(dir), sessions: map[string]workspace.AgentUsage{}, messages: map[string]dayUsage{}}
+}
+
+// inDir reports whether the session of info runs in dir.
+func (i usageInfo) inDir(dir string) bool {
+	return filepath.Clean(i.Directory) == dir
 }
 
 // Usage returns the current usage.
@@ -132,6 +145,9 @@ func (u *UsageTracker) Apply(e Event) bool {
 	case EventMessageUpdated:
 		return u.message(p.Info)
 	default:
+		if !p.Info.inDir(u.dir) {
+			return false
+		}
 		before, known := u.sessions[p.Info.ID]
 		u.sessions[p.Info.ID] = p.Info.usage()
 		return !known || before != p.Info.usage()
@@ -148,9 +164,10 @@ func usageEvent(typ string) bool {
 	return false
 }
 
-// message records a completed assistant message.
+// message records a completed assistant message of a session of the
+// tracker's.
 func (u *UsageTracker) message(i usageInfo) bool {
-	if i.Role != "assistant" || i.Time.Completed == 0 {
+	if _, ours := u.sessions[i.SessionID]; !ours || i.Role != "assistant" || i.Time.Completed == 0 {
 		return false
 	}
 	m := dayUsage{session: i.SessionID, day: dayOf(time.UnixMilli(i.Time.Completed), u.loc), usage: i.usage()}
@@ -162,13 +179,14 @@ func (u *UsageTracker) message(i usageInfo) bool {
 }
 
 // Resync replaces what the tracker knows with what the server reported:
-// its sessions, and the messages of the sessions it read them of. It
-// reports whether the usage changed.
+// its sessions (those of other directories are left out), and the
+// messages of the sessions it read them of. It reports whether the usage
+// changed.
 func (u *UsageTracker) Resync(sessions, messages []usageInfo) bool {
 	before := u.Usage()
 	u.sessions = make(map[string]workspace.AgentUsage, len(sessions))
 	for _, s := range sessions {
-		if s.ID != "" {
+		if s.ID != "" && s.inDir(u.dir) {
 			u.sessions[s.ID] = s.usage()
 		}
 	}
@@ -182,19 +200,24 @@ func (u *UsageTracker) Resync(sessions, messages []usageInfo) bool {
 	return before.Total != after.Total || !maps.Equal(before.Days, after.Days)
 }
 
-// readUsage reads what UsageTracker.Resync takes from the server: every
-// session, and the messages of those updated since the start of the local
-// day of now (the tray's day total needs them; older ones cannot add to
-// it). Reading every session's messages instead would cost a request per
-// session on each reconnect. Sessions is nil if they could not be read; a
-// session whose messages could not be read is left out of messages, and
-// err says so.
-func readUsage(ctx context.Context, api agentAPI, now time.Time, loc *time.Location) (sessions, messages []usageInfo, err error) {
-	if err := api.getJSON(ctx, "/session", resyncTimeout, &sessions); err != nil {
+// readUsage reads what UsageTracker.Resync takes from the server: the
+// sessions whose directory is dir, and the messages of those updated
+// since the start of the local day of now (the tray's day total needs
+// them; older ones cannot add to it). Reading every session's messages
+// instead would cost a request per session on each reconnect. Sessions is
+// nil if they could not be read; a session whose messages could not be
+// read is left out of messages, and err says so.
+func readUsage(ctx context.Context, api agentAPI, dir string, now time.Time, loc *time.Location) (sessions, messages []usageInfo, err error) {
+	var all []usageInfo
+	if err := api.getJSON(ctx, "/session", resyncTimeout, &all); err != nil {
 		return nil, nil, err
 	}
-	if sessions == nil {
-		sessions = []usageInfo{}
+	dir = filepath.Clean(dir)
+	sessions = []usageInfo{}
+	for _, s := range all {
+		if s.inDir(dir) {
+			sessions = append(sessions, s)
+		}
 	}
 	var errs []error
 	y, m, d := now.In(loc).Date()
