@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"reflect"
 	"slices"
 	"sync"
@@ -215,4 +216,19 @@ func TestANotificationActionFromAnotherClientIsNotAnAnswer(t *testing.T) {
 	if got := ans.Got(); !reflect.DeepEqual(got, want) {
 		t.Errorf("answers %+v, want only the service's %+v", got, want)
 	}
+}
+
+func TestDeletingAWorkspaceTakesItsRequestsNotificationBack(t *testing.T) {
+	svc, addr := startActionService(t, "actions", "body")
+	h, ws, _, _, f := askingTray(t, addr, rmBuild)
+	var id uint32
+	h.waitFor("the notice", func() bool {
+		var ok bool
+		id, _, ok = svc.shown(NoticeNeedsInput + ": proj / feat asks: Allow bash: rm -rf build?")
+		return ok
+	})
+	if err := f.Delete(context.Background(), ws.Path, workspace.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the notice taken back", func() bool { return svc.wasClosed(id) })
 }
