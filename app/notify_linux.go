@@ -95,11 +95,15 @@ func askOverDBus(ctx context.Context, addr string, n Notice, invoked func(key st
 	for _, a := range NoticeActions(*n.Asks) {
 		actions = append(actions, a.Key, a.Label)
 	}
-	id, err := notify(callCtx, obj, n, actions)
+	cancel()
+	// Once sent, the notice may show even if ctx ends before the reply:
+	// wait for its ID regardless, so that it can be taken back below.
+	sendCtx, cancel := context.WithTimeout(connCtx, notifyCalls)
+	defer cancel()
+	id, err := notify(sendCtx, obj, n, actions)
 	if err != nil {
 		return err
 	}
-	cancel()
 	for {
 		select {
 		case <-ctx.Done():
