@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"reflect"
 	"slices"
 	"sync"
@@ -185,4 +186,49 @@ func TestWithoutActionsARequestsNoticeGoesOutPlain(t *testing.T) {
 		}
 		return ok
 	})
+}
+
+func TestANotificationActionFromAnotherClientIsNotAnAnswer(t *testing.T) {
+	svc, addr := startActionService(t, "actions", "body")
+	h, ws, ans, _, _ := askingTray(t, addr, rmBuild)
+	var id uint32
+	h.waitFor("the notice", func() bool {
+		var ok bool
+		id, _, ok = svc.shown(NoticeNeedsInput + ": proj / feat asks: Allow bash: rm -rf build?")
+		return ok
+	})
+	forger, err := dbus.Connect(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { forger.Close() })
+	if err := forger.Emit(notifyPath, notifyName+".ActionInvoked", id, workspace.AllowAlways); err != nil {
+		t.Fatal(err)
+	}
+	// The bus handles a client's messages in order: once this call is
+	// answered, the forged signal has been delivered before the real one.
+	if err := forger.BusObject().Call("org.freedesktop.DBus.GetId", 0).Err; err != nil {
+		t.Fatal(err)
+	}
+	svc.click(t, id, workspace.AllowOnce)
+	h.waitFor("the answer", func() bool { return len(ans.Got()) > 0 })
+	want := []uitest.Answer{{Path: ws.Path, ID: rmBuild.ID, Reply: workspace.Reply{Permission: workspace.AllowOnce}}}
+	if got := ans.Got(); !reflect.DeepEqual(got, want) {
+		t.Errorf("answers %+v, want only the service's %+v", got, want)
+	}
+}
+
+func TestDeletingAWorkspaceTakesItsRequestsNotificationBack(t *testing.T) {
+	svc, addr := startActionService(t, "actions", "body")
+	h, ws, _, _, f := askingTray(t, addr, rmBuild)
+	var id uint32
+	h.waitFor("the notice", func() bool {
+		var ok bool
+		id, _, ok = svc.shown(NoticeNeedsInput + ": proj / feat asks: Allow bash: rm -rf build?")
+		return ok
+	})
+	if err := f.Delete(context.Background(), ws.Path, workspace.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the notice taken back", func() bool { return svc.wasClosed(id) })
 }

@@ -76,8 +76,17 @@ func askOverDBus(ctx context.Context, addr string, n Notice, invoked func(key st
 		_, err := notify(callCtx, obj, n, nil)
 		return err
 	}
+	// Any client on the bus may emit ActionInvoked, and notice IDs are
+	// easy to guess: only the service's own signals are the user's
+	// clicks. The notice goes to the same unique name, so that a service
+	// replaced meanwhile cannot show it while its clicks go unheard.
+	var owner string
+	if err := conn.BusObject().CallWithContext(callCtx, "org.freedesktop.DBus.GetNameOwner", 0, notifyName).Store(&owner); err != nil {
+		return fmt.Errorf("find the owner of org.freedesktop.Notifications: %w", err)
+	}
+	obj = conn.Object(owner, notifyPath)
 	// Listen before the notice shows, so that no click goes unheard.
-	if err := conn.AddMatchSignalContext(callCtx, dbus.WithMatchObjectPath(notifyPath), dbus.WithMatchInterface(notifyName)); err != nil {
+	if err := conn.AddMatchSignalContext(callCtx, dbus.WithMatchSender(owner), dbus.WithMatchObjectPath(notifyPath), dbus.WithMatchInterface(notifyName)); err != nil {
 		return fmt.Errorf("listen to org.freedesktop.Notifications: %w", err)
 	}
 	signals := make(chan *dbus.Signal, 16)
@@ -86,11 +95,15 @@ func askOverDBus(ctx context.Context, addr string, n Notice, invoked func(key st
 	for _, a := range NoticeActions(*n.Asks) {
 		actions = append(actions, a.Key, a.Label)
 	}
-	id, err := notify(callCtx, obj, n, actions)
+	cancel()
+	// Once sent, the notice may show even if ctx ends before the reply:
+	// wait for its ID regardless, so that it can be taken back below.
+	sendCtx, cancel := context.WithTimeout(connCtx, notifyCalls)
+	defer cancel()
+	id, err := notify(sendCtx, obj, n, actions)
 	if err != nil {
 		return err
 	}
-	cancel()
 	for {
 		select {
 		case <-ctx.Done():
@@ -104,7 +117,7 @@ func askOverDBus(ctx context.Context, addr string, n Notice, invoked func(key st
 			if !ok {
 				return errors.New("the session bus went away")
 			}
-			if len(sig.Body) < 2 || sig.Body[0] != id {
+			if sig.Sender != owner || len(sig.Body) < 2 || sig.Body[0] != id {
 				continue
 			}
 			switch sig.Name {

@@ -205,7 +205,8 @@ func (t *Tray) handle(ctx context.Context, e workspace.Event) []Notice {
 }
 
 // reload re-reads projects and workspaces, in the manager's order; what
-// only events tell (delete progress) carries over by path. t.mu is held.
+// only events tell (delete progress) carries over by path. The notices of
+// requests that went with their workspace are taken back. t.mu is held.
 func (t *Tray) reload(ctx context.Context) {
 	d := t.deps
 	prev := map[string]WorkspaceState{}
@@ -214,6 +215,9 @@ func (t *Tray) reload(ctx context.Context) {
 			prev[w.Workspace.Path] = w
 		}
 	}
+	// A project whose list failed keeps its notices: its workspaces are
+	// not known to be gone.
+	unlisted := map[string]bool{}
 	next := State{
 		CanCopyMCPConfig: d.MCPConfig != nil,
 		CanRestartAgents: d.Agents != nil,
@@ -227,6 +231,7 @@ func (t *Tray) reload(ctx context.Context) {
 		if err != nil {
 			t.log.WarnContext(ctx, "list workspaces", slog.String("project", p.Path), slog.Any("err", err))
 			ps.Err = window.UserMessage(err)
+			unlisted[p.Path] = true
 		}
 		for _, w := range list {
 			md := t.metadata(ctx, w.Path)
@@ -238,10 +243,17 @@ func (t *Tray) reload(ctx context.Context) {
 				ws.Deleting, ws.DeleteStep, ws.DeleteErr = old.Deleting, old.DeleteStep, old.DeleteErr
 				ws.Updating, ws.CreatingPR = old.Updating, old.CreatingPR
 				ws.Answering = old.Answering
+				t.withdrawGone(old.Agent, ws.Agent)
+				delete(prev, w.Path)
 			}
 			ps.Workspaces = append(ps.Workspaces, ws)
 		}
 		next.Projects = append(next.Projects, ps)
+	}
+	for _, w := range prev {
+		if !unlisted[w.Workspace.ProjectPath] {
+			t.withdrawGone(w.Agent, workspace.AgentStatus{})
+		}
 	}
 	t.state = next
 }
