@@ -239,3 +239,41 @@ func TestWakeWaitsForAnAgentThatIsStarting(t *testing.T) {
 		t.Errorf("Wake past its deadline = %v", fmt.Sprint(err))
 	}
 }
+
+func TestAReviewForAHibernatedAgentWithoutAPlaceWaitsForOne(t *testing.T) {
+	f := newFixture(t)
+	o := f.options()
+	o.MaxAgents = 1
+	s := f.start(o)
+	a, b := worktreeWorkspace(t), worktreeWorkspace(t)
+	s.Start(b)
+	waitState(t, s, b.Path, workspace.AgentStateReady, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.Hibernate(ctx, b.Path); err != nil {
+		t.Fatal(err)
+	}
+	s.Start(a)
+	waitState(t, s, a.Path, workspace.AgentStateReady, 10*time.Second)
+
+	// b wakes into the queue for maxAgents: the review waits with it.
+	d, err := s.SendReview(b.Path, workspace.Review{Summary: "rename the flag"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.State != workspace.DeliveryPending {
+		t.Fatalf("review while its agent waits for a place = %+v", d)
+	}
+	if st := s.AgentStatus(b.Path); st.State != workspace.AgentStateFailed || !s.waitingForPlace(filepath.Clean(b.Path)) {
+		t.Fatalf("b = %+v, want it waiting for a place", st)
+	}
+	if got := s.Reviews(b.Path); len(got) != 1 || got[0].State != workspace.DeliveryPending {
+		t.Fatalf("reviews while b waits = %+v", got)
+	}
+	if err := s.StopAgent(ctx, a.Path); err != nil {
+		t.Fatal(err)
+	}
+	if got := waitReview(t, s, b.Path, d.ID); got.State != workspace.DeliveryDelivered {
+		t.Fatalf("review after b got a place = %+v", got)
+	}
+}

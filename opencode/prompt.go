@@ -168,8 +168,9 @@ func (s *Supervisor) enqueue(key string, add func(*outbox) (*parcel, error)) (*p
 	}
 	// An agent that failed already will not become ready by itself; the
 	// prompt must not wait for it silently (setState fails it only on a
-	// change).
-	if st := s.AgentStatus(key); st.State == workspace.AgentStateFailed || st.State == workspace.AgentStateNotFound {
+	// change). One waiting for a place of MaxAgents reports failed too,
+	// but starts when a place frees up: its prompts wait for it.
+	if st := s.AgentStatus(key); (st.State == workspace.AgentStateFailed || st.State == workspace.AgentStateNotFound) && !s.waitingForPlace(key) {
 		s.failPending(key, st.Detail)
 	}
 	s.deliverIfReady(key)

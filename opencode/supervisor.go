@@ -157,6 +157,15 @@ func (s *Supervisor) limitLocked(key string, ws workspace.Workspace) {
 	s.notifyLocked()
 }
 
+// waitingForPlace reports whether the agent of key waits in the queue for
+// a place of MaxAgents (see limitLocked).
+func (s *Supervisor) waitingForPlace(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.waiting[key]
+	return a != nil && s.agents[key] == a
+}
+
 // agentEnded frees the place of an agent whose loop returned and starts
 // the agents waiting for one, oldest first.
 func (s *Supervisor) agentEnded() {
