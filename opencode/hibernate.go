@@ -43,7 +43,7 @@ func (s *Supervisor) Hibernate(ctx context.Context, path string) error {
 		}
 		return err
 	}
-	s.hibernatedLocked(key, a.ws, since, a.out)
+	s.hibernatedLocked(key, a.ws, since, a.out, a.done)
 	s.mu.Unlock()
 	a.cancel()
 	select {
@@ -72,10 +72,16 @@ func (s *Supervisor) hibernatableLocked(key, path string) (*agent, error) {
 }
 
 // hibernatedLocked records ws's agent as hibernated since since: a
-// placeholder whose loop has ended, out of the queue for MaxAgents.
-func (s *Supervisor) hibernatedLocked(key string, ws workspace.Workspace, since time.Time, out *lineRing) {
-	done := make(chan struct{})
-	close(done)
+// placeholder out of the queue for MaxAgents. Its done is stopped, that
+// of the agent it replaces (nil: none), which closes once that agent's
+// processes are gone and its place of MaxAgents is free: Wake waits for
+// it, so that no second opencode runs in the worktree.
+func (s *Supervisor) hibernatedLocked(key string, ws workspace.Workspace, since time.Time, out *lineRing, stopped chan struct{}) {
+	done := stopped
+	if done == nil {
+		done = make(chan struct{})
+		close(done)
+	}
 	detail := "hibernated: started again when something needs it (workspace_wake, a prompt, its port)"
 	if !since.IsZero() {
 		detail = fmt.Sprintf("hibernated since %s UTC: started again when something needs it (workspace_wake, a prompt, its port)",
@@ -114,21 +120,27 @@ func (s *Supervisor) Hibernated(path string) bool {
 // ends first.
 func (s *Supervisor) Wake(ctx context.Context, path string) error {
 	key := filepath.Clean(path)
-	if _, err := s.wakeStart(key, path); err != nil {
+	if _, err := s.wakeStart(ctx, key, path); err != nil {
 		return err
 	}
 	return s.waitUntilReady(ctx, key, path)
 }
 
 // wakeStart starts the agent of key if it is hibernated (woke), without
-// waiting for it.
-func (s *Supervisor) wakeStart(key, path string) (woke bool, err error) {
+// waiting for it to be ready; only, while a Hibernate still stops the
+// agent before, for that one to be gone (or ctx to end).
+func (s *Supervisor) wakeStart(ctx context.Context, key, path string) (woke bool, err error) {
 	s.mu.Lock()
 	a := s.agents[key]
 	hibernated := a != nil && a.state == workspace.AgentStateHibernated
 	s.mu.Unlock()
 	if !hibernated {
 		return false, nil
+	}
+	select {
+	case <-a.done:
+	case <-ctx.Done():
+		return false, workspace.Errorf(workspace.CodeTimeout, "wake the agent of %s: it is still being hibernated: %v", path, ctx.Err())
 	}
 	if err := workspace.UnmarkHibernated(a.ws.Path); err != nil {
 		return false, fmt.Errorf("wake the agent of %s: %w", path, err)

@@ -277,3 +277,37 @@ func TestAReviewForAHibernatedAgentWithoutAPlaceWaitsForOne(t *testing.T) {
 		t.Fatalf("review after b got a place = %+v", got)
 	}
 }
+
+// A Wake while a Hibernate still stops the agent (here one that ignores
+// SIGTERM, so it goes only at the SIGKILL after StopTimeout) waits for it:
+// no second opencode in the worktree, and its place of maxAgents is free.
+func TestWakeDuringAHibernateWaitsUntilTheOldAgentIsGone(t *testing.T) {
+	f := newFixture(t, "FAKEOC_IGNORE_TERM=1")
+	o := f.options()
+	o.MaxAgents = 1
+	s := f.start(o)
+	ws := worktreeWorkspace(t)
+	s.Start(ws)
+	waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second)
+	leader := agentRecords(t, f.agentsDir)[0].PID
+
+	short, cancelShort := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancelShort()
+	if err := s.Hibernate(short, ws.Path); err == nil {
+		t.Fatal("Hibernate returned before an agent that ignores SIGTERM was gone")
+	}
+	if processGone(leader) {
+		t.Fatal("the old agent is gone already; the test shows nothing")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.Wake(ctx, ws.Path); err != nil {
+		t.Fatal(err)
+	}
+	if !processGone(leader) {
+		t.Error("Wake started a second agent while the old one still ran")
+	}
+	if recs := agentRecords(t, f.agentsDir); len(recs) != 1 || recs[0].PID == leader {
+		t.Errorf("records after Wake: %v", recs)
+	}
+}

@@ -163,7 +163,7 @@ func (s *Supervisor) enqueue(key string, add func(*outbox) (*parcel, error)) (*p
 	s.log.Info(p.what()+" queued", attrs...)
 	// A prompt needs the agent: a hibernated one wakes, and the prompt
 	// goes out when it is ready.
-	if _, err := s.wakeStart(key, key); err != nil {
+	if _, err := s.wakeStart(context.Background(), key, key); err != nil {
 		s.log.Warn("cannot wake the agent for a "+p.what(), slog.String("workspace", key), slog.Any("err", err))
 	}
 	// An agent that failed already will not become ready by itself; the

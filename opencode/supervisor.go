@@ -85,7 +85,7 @@ func (s *Supervisor) Start(ws workspace.Workspace) {
 		return
 	}
 	if hibernated {
-		s.hibernatedLocked(key, ws, since, nil)
+		s.hibernatedLocked(key, ws, since, nil, nil)
 	} else {
 		s.startLocked(key, ws)
 	}
@@ -195,7 +195,7 @@ func (s *Supervisor) agentEnded() {
 // It does not wait.
 func (s *Supervisor) Restart(path string) error {
 	key := filepath.Clean(path)
-	if woke, err := s.wakeStart(key, path); woke || err != nil {
+	if woke, err := s.wakeStart(context.Background(), key, path); woke || err != nil {
 		return err
 	}
 	s.mu.Lock()
