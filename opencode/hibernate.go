@@ -23,9 +23,19 @@ import (
 // processes are gone and records it hibernated. A running turn ends with
 // it. Hibernating a hibernated agent is not an error.
 func (s *Supervisor) Hibernate(ctx context.Context, path string) error {
+	return s.hibernate(ctx, path, 0)
+}
+
+// hibernate is Hibernate; with idleFor above 0 only an agent idle for
+// that long (idleLocked), decided again under the lock at the moment it is
+// hibernated: a turn or a prompt that came meanwhile keeps it running.
+func (s *Supervisor) hibernate(ctx context.Context, path string, idleFor time.Duration) error {
 	key := filepath.Clean(path)
 	s.mu.Lock()
 	a, err := s.hibernatableLocked(key, path)
+	if a != nil && idleFor > 0 && !s.idleLocked(key, a, idleFor) {
+		a = nil
+	}
 	s.mu.Unlock()
 	if a == nil {
 		return err
@@ -35,10 +45,12 @@ func (s *Supervisor) Hibernate(ctx context.Context, path string) error {
 		return fmt.Errorf("hibernate the agent of %s: %w", path, err)
 	}
 	s.mu.Lock()
-	// It may have been stopped or woken while the record was written.
-	if a, err = s.hibernatableLocked(key, path); a == nil {
+	// It may have been stopped, woken or become busy while the record was
+	// written.
+	if a, err = s.hibernatableLocked(key, path); a == nil || idleFor > 0 && !s.idleLocked(key, a, idleFor) {
+		hibernated := a == nil && err == nil
 		s.mu.Unlock()
-		if err != nil {
+		if !hibernated {
 			_ = workspace.UnmarkHibernated(path)
 		}
 		return err
@@ -220,26 +232,30 @@ func (s *Supervisor) HibernateIdle(ctx context.Context) {
 
 // hibernateIdle hibernates the agents idle for after or longer.
 func (s *Supervisor) hibernateIdle(ctx context.Context, after time.Duration) {
-	now := s.opts.Now()
 	var idle []string
 	s.mu.Lock()
 	for key, a := range s.agents {
-		st := s.statusLocked(a)
-		if st.State == workspace.AgentStateReady && (st.Type == workspace.AgentNone || st.Type == workspace.AgentIdle) &&
-			st.NeedsInput == 0 && st.Retry.Sessions == 0 && now.Sub(a.activeAt) >= after {
+		if s.idleLocked(key, a, after) {
 			idle = append(idle, key)
 		}
 	}
 	s.mu.Unlock()
 	for _, key := range idle {
-		if s.promptsWaiting(key) {
-			continue
-		}
 		s.log.Info("hibernating an idle agent", slog.String("workspace", key), slog.Duration("idleAfter", after))
-		if err := s.Hibernate(ctx, key); err != nil {
+		if err := s.hibernate(ctx, key, after); err != nil {
 			s.log.Warn("cannot hibernate an idle agent", slog.String("workspace", key), slog.Any("err", err))
 		}
 	}
+}
+
+// idleLocked reports whether a, the agent of key, has been ready and idle
+// for after: no session busy, retrying or waiting for an answer, no prompt
+// waiting to go out or being sent. Call it with s.mu held (it takes
+// s.prompts.mu).
+func (s *Supervisor) idleLocked(key string, a *agent, after time.Duration) bool {
+	st := s.statusLocked(a)
+	return st.State == workspace.AgentStateReady && (st.Type == workspace.AgentNone || st.Type == workspace.AgentIdle) &&
+		st.NeedsInput == 0 && st.Retry.Sessions == 0 && s.opts.Now().Sub(a.activeAt) >= after && !s.promptsWaiting(key)
 }
 
 // promptsWaiting reports whether a prompt of key waits for its agent or

@@ -311,3 +311,42 @@ func TestWakeDuringAHibernateWaitsUntilTheOldAgentIsGone(t *testing.T) {
 		t.Errorf("records after Wake: %v", recs)
 	}
 }
+
+// The idle check decides again at the moment it hibernates: an agent that
+// became busy (or active) since it was found idle keeps running.
+func TestIdleHibernationChecksAgainThatTheAgentIsIdle(t *testing.T) {
+	f := newFixture(t)
+	s := f.start(f.options())
+	ws := worktreeWorkspace(t)
+	s.Start(ws)
+	port := waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second).Port
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.hibernate(ctx, ws.Path, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.AgentStatus(ws.Path); st.State != workspace.AgentStateReady {
+		t.Fatalf("hibernated though active just now: %+v", st)
+	}
+	testenv.WaitFor(t, "event stream connected", 5*time.Second, func() bool { return eventClients(t, port) > 0 })
+	emit(t, port, false, EventSessionCreated, map[string]any{"sessionID": "ses_1", "info": map[string]any{"id": "ses_1"}})
+	emit(t, port, false, EventSessionStatus, status("ses_1", "busy"))
+	testenv.WaitFor(t, "busy", 5*time.Second, func() bool { return s.AgentStatus(ws.Path).Type == workspace.AgentBusy })
+	if err := s.hibernate(ctx, ws.Path, time.Nanosecond); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.AgentStatus(ws.Path); st.State != workspace.AgentStateReady {
+		t.Fatalf("a busy agent was hibernated: %+v", st)
+	}
+	if _, ok := workspace.HibernatedSince(ws.Path); ok {
+		t.Error("the record stays though the agent was not hibernated")
+	}
+	emit(t, port, false, EventSessionStatus, status("ses_1", "idle"))
+	testenv.WaitFor(t, "idle", 5*time.Second, func() bool { return s.AgentStatus(ws.Path).Type == workspace.AgentIdle })
+	if err := s.hibernate(ctx, ws.Path, time.Nanosecond); err != nil {
+		t.Fatal(err)
+	}
+	if !s.Hibernated(ws.Path) {
+		t.Errorf("an idle agent was not hibernated: %+v", s.AgentStatus(ws.Path))
+	}
+}
