@@ -23,9 +23,19 @@ import (
 // processes are gone and records it hibernated. A running turn ends with
 // it. Hibernating a hibernated agent is not an error.
 func (s *Supervisor) Hibernate(ctx context.Context, path string) error {
+	return s.hibernate(ctx, path, 0)
+}
+
+// hibernate is Hibernate; with idleFor above 0 only an agent idle for
+// that long (idleLocked), decided again under the lock at the moment it is
+// hibernated: a turn or a prompt that came meanwhile keeps it running.
+func (s *Supervisor) hibernate(ctx context.Context, path string, idleFor time.Duration) error {
 	key := filepath.Clean(path)
 	s.mu.Lock()
 	a, err := s.hibernatableLocked(key, path)
+	if a != nil && idleFor > 0 && !s.idleLocked(key, a, idleFor) {
+		a = nil
+	}
 	s.mu.Unlock()
 	if a == nil {
 		return err
@@ -35,15 +45,17 @@ func (s *Supervisor) Hibernate(ctx context.Context, path string) error {
 		return fmt.Errorf("hibernate the agent of %s: %w", path, err)
 	}
 	s.mu.Lock()
-	// It may have been stopped or woken while the record was written.
-	if a, err = s.hibernatableLocked(key, path); a == nil {
+	// It may have been stopped, woken or become busy while the record was
+	// written.
+	if a, err = s.hibernatableLocked(key, path); a == nil || idleFor > 0 && !s.idleLocked(key, a, idleFor) {
+		hibernated := a == nil && err == nil
 		s.mu.Unlock()
-		if err != nil {
+		if !hibernated {
 			_ = workspace.UnmarkHibernated(path)
 		}
 		return err
 	}
-	s.hibernatedLocked(key, a.ws, since, a.out)
+	s.hibernatedLocked(key, a.ws, since, a.out, a.done)
 	s.mu.Unlock()
 	a.cancel()
 	select {
@@ -72,10 +84,16 @@ func (s *Supervisor) hibernatableLocked(key, path string) (*agent, error) {
 }
 
 // hibernatedLocked records ws's agent as hibernated since since: a
-// placeholder whose loop has ended, out of the queue for MaxAgents.
-func (s *Supervisor) hibernatedLocked(key string, ws workspace.Workspace, since time.Time, out *lineRing) {
-	done := make(chan struct{})
-	close(done)
+// placeholder out of the queue for MaxAgents. Its done is stopped, that
+// of the agent it replaces (nil: none), which closes once that agent's
+// processes are gone and its place of MaxAgents is free: Wake waits for
+// it, so that no second opencode runs in the worktree.
+func (s *Supervisor) hibernatedLocked(key string, ws workspace.Workspace, since time.Time, out *lineRing, stopped chan struct{}) {
+	done := stopped
+	if done == nil {
+		done = make(chan struct{})
+		close(done)
+	}
 	detail := "hibernated: started again when something needs it (workspace_wake, a prompt, its port)"
 	if !since.IsZero() {
 		detail = fmt.Sprintf("hibernated since %s UTC: started again when something needs it (workspace_wake, a prompt, its port)",
@@ -115,21 +133,27 @@ func (s *Supervisor) Hibernated(path string) bool {
 // ends first.
 func (s *Supervisor) Wake(ctx context.Context, path string) error {
 	key := filepath.Clean(path)
-	if _, err := s.wakeStart(key, path); err != nil {
+	if _, err := s.wakeStart(ctx, key, path); err != nil {
 		return err
 	}
 	return s.waitUntilReady(ctx, key, path)
 }
 
 // wakeStart starts the agent of key if it is hibernated (woke), without
-// waiting for it.
-func (s *Supervisor) wakeStart(key, path string) (woke bool, err error) {
+// waiting for it to be ready; only, while a Hibernate still stops the
+// agent before, for that one to be gone (or ctx to end).
+func (s *Supervisor) wakeStart(ctx context.Context, key, path string) (woke bool, err error) {
 	s.mu.Lock()
 	a := s.agents[key]
 	hibernated := a != nil && a.state == workspace.AgentStateHibernated
 	s.mu.Unlock()
 	if !hibernated {
 		return false, nil
+	}
+	select {
+	case <-a.done:
+	case <-ctx.Done():
+		return false, workspace.Errorf(workspace.CodeTimeout, "wake the agent of %s: it is still being hibernated: %v", path, ctx.Err())
 	}
 	if err := workspace.UnmarkHibernated(a.ws.Path); err != nil {
 		return false, fmt.Errorf("wake the agent of %s: %w", path, err)
@@ -209,26 +233,30 @@ func (s *Supervisor) HibernateIdle(ctx context.Context) {
 
 // hibernateIdle hibernates the agents idle for after or longer.
 func (s *Supervisor) hibernateIdle(ctx context.Context, after time.Duration) {
-	now := s.opts.Now()
 	var idle []string
 	s.mu.Lock()
 	for key, a := range s.agents {
-		st := s.statusLocked(a)
-		if st.State == workspace.AgentStateReady && (st.Type == workspace.AgentNone || st.Type == workspace.AgentIdle) &&
-			st.NeedsInput == 0 && st.Retry.Sessions == 0 && now.Sub(a.activeAt) >= after {
+		if s.idleLocked(key, a, after) {
 			idle = append(idle, key)
 		}
 	}
 	s.mu.Unlock()
 	for _, key := range idle {
-		if s.promptsWaiting(key) {
-			continue
-		}
 		s.log.Info("hibernating an idle agent", slog.String("workspace", key), slog.Duration("idleAfter", after))
-		if err := s.Hibernate(ctx, key); err != nil {
+		if err := s.hibernate(ctx, key, after); err != nil {
 			s.log.Warn("cannot hibernate an idle agent", slog.String("workspace", key), slog.Any("err", err))
 		}
 	}
+}
+
+// idleLocked reports whether a, the agent of key, has been ready and idle
+// for after: no session busy, retrying or waiting for an answer, no prompt
+// waiting to go out or being sent. Call it with s.mu held (it takes
+// s.prompts.mu).
+func (s *Supervisor) idleLocked(key string, a *agent, after time.Duration) bool {
+	st := s.statusLocked(a)
+	return st.State == workspace.AgentStateReady && (st.Type == workspace.AgentNone || st.Type == workspace.AgentIdle) &&
+		st.NeedsInput == 0 && st.Retry.Sessions == 0 && s.opts.Now().Sub(a.activeAt) >= after && !s.promptsWaiting(key)
 }
 
 // promptsWaiting reports whether a prompt of key waits for its agent or

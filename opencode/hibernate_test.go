@@ -284,3 +284,114 @@ func TestUsageIsKeptWhileHibernatedAndAcrossTheWake(t *testing.T) {
 		t.Errorf("spent = %+v: the usage read again at the wake counted as spending", spent)
 	}
 }
+
+func TestAReviewForAHibernatedAgentWithoutAPlaceWaitsForOne(t *testing.T) {
+	f := newFixture(t)
+	o := f.options()
+	o.MaxAgents = 1
+	s := f.start(o)
+	a, b := worktreeWorkspace(t), worktreeWorkspace(t)
+	s.Start(b)
+	waitState(t, s, b.Path, workspace.AgentStateReady, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.Hibernate(ctx, b.Path); err != nil {
+		t.Fatal(err)
+	}
+	s.Start(a)
+	waitState(t, s, a.Path, workspace.AgentStateReady, 10*time.Second)
+
+	// b wakes into the queue for maxAgents: the review waits with it.
+	d, err := s.SendReview(b.Path, workspace.Review{Summary: "rename the flag"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.State != workspace.DeliveryPending {
+		t.Fatalf("review while its agent waits for a place = %+v", d)
+	}
+	if st := s.AgentStatus(b.Path); st.State != workspace.AgentStateFailed || !s.waitingForPlace(filepath.Clean(b.Path)) {
+		t.Fatalf("b = %+v, want it waiting for a place", st)
+	}
+	if got := s.Reviews(b.Path); len(got) != 1 || got[0].State != workspace.DeliveryPending {
+		t.Fatalf("reviews while b waits = %+v", got)
+	}
+	if err := s.StopAgent(ctx, a.Path); err != nil {
+		t.Fatal(err)
+	}
+	if got := waitReview(t, s, b.Path, d.ID); got.State != workspace.DeliveryDelivered {
+		t.Fatalf("review after b got a place = %+v", got)
+	}
+}
+
+// A Wake while a Hibernate still stops the agent (here one that ignores
+// SIGTERM, so it goes only at the SIGKILL after StopTimeout) waits for it:
+// no second opencode in the worktree, and its place of maxAgents is free.
+func TestWakeDuringAHibernateWaitsUntilTheOldAgentIsGone(t *testing.T) {
+	f := newFixture(t, "FAKEOC_IGNORE_TERM=1")
+	o := f.options()
+	o.MaxAgents = 1
+	s := f.start(o)
+	ws := worktreeWorkspace(t)
+	s.Start(ws)
+	waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second)
+	leader := agentRecords(t, f.agentsDir)[0].PID
+
+	short, cancelShort := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancelShort()
+	if err := s.Hibernate(short, ws.Path); err == nil {
+		t.Fatal("Hibernate returned before an agent that ignores SIGTERM was gone")
+	}
+	if processGone(leader) {
+		t.Fatal("the old agent is gone already; the test shows nothing")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.Wake(ctx, ws.Path); err != nil {
+		t.Fatal(err)
+	}
+	if !processGone(leader) {
+		t.Error("Wake started a second agent while the old one still ran")
+	}
+	if recs := agentRecords(t, f.agentsDir); len(recs) != 1 || recs[0].PID == leader {
+		t.Errorf("records after Wake: %v", recs)
+	}
+}
+
+// The idle check decides again at the moment it hibernates: an agent that
+// became busy (or active) since it was found idle keeps running.
+func TestIdleHibernationChecksAgainThatTheAgentIsIdle(t *testing.T) {
+	f := newFixture(t)
+	s := f.start(f.options())
+	ws := worktreeWorkspace(t)
+	s.Start(ws)
+	port := waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second).Port
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.hibernate(ctx, ws.Path, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.AgentStatus(ws.Path); st.State != workspace.AgentStateReady {
+		t.Fatalf("hibernated though active just now: %+v", st)
+	}
+	testenv.WaitFor(t, "event stream connected", 5*time.Second, func() bool { return eventClients(t, port) > 0 })
+	emit(t, port, false, EventSessionCreated, map[string]any{"sessionID": "ses_1", "info": map[string]any{"id": "ses_1"}})
+	emit(t, port, false, EventSessionStatus, status("ses_1", "busy"))
+	testenv.WaitFor(t, "busy", 5*time.Second, func() bool { return s.AgentStatus(ws.Path).Type == workspace.AgentBusy })
+	if err := s.hibernate(ctx, ws.Path, time.Nanosecond); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.AgentStatus(ws.Path); st.State != workspace.AgentStateReady {
+		t.Fatalf("a busy agent was hibernated: %+v", st)
+	}
+	if _, ok := workspace.HibernatedSince(ws.Path); ok {
+		t.Error("the record stays though the agent was not hibernated")
+	}
+	emit(t, port, false, EventSessionStatus, status("ses_1", "idle"))
+	testenv.WaitFor(t, "idle", 5*time.Second, func() bool { return s.AgentStatus(ws.Path).Type == workspace.AgentIdle })
+	if err := s.hibernate(ctx, ws.Path, time.Nanosecond); err != nil {
+		t.Fatal(err)
+	}
+	if !s.Hibernated(ws.Path) {
+		t.Errorf("an idle agent was not hibernated: %+v", s.AgentStatus(ws.Path))
+	}
+}

@@ -163,13 +163,14 @@ func (s *Supervisor) enqueue(key string, add func(*outbox) (*parcel, error)) (*p
 	s.log.Info(p.what()+" queued", attrs...)
 	// A prompt needs the agent: a hibernated one wakes, and the prompt
 	// goes out when it is ready.
-	if _, err := s.wakeStart(key, key); err != nil {
+	if _, err := s.wakeStart(context.Background(), key, key); err != nil {
 		s.log.Warn("cannot wake the agent for a "+p.what(), slog.String("workspace", key), slog.Any("err", err))
 	}
 	// An agent that failed already will not become ready by itself; the
 	// prompt must not wait for it silently (setState fails it only on a
-	// change).
-	if st := s.AgentStatus(key); st.State == workspace.AgentStateFailed || st.State == workspace.AgentStateNotFound {
+	// change). One waiting for a place of MaxAgents reports failed too,
+	// but starts when a place frees up: its prompts wait for it.
+	if st := s.AgentStatus(key); (st.State == workspace.AgentStateFailed || st.State == workspace.AgentStateNotFound) && !s.waitingForPlace(key) {
 		s.failPending(key, st.Detail)
 	}
 	s.deliverIfReady(key)

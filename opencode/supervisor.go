@@ -85,7 +85,7 @@ func (s *Supervisor) Start(ws workspace.Workspace) {
 		return
 	}
 	if hibernated {
-		s.hibernatedLocked(key, ws, since, nil)
+		s.hibernatedLocked(key, ws, since, nil, nil)
 	} else {
 		s.startLocked(key, ws)
 	}
@@ -169,6 +169,15 @@ func (s *Supervisor) lastUsageLocked(key string) Usage {
 	return Usage{}
 }
 
+// waitingForPlace reports whether the agent of key waits in the queue for
+// a place of MaxAgents (see limitLocked).
+func (s *Supervisor) waitingForPlace(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.waiting[key]
+	return a != nil && s.agents[key] == a
+}
+
 // agentEnded frees the place of an agent whose loop returned and starts
 // the agents waiting for one, oldest first.
 func (s *Supervisor) agentEnded() {
@@ -198,7 +207,7 @@ func (s *Supervisor) agentEnded() {
 // It does not wait.
 func (s *Supervisor) Restart(path string) error {
 	key := filepath.Clean(path)
-	if woke, err := s.wakeStart(key, path); woke || err != nil {
+	if woke, err := s.wakeStart(context.Background(), key, path); woke || err != nil {
 		return err
 	}
 	s.mu.Lock()
