@@ -101,7 +101,9 @@ func TestGUIAllowOnceFromTheTrayOrANotificationLetsTheTurnGoOn(t *testing.T) {
 		for _, c := range ws.children[0].children {
 			sub = append(sub, c.label)
 		}
-		want := []string{"echo from-tray", "----", app.LabelAllowOnce, app.LabelAllowAlways, app.LabelReject}
+		// Allow always names its standing grant: opencode's "always"
+		// pattern for the command, wider than the request.
+		want := []string{"echo from-tray", "----", app.LabelAllowOnce, app.LabelAllowAlways + ": echo *", app.LabelReject}
 		return slices.Equal(sub, want), fmt.Sprintf("the request's submenu is %q, want %q", sub, want)
 	})
 	shotTrayMenu(t, d, filepath.Join(guiShotDir(t), "permission-request-menu.png"), 2)
