@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +42,12 @@ func stdioClient(t *testing.T, bin string, env []string, args ...string) (*sdk.C
 // serveOneWorkspace runs the built binary's serve, with the fake opencode
 // as the agents, on a project repo with one workspace, one.
 func serveOneWorkspace(t *testing.T) (bin string, env []string, app *appRun, repo, one string) {
+	return serveOneWorkspaceWith(t, nil)
+}
+
+// serveOneWorkspaceWith is serveOneWorkspace with more settings, and more
+// variables in the environment (none of the test's own OTEL_ ones).
+func serveOneWorkspaceWith(t *testing.T, more map[string]any, moreEnv ...string) (bin string, env []string, app *appRun, repo, one string) {
 	t.Helper()
 	bin, fake := buildApp(t)
 	t.Cleanup(func() {
@@ -52,12 +59,14 @@ func serveOneWorkspace(t *testing.T) (bin string, env []string, app *appRun, rep
 	repo = testenv.GitRepo(t, "repo")
 	one = filepath.Join(filepath.Dir(repo), "worktrees", "one")
 	testenv.Git(t, repo, "worktree", "add", "-q", "-b", "one", one)
-	set, err := json.Marshal(map[string]any{"opencodeBin": fake, "projects": []string{repo}})
+	set := map[string]any{"opencodeBin": fake, "projects": []string{repo}}
+	maps.Copy(set, more)
+	b, err := json.Marshal(set)
 	if err != nil {
 		t.Fatal(err)
 	}
-	testenv.WriteSettings(t, string(set))
-	env = os.Environ()
+	testenv.WriteSettings(t, string(b))
+	env = otelEnv(moreEnv...)
 	return bin, env, launch(t, bin, env), repo, one
 }
 

@@ -12,6 +12,7 @@ import (
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
 	"codehydra/mcp"
@@ -71,20 +72,30 @@ func attrsOf(kvs []*commonpb.KeyValue) map[string]string {
 // span is the attributes of the first span named name, and its
 // resource's.
 func (r *otlpReceiver) span(name string) (attrs, resource map[string]string, ok bool) {
+	s, rs := r.find(func(s *tracepb.Span) bool { return s.Name == name })
+	if s == nil {
+		return nil, nil, false
+	}
+	return attrsOf(s.Attributes), attrsOf(rs.Resource.GetAttributes()), true
+}
+
+// find is the first span received that match picks, and its resource's
+// spans; nil when none.
+func (r *otlpReceiver) find(match func(*tracepb.Span) bool) (*tracepb.Span, *tracepb.ResourceSpans) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, req := range r.traces {
 		for _, rs := range req.ResourceSpans {
 			for _, ss := range rs.ScopeSpans {
 				for _, s := range ss.Spans {
-					if s.Name == name {
-						return attrsOf(s.Attributes), attrsOf(rs.Resource.GetAttributes()), true
+					if match(s) {
+						return s, rs
 					}
 				}
 			}
 		}
 	}
-	return nil, nil, false
+	return nil, nil
 }
 
 // metricNames is every metric name received.

@@ -16,6 +16,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"codehydra/internal/settings"
+	"codehydra/internal/tracectx"
 	"codehydra/mcp"
 	"codehydra/workspace"
 )
@@ -316,7 +317,7 @@ func (s *server) call(ctx context.Context, wsPath, tool string, args json.RawMes
 	if len(args) > 0 {
 		arguments = args
 	}
-	res, err := sess.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: arguments})
+	res, err := sess.CallTool(ctx, &sdk.CallToolParams{Meta: tracectx.Inject(ctx, nil), Name: tool, Arguments: arguments})
 	err = s.redact(err)
 	switch {
 	case err == nil:

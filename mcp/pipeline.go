@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"codehydra/internal/tracectx"
 	"codehydra/workspace"
 )
 
@@ -31,6 +33,7 @@ import (
 // tools/call through callTool.
 func (s *Server) toolCallMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (res sdk.Result, err error) {
+		ctx = tracectx.Extract(ctx, requestMeta(req), requestHeader(req))
 		ctx, end := s.tel.startRequest(ctx, method)
 		defer func() { end(err) }()
 		if ss, ok := req.GetSession().(*sdk.ServerSession); ok {
@@ -75,6 +78,18 @@ func (s *Server) toolCallMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 		}
 		return s.callTool(ctx, call, func(ctx context.Context) (sdk.Result, error) { return next(ctx, method, req) })
 	}
+}
+
+// requestMeta is the _meta of req's params, nil when it has none.
+func requestMeta(req sdk.Request) map[string]any {
+	p := req.GetParams()
+	if p == nil {
+		return nil
+	}
+	if v := reflect.ValueOf(p); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil
+	}
+	return p.GetMeta()
 }
 
 // limitMethod takes a token from the caller's bucket of a method other
@@ -154,7 +169,7 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest, next fu
 
 // requestHeader is the HTTP header of the request that carried req (nil
 // when there is none, e.g. in process).
-func requestHeader(req *sdk.CallToolRequest) http.Header {
+func requestHeader(req sdk.Request) http.Header {
 	if extra := req.GetExtra(); extra != nil {
 		return extra.Header
 	}
