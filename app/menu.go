@@ -65,6 +65,8 @@ type WorkspaceState struct {
 	// Answering are the IDs of the agent's pending requests whose answer
 	// the tray sent and the agent has not yet taken.
 	Answering []string
+	// Ports is the workspace's port block, zero when it has none.
+	Ports workspace.PortBlock
 }
 
 // Phase is what a workspace is doing, as the menu marks it.
@@ -339,6 +341,7 @@ func workspaceItem(s State, w WorkspaceState, a Actions) *fyne.MenuItem {
 	setup := setupItems(w, a)
 	items := append(requestItems(w, a.RequestActions), createdByItems(s, w)...)
 	items = append(items, usageItems(w)...)
+	items = append(items, portsItems(w)...)
 	items = append(items, setup...)
 	if why := AgentTrouble(w.Agent); why != "" && len(setup) == 0 {
 		items = append(items, disabled("⚠ "+why), fyne.NewMenuItemSeparator())
