@@ -341,7 +341,6 @@ func workspaceItem(s State, w WorkspaceState, a Actions) *fyne.MenuItem {
 	setup := setupItems(w, a)
 	items := append(requestItems(w, a.RequestActions), createdByItems(s, w)...)
 	items = append(items, usageItems(w)...)
-	items = append(items, portsItems(w)...)
 	items = append(items, setup...)
 	if why := AgentTrouble(w.Agent); why != "" && len(setup) == 0 {
 		items = append(items, disabled("⚠ "+why), fyne.NewMenuItemSeparator())
@@ -350,6 +349,7 @@ func workspaceItem(s State, w WorkspaceState, a Actions) *fyne.MenuItem {
 		items = append(items, disabled("⚠ "+oneMenuLine(why)), fyne.NewMenuItemSeparator())
 	}
 	items = append(items, promptItems(w)...)
+	items = append(items, portsItems(w)...)
 	it := fyne.NewMenuItem(WorkspaceLabel(w), nil)
 	items = append(items,
 		actionItem(LabelOpenAgent, open),
