@@ -45,6 +45,7 @@ const (
 	ToolAnswer          = "workspace_answer"
 	ToolHibernate       = "workspace_hibernate"
 	ToolWake            = "workspace_wake"
+	ToolListEndpoints   = "workspace_list_endpoints"
 )
 
 // toolDefs lists every tool of CodeHydra's own. It builds fresh values on
@@ -58,6 +59,7 @@ func toolDefs() []toolDef {
 		createPRTool(),
 		mergeTool(), updateFromBaseTool(), answerTool(),
 		hibernateTool(), wakeTool(),
+		listEndpointsTool(),
 	}
 }
 
