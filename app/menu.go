@@ -65,6 +65,10 @@ type WorkspaceState struct {
 	// Answering are the IDs of the agent's pending requests whose answer
 	// the tray sent and the agent has not yet taken.
 	Answering []string
+	// Endpoints are what its processes listen on; DevServer its
+	// project's dev server (previewmenu.go).
+	Endpoints []workspace.Endpoint
+	DevServer DevServerState
 }
 
 // Phase is what a workspace is doing, as the menu marks it.
@@ -267,6 +271,7 @@ type Actions struct {
 	PrepareActions
 	LandActions
 	RequestActions
+	PreviewActions
 }
 
 // BuildMenu is the tray menu for s: a summary line, each project with its
@@ -348,6 +353,7 @@ func workspaceItem(s State, w WorkspaceState, a Actions) *fyne.MenuItem {
 	}
 	items = append(items, promptItems(w)...)
 	it := fyne.NewMenuItem(WorkspaceLabel(w), nil)
+	items = append(items, previewItems(w, a.PreviewActions)...)
 	items = append(items,
 		actionItem(LabelOpenAgent, open),
 		actionItem(LabelCopyPath, copyPath),

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os/exec"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -15,6 +16,9 @@ import (
 type ServerTree struct {
 	Pid                int
 	OwnPort, ChildPort int
+	// Stop kills the tree and waits for its root; the end of the test
+	// does it too.
+	Stop func()
 }
 
 // serverTreeScript is the root: it listens, says on which port, and runs
@@ -46,11 +50,12 @@ func StartServerTree(t testing.TB, dir string) ServerTree {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	stop := sync.OnceFunc(func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
 	})
-	tree := ServerTree{Pid: cmd.Process.Pid}
+	t.Cleanup(stop)
+	tree := ServerTree{Pid: cmd.Process.Pid, Stop: stop}
 	ports := make(chan [2]int, 2)
 	go func() {
 		// Reads to the end, so that the servers never block on output.
