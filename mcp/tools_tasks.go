@@ -127,7 +127,7 @@ func (s *Server) runTask(ctx context.Context, req *sdk.CallToolRequest, in runTa
 	if err != nil {
 		return nil, runTaskOutput{}, fail(workspace.Errorf(workspace.CodeInternal, "the task was not run: %v", err))
 	}
-	res, err := tasks.Run(ctx, tasks.RunOptions{Argv: argv, Dir: ws.Path, Timeout: s.opts.TaskTimeout, Progress: progressOf(ctx, req),
+	res, err := tasks.RunAndWait(ctx, tasks.RunOptions{Argv: argv, Dir: ws.Path, Timeout: s.opts.TaskTimeout, Progress: progressOf(ctx, req),
 		Sandbox: plan.Policy, Env: plan.Env})
 	if errors.Is(err, proc.ErrNotConfined) {
 		return nil, runTaskOutput{}, fail(workspace.Errorf(workspace.CodeInternal, "the task was not run: %v", err))
