@@ -138,6 +138,7 @@ func (s *server) build(ctx context.Context) error {
 	s.prs = pullrequest.New(pullrequest.Options{Workspaces: s.manager, Settings: s.settings.Get, Logger: s.log.With("part", "pullrequest")})
 	workspaces := statuscache.Over(s.manager, s.cache)
 	s.questions = &questions{log: s.log.With("part", "gateway")}
+	s.buildPreviews()
 
 	srv, err := mcp.New(mcp.Options{
 		Bound:          bound,
@@ -152,6 +153,7 @@ func (s *server) build(ctx context.Context) error {
 		Gateway:        s.gateway,
 		Elicitor:       s.questions,
 		PullRequests:   s.prs,
+		Endpoints:      s.previews,
 		RateLimit:      rate.Limit(set.RateLimit.PerSecond),
 		Burst:          set.RateLimit.Burst,
 		CallTimeout:    set.ToolTimeout(),

@@ -21,6 +21,8 @@ import (
 	"codehydra/mcp"
 	"codehydra/opencode"
 	"codehydra/prepare"
+	"codehydra/previews"
+	"codehydra/tasks"
 	"codehydra/workspace"
 	"codehydra/workspace/statuscache"
 )
@@ -107,7 +109,11 @@ type server struct {
 	cache   *statuscache.Cache
 	// prs opens pull requests, for the MCP server and the tray.
 	prs *pullrequest.Creator
-	mcp *mcp.Server
+	// runs are the background tasks; previews finds the ports the
+	// workspaces' processes listen on.
+	runs     *tasks.Runs
+	previews *previews.Finder
+	mcp      *mcp.Server
 	// mcpServed receives Serve's result once startMCP started it.
 	mcpServed chan error
 
