@@ -98,20 +98,15 @@ func (t *Tray) previewActions() PreviewActions {
 	if d == nil {
 		return a
 	}
-	run := func(label string, fn func(ctx context.Context, path string) error) func(path string) {
-		return func(path string) {
-			t.background(func(life context.Context) {
-				ctx, cancel := context.WithTimeout(life, devServerTimeout)
-				defer cancel()
-				if err := fn(ctx, path); err != nil && life.Err() == nil {
-					t.do(func() { t.win.ShowError(label, err) })
-				}
-				t.refreshPreviews()
-			})
+	// The menu shows the change at once, not at the next look.
+	refreshed := func(fn func(ctx context.Context, path string) error) func(ctx context.Context, path string) error {
+		return func(ctx context.Context, path string) error {
+			defer t.refreshPreviews()
+			return fn(ctx, path)
 		}
 	}
-	a.StartDevServer = run(LabelStartDevServer, d.Start)
-	a.StopDevServer = run(LabelStopDevServer, d.Stop)
+	a.StartDevServer = t.backgroundAction(LabelStartDevServer, devServerTimeout, refreshed(d.Start))
+	a.StopDevServer = t.backgroundAction(LabelStopDevServer, devServerTimeout, refreshed(d.Stop))
 	return a
 }
 

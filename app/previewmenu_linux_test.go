@@ -15,14 +15,6 @@ import (
 	"codehydra/workspace"
 )
 
-// treeAgents are agents whose processes are real listening trees.
-type treeAgents map[string]testenv.ServerTree
-
-func (a treeAgents) AgentProcess(path string) (pid, port int, ok bool) {
-	tree, ok := a[path]
-	return tree.Pid, tree.OwnPort, ok
-}
-
 // devServers are dev servers whose start the test carries out: Start
 // asks for one on started, and the test runs it (set).
 type devServers struct {
@@ -75,7 +67,7 @@ func TestTheSubmenuOpensEachEndpointAndStartsAndStopsTheDevServer(t *testing.T) 
 	f, ws, agents := uitest.OneWorkspace(uitest.AgentIdle)
 	agent := testenv.StartServerTree(t, t.TempDir())
 	dev := &devServers{started: make(chan string, 1)}
-	finder := previews.New(previews.Options{Agents: treeAgents{ws.Path: agent}, Runs: dev.roots})
+	finder := previews.New(previews.Options{Agents: testenv.TreeAgents{ws.Path: agent}, Runs: dev.roots})
 	h := newHarness(t, Deps{Workspaces: f, Agents: agents, Previews: finder, DevServers: dev})
 	h.tray.previewEvery = 20 * time.Millisecond
 	var opened [][]string

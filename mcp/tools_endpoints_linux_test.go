@@ -10,14 +10,6 @@ import (
 	"codehydra/workspace"
 )
 
-// treeAgents are agents whose processes are real listening trees.
-type treeAgents map[string]testenv.ServerTree
-
-func (a treeAgents) AgentProcess(path string) (pid, port int, ok bool) {
-	tree, ok := a[path]
-	return tree.Pid, tree.OwnPort, ok
-}
-
 // sourcedPort is what an endpoint tells of whose port it is.
 type sourcedPort struct {
 	Source string
@@ -38,7 +30,7 @@ func ports(eps []workspace.Endpoint) []sourcedPort {
 // agent's own server nor another workspace's; it reads its child's too,
 // not its sibling's; the user reads any.
 func TestListEndpointsAnswersTheWorkspacesOwnServers(t *testing.T) {
-	agents := treeAgents{}
+	agents := testenv.TreeAgents{}
 	runs := map[string]testenv.ServerTree{}
 	f := newFamily(t, func(o *Options) {
 		o.Endpoints = previews.New(previews.Options{Agents: agents, Runs: func(ws string) []previews.Root {

@@ -9,14 +9,6 @@ import (
 	"codehydra/workspace"
 )
 
-// agents are fake agents: a workspace's root process and its own port.
-type agents map[string]testenv.ServerTree
-
-func (a agents) AgentProcess(path string) (pid, port int, ok bool) {
-	tree, ok := a[path]
-	return tree.Pid, tree.OwnPort, ok
-}
-
 // TestEndpointsAreTheWorkspacesOwn: a server the agent of a workspace
 // started and its background run's servers are that workspace's
 // endpoints, with their sources; the agent's own server is not, nor
@@ -25,7 +17,7 @@ func TestEndpointsAreTheWorkspacesOwn(t *testing.T) {
 	agentA, agentB := testenv.StartServerTree(t, t.TempDir()), testenv.StartServerTree(t, t.TempDir())
 	run := testenv.StartServerTree(t, t.TempDir())
 	f := New(Options{
-		Agents: agents{"/ws/a": agentA, "/ws/b": agentB},
+		Agents: testenv.TreeAgents{"/ws/a": agentA, "/ws/b": agentB},
 		Runs: func(ws string) []Root {
 			if ws == "/ws/a" {
 				return []Root{{Pid: run.Pid, Source: "task:project:run"}}

@@ -1,85 +1,35 @@
 package netstat
 
 import (
-	"bufio"
 	"net"
 	"os"
 	"os/exec"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
+
+	"codehydra/internal/testenv"
 )
 
-// startServer starts `sh -c 'python3 -m http.server … & wait'`, so that the
-// server is a grandchild of the returned shell, and returns the shell and
-// the server's port.
-func startServer(t *testing.T) (sh *exec.Cmd, port int) {
-	t.Helper()
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed")
-	}
-	cmd := exec.Command("sh", "-c", "python3 -u -m http.server --bind 127.0.0.1 0 & wait")
-	cmd.Dir = t.TempDir()
-	// A group of its own, so that the cleanup ends the server too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-	})
-	lines := make(chan string)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	re := regexp.MustCompile(`port (\d+)`)
-	select {
-	case line := <-lines:
-		m := re.FindStringSubmatch(line)
-		if m == nil {
-			t.Fatalf("the server said %q, not its port", line)
-		}
-		port, _ = strconv.Atoi(m[1])
-		go func() {
-			for range lines {
-			}
-		}()
-		return cmd, port
-	case <-time.After(10 * time.Second):
-		t.Fatal("the server named no port in 10 s")
-	}
-	return nil, 0
-}
-
-// TestListeningFindsAServerInAProcessTree: a server started by a child
-// shell is found under the shell, with its own pid and command line, and
-// under no other tree.
+// TestListeningFindsAServerInAProcessTree: the ports of a process and of
+// its child are found under the process, each with its own pid and command
+// line, and under no other tree.
 func TestListeningFindsAServerInAProcessTree(t *testing.T) {
-	sh, port := startServer(t)
-	ls, err := Listening([]int{sh.Process.Pid})
+	tree := testenv.StartServerTree(t, t.TempDir())
+	ls, err := Listening([]int{tree.Pid})
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := slices.IndexFunc(ls, func(l Listener) bool { return l.Port == port })
-	if i < 0 {
-		t.Fatalf("port %d not among %+v", port, ls)
+	byPort := map[int]Listener{}
+	for _, l := range ls {
+		byPort[l.Port] = l
 	}
-	l := ls[i]
-	if l.Pid == sh.Process.Pid || l.Root != sh.Process.Pid || !strings.Contains(l.Command, "http.server") {
-		t.Fatalf("listener %+v: want the python server (not the shell %d) under root %d", l, sh.Process.Pid, sh.Process.Pid)
+	own, child := byPort[tree.OwnPort], byPort[tree.ChildPort]
+	if own.Pid != tree.Pid || own.Root != tree.Pid {
+		t.Errorf("the root's port %d: %+v, want pid and root %d", tree.OwnPort, own, tree.Pid)
+	}
+	if child.Pid == 0 || child.Pid == tree.Pid || child.Root != tree.Pid || !strings.Contains(child.Command, "http.server") {
+		t.Errorf("the child's port %d: %+v, want the http.server under root %d", tree.ChildPort, child, tree.Pid)
 	}
 
 	other := exec.Command("sleep", "30")
@@ -94,8 +44,10 @@ func TestListeningFindsAServerInAProcessTree(t *testing.T) {
 	if len(ls) != 0 {
 		t.Fatalf("a tree that listens on nothing: %+v", ls)
 	}
-	if got := Ports([]int{other.Process.Pid, sh.Process.Pid}); !slices.Equal(got, []int{port}) {
-		t.Fatalf("Ports = %v, want [%d]", got, port)
+	want := []int{tree.OwnPort, tree.ChildPort}
+	slices.Sort(want)
+	if got := Ports([]int{other.Process.Pid, tree.Pid}); !slices.Equal(got, want) {
+		t.Fatalf("Ports = %v, want %v", got, want)
 	}
 }
 
@@ -163,12 +115,12 @@ func TestLoopbackPortTellsReachableAddresses(t *testing.T) {
 // TestChildrenAgreeWithTheParentScan: where the kernel has children files,
 // they list what the scan of every parent finds.
 func TestChildrenAgreeWithTheParentScan(t *testing.T) {
-	sh, _ := startServer(t)
-	kids, ok := children(sh.Process.Pid)
+	tree := testenv.StartServerTree(t, t.TempDir())
+	kids, ok := children(tree.Pid)
 	if !ok {
 		t.Skip("this kernel has no /proc/<pid>/task/*/children")
 	}
-	if scanned := childrenByParent()[sh.Process.Pid]; !slices.Equal(kids, scanned) || len(kids) != 1 {
+	if scanned := childrenByParent()[tree.Pid]; !slices.Equal(kids, scanned) || len(kids) != 1 {
 		t.Fatalf("children %v, the scan %v: want the one server", kids, scanned)
 	}
 }

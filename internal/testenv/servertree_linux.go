@@ -84,3 +84,15 @@ func StartServerTree(t testing.TB, dir string) ServerTree {
 	}
 	return tree
 }
+
+// TreeAgents are agents, as package previews asks about them, whose
+// processes are ServerTrees: the tree is the agent's, OwnPort its own
+// server's.
+type TreeAgents map[string]ServerTree
+
+// AgentProcess is the root and own port of the tree of the workspace at
+// path.
+func (a TreeAgents) AgentProcess(path string) (pid, port int, ok bool) {
+	tree, ok := a[path]
+	return tree.Pid, tree.OwnPort, ok
+}
