@@ -140,6 +140,8 @@ func (t *Tray) pollPreviews(ctx context.Context) {
 // publishes only when they changed. Endpoints that cannot be read (a
 // system where they are not supported) are left empty.
 func (t *Tray) refreshPreviews() {
+	t.refreshing.Lock()
+	defer t.refreshing.Unlock()
 	t.mu.Lock()
 	var paths []string
 	for _, p := range t.state.Projects {
@@ -152,9 +154,8 @@ func (t *Tray) refreshPreviews() {
 	var endpoints map[string][]workspace.Endpoint
 	if t.deps.Previews != nil && len(paths) > 0 {
 		var err error
-		if endpoints, err = t.deps.Previews.Endpoints(paths...); err != nil && !t.previewsFailed {
-			t.previewsFailed = true // said once
-			t.log.Info("the workspaces' endpoints cannot be read", slog.Any("err", err))
+		if endpoints, err = t.deps.Previews.Endpoints(paths...); err != nil {
+			t.noPreviews.Do(func() { t.log.Info("the workspaces' endpoints cannot be read", slog.Any("err", err)) })
 		}
 	}
 	servers := map[string]DevServerState{}

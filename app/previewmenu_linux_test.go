@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -137,19 +138,25 @@ func TestTheSubmenuOpensEachEndpointAndStartsAndStopsTheDevServer(t *testing.T) 
 	})
 }
 
-func TestPreviewItemsAreLeftOutWhenThereIsNothingToOffer(t *testing.T) {
-	var calls []string
-	a := allActions(&calls)
-	a.PreviewActions = PreviewActions{OpenEndpoint: func(string) {}, StartDevServer: func(string) {}, StopDevServer: func(string) {}}
-	plain := wsState("plain", uitest.AgentIdle)
-	deleting := wsState("gone", uitest.AgentIdle)
-	deleting.Deleting = true
-	deleting.Endpoints = []workspace.Endpoint{{Port: 8000, URL: "http://127.0.0.1:8000"}}
-	deleting.DevServer = DevServerState{Configured: true, Running: true}
-	m := BuildMenu(oneProject(plain, deleting), a)
-	for _, l := range labels(m) {
-		if strings.Contains(l, "http://") || strings.Contains(l, "dev server") {
-			t.Errorf("offered %q in\n%s", l, strings.Join(labels(m), "\n"))
-		}
+// unreadable are previews that cannot be read, as on a system without
+// /proc.
+type unreadable struct{}
+
+func (unreadable) Endpoints(...string) (map[string][]workspace.Endpoint, error) {
+	return nil, errors.New("not supported here")
+}
+
+// TestEndpointsThatCannotBeReadLeaveTheDevServerItems: where endpoints
+// cannot be read, the submenu has no Open item, and Start dev server still.
+func TestEndpointsThatCannotBeReadLeaveTheDevServerItems(t *testing.T) {
+	f, _, agents := uitest.OneWorkspace(uitest.AgentIdle)
+	h := newHarness(t, Deps{Workspaces: f, Agents: agents, Previews: unreadable{}, DevServers: &devServers{started: make(chan string, 1)}})
+	h.tray.previewEvery = 20 * time.Millisecond
+	h.startTray()
+	h.waitFor("Start dev server", func() bool { return find(h.view.menu(), "○ feat (idle)", LabelStartDevServer) != nil })
+	time.Sleep(5 * h.tray.previewEvery)
+	h.drain()
+	if sub := labels(find(h.view.menu(), "○ feat (idle)").ChildMenu); slices.ContainsFunc(sub, func(l string) bool { return strings.HasPrefix(l, "Open http") }) {
+		t.Errorf("an Open item without endpoints:\n%s", strings.Join(sub, "\n"))
 	}
 }

@@ -52,10 +52,12 @@ type Tray struct {
 	// browser opens the agents' web UIs (agenturl.go).
 	browser *browser
 	// previewEvery is how often the endpoints and dev servers are read
-	// (DefaultPreviewEvery); previewsFailed that reading them failed once,
-	// which is logged once.
-	previewEvery   time.Duration
-	previewsFailed bool
+	// (DefaultPreviewEvery); refreshing serializes the reads, so that an
+	// older one never lands after a newer one; noPreviews logs once that
+	// endpoints cannot be read.
+	previewEvery time.Duration
+	refreshing   sync.Mutex
+	noPreviews   sync.Once
 	// view is the system tray, nil when there is none; main is the main
 	// window shown instead, nil when there is a tray.
 	view trayView
