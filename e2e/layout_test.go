@@ -36,7 +36,7 @@ var layout = map[string][]string{
 	"codehydra/prepare":                        {"codehydra/workspace", helpers},
 	"codehydra/previews":                       {"codehydra/workspace", helpers},
 	"codehydra/wsfs":                           {"codehydra/workspace", helpers},
-	"codehydra/tasks":                          {helpers},
+	"codehydra/tasks":                          {"codehydra/workspace", helpers},
 	"codehydra/workspace":                      {helpers},
 	"codehydra/workspace/statuscache":          {"codehydra/workspace", helpers},
 	"codehydra/assets":                         {},

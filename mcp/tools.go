@@ -45,6 +45,8 @@ const (
 	ToolAnswer          = "workspace_answer"
 	ToolHibernate       = "workspace_hibernate"
 	ToolWake            = "workspace_wake"
+	ToolStopTask        = "workspace_stop_task"
+	ToolTaskOutput      = "workspace_task_output"
 	ToolListEndpoints   = "workspace_list_endpoints"
 )
 
@@ -59,6 +61,7 @@ func toolDefs() []toolDef {
 		createPRTool(),
 		mergeTool(), updateFromBaseTool(), answerTool(),
 		hibernateTool(), wakeTool(),
+		stopTaskTool(), taskOutputTool(),
 		listEndpointsTool(),
 	}
 }

@@ -395,3 +395,50 @@ func TestIdleHibernationChecksAgainThatTheAgentIsIdle(t *testing.T) {
 		t.Errorf("an idle agent was not hibernated: %+v", s.AgentStatus(ws.Path))
 	}
 }
+
+func TestOnHibernateHearsOfEachHibernationOnceTheAgentIsGone(t *testing.T) {
+	f := newFixture(t)
+	o := f.options()
+	var after atomic.Int64
+	o.HibernateAfter = func() time.Duration { return time.Duration(after.Load()) }
+	o.IdleCheck = 20 * time.Millisecond
+	leaders := map[string]int{}
+	heard := make(chan string, 4)
+	o.OnHibernate = func(_ context.Context, path string) {
+		if !processGone(leaders[path]) {
+			t.Errorf("OnHibernate heard of %s while its agent runs", path)
+		}
+		heard <- path
+	}
+	s := f.start(o)
+	asked, idle := worktreeWorkspace(t), worktreeWorkspace(t)
+	for _, ws := range []workspace.Workspace{asked, idle} {
+		s.Start(ws)
+		waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second)
+	}
+	for _, r := range agentRecords(t, f.agentsDir) {
+		leaders[r.Workspace] = r.PID
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.Hibernate(ctx, asked.Path); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-heard; got != asked.Path {
+		t.Fatalf("OnHibernate heard %s, want %s", got, asked.Path)
+	}
+	idleCtx, stopIdle := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.HibernateIdle(idleCtx) }()
+	defer func() { stopIdle(); <-done }()
+	after.Store(int64(100 * time.Millisecond))
+	select {
+	case got := <-heard:
+		if got != idle.Path {
+			t.Fatalf("OnHibernate heard %s, want the idle %s", got, idle.Path)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("OnHibernate did not hear of the idle hibernation")
+	}
+}

@@ -122,7 +122,8 @@ type bgRun struct {
 	// p is set once started is closed (nil if the start failed).
 	p       *process
 	started chan struct{}
-	// done is closed once the run has ended and its record is gone.
+	// done is closed once the run has ended, its record is gone and
+	// OnChange has heard of it.
 	done chan struct{}
 }
 
@@ -222,10 +223,11 @@ func (r *Runs) watch(key runKey, b *bgRun) {
 	}
 	info := b.info
 	r.mu.Unlock()
-	close(b.done)
 	r.o.Logger.Info("background task ended", slog.String("workspace", key.workspace), slog.String("task", key.name),
 		slog.String("id", info.ID), slog.String("state", info.State))
+	// Before done: once Stop returns, OnChange has heard of the end.
 	r.o.OnChange(key.workspace)
+	close(b.done)
 }
 
 // List is the runs of the workspace, running and ended, by task name.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"codehydra/internal/reap"
+	"codehydra/internal/sandbox"
 	"codehydra/internal/testenv"
 	"codehydra/tasks/taskstest"
 	"codehydra/workspace"
@@ -351,5 +352,36 @@ func TestReapEndsWhatTheRunsOfACrashedAppLeft(t *testing.T) {
 	testenv.WaitFor(t, "the left-over child reaped", 5*time.Second, func() bool { return !taskstest.Alive(child) })
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("records left after Reap: %v", entries)
+	}
+}
+
+func TestABackgroundRunIsConfinedToItsSandbox(t *testing.T) {
+	testenv.RequireSandbox(t)
+	dir := t.TempDir()
+	ws, outside := filepath.Join(dir, "ws"), filepath.Join(dir, "outside")
+	for _, d := range []string{ws, outside} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pol := &sandbox.Policy{Grants: []sandbox.Grant{{Path: "/", Access: sandbox.Read}, {Path: ws, Access: sandbox.Write}}}
+	r := newRuns(t, RunsOptions{})
+	// A child of the run writes, not the run itself: the domain is
+	// inherited.
+	run, err := r.Start(t.Context(), StartOptions{Workspace: ws, Name: "make:dev", Dir: ws, Sandbox: pol,
+		Argv: []string{"sh", "-c", fmt.Sprintf(`sh -c 'echo in > in.txt; echo out > %s/out.txt || echo REFUSED'`, outside)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out OutputPage
+	testenv.WaitFor(t, "the run to end", 10*time.Second, func() bool {
+		out, _ = r.Output(ws, run.ID, 0, 0)
+		return !out.Running
+	})
+	if !testenv.Exists(filepath.Join(ws, "in.txt")) {
+		t.Errorf("the confined run could not write in its workspace\n%s", out.Text)
+	}
+	if testenv.Exists(filepath.Join(outside, "out.txt")) || !strings.Contains(out.Text, "REFUSED") {
+		t.Errorf("the confined run wrote outside its grants\n%s", out.Text)
 	}
 }

@@ -1,7 +1,8 @@
 // Package tasks finds the tasks a workspace declares (justfile recipes,
 // Makefile targets, package.json scripts) and runs one of them without a
-// shell, in its own process group, under a timeout, keeping the tail of
-// its output.
+// shell, in its own process group, keeping the tail of its output: in the
+// foreground under a timeout (RunAndWait), or in the background until it
+// is stopped (Runs, for dev servers).
 //
 // Finding tasks never runs anything: `make -pq` would expand the
 // Makefile's $(shell …) and `just --summary` needs just installed, so the

@@ -103,15 +103,15 @@ type server struct {
 	questions *questions
 	sup       *opencode.Supervisor
 	prep      *prepare.Preparer
+	// runs are the background tasks (dev servers) of every workspace.
+	runs *tasks.Runs
 	// esc holds children's requests for their parents' agents first.
 	esc     *workspace.Escalator
 	manager *workspace.Manager
 	cache   *statuscache.Cache
 	// prs opens pull requests, for the MCP server and the tray.
 	prs *pullrequest.Creator
-	// runs are the background tasks; previews finds the ports the
-	// workspaces' processes listen on.
-	runs     *tasks.Runs
+	// previews finds the ports the workspaces' processes listen on.
 	previews *previews.Finder
 	mcp      *mcp.Server
 	// mcpServed receives Serve's result once startMCP started it.

@@ -8,11 +8,8 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 
-	"codehydra/internal/netstat"
-	"codehydra/internal/paths"
 	"codehydra/internal/sandbox"
 	"codehydra/internal/settings"
 	"codehydra/previews"
@@ -23,15 +20,9 @@ import (
 // DevServerTask is the background task that runs a project's dev server.
 const DevServerTask = "project:run"
 
-// buildPreviews makes the background runs and the finder of endpoints
-// over them and the agents. The runs all stop at shutdown.
+// buildPreviews makes the finder of endpoints over the agents and the
+// background runs.
 func (s *server) buildPreviews() {
-	s.runs = tasks.NewRuns(tasks.RunsOptions{
-		Dir:       filepath.Join(paths.DataDir(), "tasks"),
-		Listening: netstat.Ports,
-		Logger:    s.log.With("part", "tasks"),
-	})
-	s.onShutdown("stop the background tasks", s.runs.Close)
 	s.previews = previews.New(previews.Options{Agents: s.sup, Runs: s.runRoots})
 }
 
