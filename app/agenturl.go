@@ -153,12 +153,27 @@ func (b *browser) removeStale(now time.Time) {
 // can read the page, and the next removeStale tries again.
 func (b *browser) remove(page string) { _ = os.Remove(page) }
 
-// open opens page with the first opener that works: each command of
-// $BROWSER, then xdg-open (or, outside Linux and the BSDs, the platform's
-// own opener). It returns why each failed when none did.
+// open opens the local page with the first opener that works: each
+// command of $BROWSER, then xdg-open (or, outside Linux and the BSDs, the
+// platform's own opener). It returns why each failed when none did.
 func (b *browser) open(page string) error {
+	return b.openTarget(page, &url.URL{Scheme: "file", Path: filepath.ToSlash(page)})
+}
+
+// openLink opens an http link as open opens a page: a dev server's, which
+// carries no credentials.
+func (b *browser) openLink(link string) error {
+	u, err := url.Parse(link)
+	if err != nil {
+		return fmt.Errorf("open %s in a browser: %w", link, err)
+	}
+	return b.openTarget(link, u)
+}
+
+// openTarget opens target (u as the platform's opener takes it).
+func (b *browser) openTarget(target string, u *url.URL) error {
 	var errs []error
-	for _, argv := range b.commands(page) {
+	for _, argv := range b.commands(target) {
 		err := b.run(argv)
 		if err == nil {
 			return nil
@@ -166,13 +181,13 @@ func (b *browser) open(page string) error {
 		errs = append(errs, fmt.Errorf("%s: %w", argv[0], err))
 	}
 	if b.platform != nil && !usesXDGOpen() {
-		err := b.platform(&url.URL{Scheme: "file", Path: filepath.ToSlash(page)})
+		err := b.platform(u)
 		if err == nil {
 			return nil
 		}
 		errs = append(errs, err)
 	}
-	return fmt.Errorf("open the agent's page in a browser: %w", errors.Join(errs...))
+	return fmt.Errorf("open %s in a browser: %w", target, errors.Join(errs...))
 }
 
 // commands are the command lines that may open page: $BROWSER's, then

@@ -91,6 +91,13 @@ type Deps struct {
 	// attach command*.
 	Hibernation Hibernation
 
+	// Previews, when set, gives each workspace an "Open http://127.0.0.1:PORT"
+	// per port its processes listen on; DevServers *Start dev server* and
+	// *Stop dev server* where its project has a run command. Both are read
+	// every few seconds while the app runs.
+	Previews   Previews
+	DevServers DevServers
+
 	// Questions, when set, brings the questions of the gateway's MCP
 	// servers that the calling client cannot ask: each opens a window.
 	Questions Questions

@@ -28,20 +28,23 @@ func (t *Tray) hibernateActions(a *Actions) {
 	if h == nil {
 		return
 	}
-	run := func(label string, fn func(ctx context.Context, path string) error) func(path string) {
-		return func(path string) {
-			t.background(func(life context.Context) {
-				ctx, cancel := context.WithTimeout(life, wakeTimeout)
-				defer cancel()
-				// A timeout is shown; only the tray's end is not.
-				if err := fn(ctx, path); err != nil && life.Err() == nil {
-					t.do(func() { t.win.ShowError(label, err) })
-				}
-			})
-		}
+	a.Hibernate = t.backgroundAction(LabelHibernate, wakeTimeout, h.Hibernate)
+	a.Wake = t.backgroundAction(LabelWake, wakeTimeout, h.Wake)
+}
+
+// backgroundAction is an action on the workspace at path that runs fn in
+// the background, for timeout at most, and shows what failed under label.
+func (t *Tray) backgroundAction(label string, timeout time.Duration, fn func(ctx context.Context, path string) error) func(path string) {
+	return func(path string) {
+		t.background(func(life context.Context) {
+			ctx, cancel := context.WithTimeout(life, timeout)
+			defer cancel()
+			// A timeout is shown; only the tray's end is not.
+			if err := fn(ctx, path); err != nil && life.Err() == nil {
+				t.do(func() { t.win.ShowError(label, err) })
+			}
+		})
 	}
-	a.Hibernate = run(LabelHibernate, h.Hibernate)
-	a.Wake = run(LabelWake, h.Wake)
 }
 
 // withAgentServer runs fn, on the Fyne thread, with the port and password

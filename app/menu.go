@@ -67,6 +67,10 @@ type WorkspaceState struct {
 	Answering []string
 	// Ports is the workspace's port block, zero when it has none.
 	Ports workspace.PortBlock
+	// Endpoints are what its processes listen on; DevServer its
+	// project's dev server (previewmenu.go).
+	Endpoints []workspace.Endpoint
+	DevServer DevServerState
 }
 
 // Phase is what a workspace is doing, as the menu marks it.
@@ -269,6 +273,7 @@ type Actions struct {
 	PrepareActions
 	LandActions
 	RequestActions
+	PreviewActions
 }
 
 // BuildMenu is the tray menu for s: a summary line, each project with its
@@ -351,6 +356,7 @@ func workspaceItem(s State, w WorkspaceState, a Actions) *fyne.MenuItem {
 	items = append(items, promptItems(w)...)
 	items = append(items, portsItems(w)...)
 	it := fyne.NewMenuItem(WorkspaceLabel(w), nil)
+	items = append(items, previewItems(w, a.PreviewActions)...)
 	items = append(items,
 		actionItem(LabelOpenAgent, open),
 		actionItem(LabelCopyPath, copyPath),

@@ -51,6 +51,13 @@ type Tray struct {
 	asker    func(ctx context.Context, n Notice, invoked func(key string)) error
 	// browser opens the agents' web UIs (agenturl.go).
 	browser *browser
+	// previewEvery is how often the endpoints and dev servers are read
+	// (DefaultPreviewEvery); refreshing serializes the reads, so that an
+	// older one never lands after a newer one; noPreviews logs once that
+	// endpoints cannot be read.
+	previewEvery time.Duration
+	refreshing   sync.Mutex
+	noPreviews   sync.Once
 	// view is the system tray, nil when there is none; main is the main
 	// window shown instead, nil when there is a tray.
 	view trayView
@@ -91,16 +98,17 @@ func newTray(ctx context.Context, a fyne.App, deps Deps, do func(fn func()), win
 		getenv = os.Getenv
 	}
 	t := &Tray{
-		ctx:        ctx,
-		app:        a,
-		deps:       deps,
-		log:        log,
-		do:         do,
-		notifier:   fyneNotifier(a),
-		browser:    &browser{dir: paths.RuntimeDir(), keep: time.Minute, getenv: getenv, run: startOpener, platform: a.OpenURL},
-		setTooltip: systray.SetTooltip,
-		icons:      map[string]fyne.Resource{},
-		asked:      map[string]context.CancelFunc{},
+		ctx:          ctx,
+		app:          a,
+		deps:         deps,
+		log:          log,
+		do:           do,
+		notifier:     fyneNotifier(a),
+		browser:      &browser{dir: paths.RuntimeDir(), keep: time.Minute, getenv: getenv, run: startOpener, platform: a.OpenURL},
+		setTooltip:   systray.SetTooltip,
+		icons:        map[string]fyne.Resource{},
+		asked:        map[string]context.CancelFunc{},
+		previewEvery: DefaultPreviewEvery,
 	}
 	t.deps.Settings = settingsStore{deps.Settings, t.refreshMCPServers}
 	opts := window.Options{Do: do}
@@ -126,6 +134,9 @@ func (t *Tray) start() {
 		workspace.Follow(ctx, events, t.onEvents)
 	})
 	t.background(t.refreshAtMidnight)
+	if t.deps.Previews != nil || t.deps.DevServers != nil {
+		t.background(t.pollPreviews)
+	}
 	if t.deps.Questions != nil {
 		stop := t.deps.Questions.Listen(t.elicit)
 		t.background(func(ctx context.Context) {
@@ -244,6 +255,7 @@ func (t *Tray) reload(ctx context.Context) {
 				ws.Deleting, ws.DeleteStep, ws.DeleteErr = old.Deleting, old.DeleteStep, old.DeleteErr
 				ws.Updating, ws.CreatingPR = old.Updating, old.CreatingPR
 				ws.Answering = old.Answering
+				ws.Endpoints, ws.DevServer = old.Endpoints, old.DevServer
 				t.withdrawGone(old.Agent, ws.Agent)
 				delete(prev, w.Path)
 			}
@@ -396,6 +408,7 @@ func (t *Tray) actions() Actions {
 	a.PrepareActions = t.prepareActions()
 	a.LandActions = t.landActions()
 	a.RequestActions = t.requestActions()
+	a.PreviewActions = t.previewActions()
 	if agents := t.deps.Agents; agents != nil {
 		a.OpenAgent = t.openAgent
 		a.CopyAttach = func(path string) {

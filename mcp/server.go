@@ -113,6 +113,9 @@ type Options struct {
 	// workspace_wake, and the tools that need a running agent); nil means
 	// no agents.
 	Hibernation Hibernation
+	// Endpoints finds the ports a workspace's processes listen on
+	// (workspace_list_endpoints); nil finds none.
+	Endpoints Endpoints
 	// Gateway offers the user's own MCP servers as tools named
 	// "<server>__<tool>" (tools_gateway.go); nil offers none.
 	Gateway Gateway

@@ -47,6 +47,7 @@ const (
 	ToolWake            = "workspace_wake"
 	ToolStopTask        = "workspace_stop_task"
 	ToolTaskOutput      = "workspace_task_output"
+	ToolListEndpoints   = "workspace_list_endpoints"
 )
 
 // toolDefs lists every tool of CodeHydra's own. It builds fresh values on
@@ -61,6 +62,7 @@ func toolDefs() []toolDef {
 		mergeTool(), updateFromBaseTool(), answerTool(),
 		hibernateTool(), wakeTool(),
 		stopTaskTool(), taskOutputTool(),
+		listEndpointsTool(),
 	}
 }
 

@@ -37,6 +37,7 @@ type agent struct {
 	state  workspace.AgentState
 	detail string
 	port   int // the ready server's port, else 0
+	pid    int // the ready server's process, else 0
 	// password is what the ready server demands (basic auth as
 	// serverUser), else "". A secret: never logged, never recorded.
 	password string
@@ -121,7 +122,7 @@ func (s *Supervisor) run(ctx context.Context, key string, a *agent) {
 		switch res {
 		case outStopped:
 			s.set(key, a, func() {
-				a.state, a.detail, a.port, a.password, a.summary = workspace.AgentStateStopped, "", 0, "", SessionSummary{}
+				a.state, a.detail, a.port, a.pid, a.password, a.summary = workspace.AgentStateStopped, "", 0, 0, "", SessionSummary{}
 			})
 			return
 		case outRestart:
@@ -361,7 +362,7 @@ func (s *Supervisor) serveUntilEnd(ctx context.Context, key string, a *agent, r 
 	readyAt := s.opts.Now()
 	s.updateRecord(p, r.port, a.ws.Path)
 	s.set(key, a, func() {
-		a.state, a.detail, a.port, a.password = workspace.AgentStateReady, "", r.port, r.password
+		a.state, a.detail, a.port, a.pid, a.password = workspace.AgentStateReady, "", r.port, p.pid, r.password
 		a.summary = SessionSummary{Type: workspace.AgentNone}
 	})
 	s.log.Info("agent ready", slog.String("workspace", a.ws.Path), slog.Int("port", r.port), slog.Int("pid", p.pid))
@@ -385,7 +386,7 @@ func (s *Supervisor) serveUntilEnd(ctx context.Context, key string, a *agent, r 
 	s.set(key, a, func() {
 		// The server is gone or going: no longer ready, so that nobody
 		// reads "ready" without a port (or a type) meanwhile.
-		a.port, a.password, a.summary = 0, "", SessionSummary{}
+		a.port, a.pid, a.password, a.summary = 0, 0, "", SessionSummary{}
 		a.state = workspace.AgentStateStarting
 		if res == outStopped {
 			a.state = workspace.AgentStateStopped

@@ -337,6 +337,19 @@ func (s *Supervisor) OpencodeServer(path string) (port int, password string, ok 
 	return a.port, a.password, true
 }
 
+// AgentProcess returns the pid of the workspace's agent process (the root
+// of its process tree) and the port of its own server while it is ready,
+// else ok=false: what the previews look for the agent's children under.
+func (s *Supervisor) AgentProcess(path string) (pid, port int, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.agents[filepath.Clean(path)]
+	if a == nil || a.state != workspace.AgentStateReady || a.pid == 0 {
+		return 0, 0, false
+	}
+	return a.pid, a.port, true
+}
+
 // Output returns the last lines (up to OutputLines) that the workspace's
 // agent printed, of the current run or the last one; nil if none.
 func (s *Supervisor) Output(path string) []string {

@@ -151,6 +151,9 @@ func TestAgentGetsDesignEnvironmentWorkdirAndFlags(t *testing.T) {
 	if !ok || port != st.Port || !healthy(t, s, ws.Path) {
 		t.Errorf("OpencodePort = %d, %v; status port %d", port, ok, st.Port)
 	}
+	if pid, p, ok := s.AgentProcess(ws.Path); !ok || p != port || pid != recs[0].PID {
+		t.Errorf("AgentProcess = %d, %d, %v; want the recorded pid %d and port %d", pid, p, ok, recs[0].PID, port)
+	}
 	if st.Type != workspace.AgentNone || st.Detail != "" {
 		t.Errorf("status = %+v", st)
 	}

@@ -16,7 +16,8 @@ import (
 
 // projectSetupEditor is the Settings window's "Projects" tab: per project,
 // the files copied into each new worktree and the setup command run there
-// before its agent starts (settings' projectSetup). It saves on its own,
+// before its agent starts, its dev server and its teardown (settings'
+// projectSetup). It saves on its own,
 // like the Metadata tab.
 type projectSetupEditor struct {
 	u        *UI
@@ -25,6 +26,9 @@ type projectSetupEditor struct {
 	copy     *widget.Entry
 	setup    *widget.Entry
 	timeout  *widget.Entry
+	run      *widget.Entry
+	teardown *widget.Entry
+	tdTime   *widget.Entry
 	remote   *widget.Entry
 	status   *widget.Label
 	save     *widget.Button
@@ -42,6 +46,12 @@ func (u *UI) newProjectSetupEditor() *projectSetupEditor {
 	e.setup.SetPlaceHolder(`npm install   (no shell; write sh -c "npm ci && make" for one)`)
 	e.timeout = widget.NewEntry()
 	e.timeout.SetPlaceHolder(strconv.Itoa(int(settings.DefaultSetupTimeout.Seconds())))
+	e.run = widget.NewEntry()
+	e.run.SetPlaceHolder(`npm run dev   (the dev server, task project:run; gets $PORT)`)
+	e.teardown = widget.NewEntry()
+	e.teardown.SetPlaceHolder(`docker compose down   (run before a workspace is deleted)`)
+	e.tdTime = widget.NewEntry()
+	e.tdTime.SetPlaceHolder(strconv.Itoa(int(settings.DefaultTeardownTimeout.Seconds())))
 	e.remote = widget.NewEntry()
 	e.remote.SetPlaceHolder(settings.DefaultRemote + "   (where its workspaces are pushed for a pull request)")
 	e.save = widget.NewButton("Save project setup", e.submit)
@@ -53,6 +63,9 @@ func (u *UI) newProjectSetupEditor() *projectSetupEditor {
 		widget.NewLabel("Files to copy\n(one pattern a line)"), e.copy,
 		widget.NewLabel("Setup command"), e.setup,
 		widget.NewLabel("Setup timeout (s)"), e.timeout,
+		widget.NewLabel("Dev server command"), e.run,
+		widget.NewLabel("Teardown command"), e.teardown,
+		widget.NewLabel("Teardown timeout (s)"), e.tdTime,
 		widget.NewLabel("Remote"), e.remote,
 	)
 	e.content = container.NewBorder(intro, container.NewVBox(e.status, container.NewHBox(layout.NewSpacer(), e.save)), nil, nil,
@@ -76,6 +89,12 @@ func (e *projectSetupEditor) load(path string) {
 	if ps.SetupTimeoutSeconds != 0 {
 		e.timeout.SetText(strconv.Itoa(ps.SetupTimeoutSeconds))
 	}
+	e.run.SetText(ps.Run)
+	e.teardown.SetText(ps.Teardown)
+	e.tdTime.SetText("")
+	if ps.TeardownTimeoutSeconds != 0 {
+		e.tdTime.SetText(strconv.Itoa(ps.TeardownTimeoutSeconds))
+	}
 	e.remote.SetText(ps.Remote)
 	say(e.status, "", false)
 }
@@ -96,6 +115,20 @@ func (e *projectSetupEditor) read() (settings.ProjectSetup, error) {
 		}
 		ps.SetupTimeoutSeconds = n
 	}
+	ps.Run = strings.TrimSpace(e.run.Text)
+	ps.Teardown = strings.TrimSpace(e.teardown.Text)
+	for _, c := range []struct{ name, line string }{{"setup command", ps.Setup}, {"dev server command", ps.Run}, {"teardown command", ps.Teardown}} {
+		if err := settings.CheckCommand(c.name, c.line); err != nil {
+			return ps, err
+		}
+	}
+	if t := strings.TrimSpace(e.tdTime.Text); t != "" {
+		n, err := strconv.Atoi(t)
+		if err != nil || n < 1 {
+			return ps, fmt.Errorf("teardown timeout: enter a whole number of seconds, e.g. 120, or leave it empty for %d", int(settings.DefaultTeardownTimeout.Seconds()))
+		}
+		ps.TeardownTimeoutSeconds = n
+	}
 	ps.Remote = strings.TrimSpace(e.remote.Text)
 	if err := settings.CheckRemote(ps.Remote); err != nil {
 		return ps, err
@@ -114,7 +147,9 @@ func (e *projectSetupEditor) submit() {
 		return
 	}
 	err = e.u.deps.Settings.Update(func(s *settings.Settings) {
-		if ps.Empty() && ps.Remote == "" {
+		// The form does not show which MCP servers the project offers.
+		ps.MCPServers = s.ProjectSetup[e.path].MCPServers
+		if ps.Empty() && ps.Remote == "" && ps.Run == "" && ps.Teardown == "" && ps.MCPServers == nil {
 			delete(s.ProjectSetup, e.path)
 			return
 		}

@@ -46,3 +46,36 @@ func TestProjectsTabSavesTheRemoteAndRefusesOneGitCannotTake(t *testing.T) {
 		t.Errorf("after clearing: %+v", store.Get().ProjectSetup)
 	}
 }
+
+func TestProjectsTabSavesTheDevServerAndTeardownAndKeepsTheProjectsServers(t *testing.T) {
+	store, _ := newStore(t)
+	if err := store.Update(func(s *settings.Settings) {
+		s.ProjectSetup = map[string]settings.ProjectSetup{"/src/proj": {MCPServers: []string{"fs"}}}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f := uitest.NewWorkspaces()
+	f.AddWorkspace("proj", "feat")
+	h := newHarness(t, Deps{Workspaces: f, Settings: store})
+	e := h.u.newProjectSetupEditor()
+
+	test.Type(e.teardown, "./down.sh")
+	test.Tap(e.save)
+	if !strings.Contains(e.status.Text, "relative path") || store.Get().ProjectOf("/src/proj").Teardown != "" {
+		t.Fatalf("a relative teardown program was saved (status %q)", e.status.Text)
+	}
+	e.teardown.SetText(`sh -c "docker compose down"`)
+	e.run.SetText("python3 -m http.server")
+	e.tdTime.SetText("90")
+	test.Tap(e.save)
+	ps := store.Get().ProjectOf("/src/proj")
+	if ps.Run != "python3 -m http.server" || ps.Teardown != `sh -c "docker compose down"` || ps.TeardownTimeout().Seconds() != 90 {
+		t.Fatalf("saved %+v (status %q)", ps, e.status.Text)
+	}
+	if len(ps.MCPServers) != 1 || ps.MCPServers[0] != "fs" {
+		t.Errorf("the project's mcpServers became %v, want [fs] kept", ps.MCPServers)
+	}
+	if e2 := h.u.newProjectSetupEditor(); e2.run.Text != ps.Run || e2.teardown.Text != ps.Teardown || e2.tdTime.Text != "90" {
+		t.Errorf("reopened tab shows run %q teardown %q timeout %q", e2.run.Text, e2.teardown.Text, e2.tdTime.Text)
+	}
+}

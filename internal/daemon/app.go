@@ -46,6 +46,8 @@ func (s *server) appDeps() app.Deps {
 		Gateway:             gatewayStatuses{s.gateway},
 		Settings:            gatewaySettings{s.settings, s.gateway},
 		Questions:           s.questions,
+		Previews:            s.previews,
+		DevServers:          devServers{s.settings, s.manager, s.runs, s.confine},
 		RotateToken:         s.rotateToken,
 		MCPConfig:           mcpstdio.ClientConfig,
 		Restart:             func() { s.restart = true },

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"codehydra/gateway"
+	"codehydra/internal/netstat"
 	"codehydra/internal/paths"
 	"codehydra/internal/pullrequest"
 	"codehydra/internal/settings"
@@ -72,7 +73,7 @@ func (s *server) build(ctx context.Context) error {
 
 	// Background tasks (dev servers) stop after the MCP server has
 	// stopped (registered before it), so that no call starts one meanwhile.
-	s.runs = tasks.NewRuns(tasks.RunsOptions{Dir: paths.TaskRunsDir(), OnChange: s.agentChanged, Logger: s.log.With("part", "tasks")})
+	s.runs = tasks.NewRuns(tasks.RunsOptions{Dir: paths.TaskRunsDir(), Listening: netstat.Ports, OnChange: s.agentChanged, Logger: s.log.With("part", "tasks")})
 	s.onShutdown("stop background tasks", s.runs.Close)
 
 	s.sup = opencode.NewSupervisor(opencode.SupervisorOptions{
@@ -148,6 +149,7 @@ func (s *server) build(ctx context.Context) error {
 	s.prs = pullrequest.New(pullrequest.Options{Workspaces: s.manager, Settings: s.settings.Get, Logger: s.log.With("part", "pullrequest")})
 	workspaces := statuscache.Over(s.manager, s.cache)
 	s.questions = &questions{log: s.log.With("part", "gateway")}
+	s.buildPreviews()
 
 	srv, err := mcp.New(mcp.Options{
 		Bound:          bound,
@@ -162,6 +164,7 @@ func (s *server) build(ctx context.Context) error {
 		Gateway:        s.gateway,
 		Elicitor:       s.questions,
 		PullRequests:   s.prs,
+		Endpoints:      s.previews,
 		RateLimit:      rate.Limit(set.RateLimit.PerSecond),
 		Burst:          set.RateLimit.Burst,
 		CallTimeout:    set.ToolTimeout(),

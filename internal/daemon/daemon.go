@@ -21,6 +21,7 @@ import (
 	"codehydra/mcp"
 	"codehydra/opencode"
 	"codehydra/prepare"
+	"codehydra/previews"
 	"codehydra/tasks"
 	"codehydra/workspace"
 	"codehydra/workspace/statuscache"
@@ -110,7 +111,9 @@ type server struct {
 	cache   *statuscache.Cache
 	// prs opens pull requests, for the MCP server and the tray.
 	prs *pullrequest.Creator
-	mcp *mcp.Server
+	// previews finds the ports the workspaces' processes listen on.
+	previews *previews.Finder
+	mcp      *mcp.Server
 	// mcpServed receives Serve's result once startMCP started it.
 	mcpServed chan error
 

@@ -16,6 +16,13 @@ const DefaultSetupTimeout = 10 * time.Minute
 // maxSetupTimeoutSeconds is a day: a setup that runs longer is stuck.
 const maxSetupTimeoutSeconds = 24 * 60 * 60
 
+// DefaultTeardownTimeout bounds a project's teardown command when its
+// teardownTimeoutSeconds is 0.
+const DefaultTeardownTimeout = time.Minute
+
+// maxTeardownTimeoutSeconds is an hour: a delete waits that long at most.
+const maxTeardownTimeoutSeconds = 60 * 60
+
 // ProjectSetup readies every new worktree of one project before its agent
 // starts (the settings' projectSetup, keyed by the project's absolute
 // path). It comes from the user's settings only, never from a file of the
@@ -33,6 +40,19 @@ type ProjectSetup struct {
 	// SetupTimeoutSeconds ends the setup (its whole process group) when it
 	// runs longer; 0 is DefaultSetupTimeout.
 	SetupTimeoutSeconds int `json:"setupTimeoutSeconds,omitempty"`
+	// Run is the project's dev server: a command line (like Setup) run in
+	// a workspace as its background task "project:run", with the
+	// workspace's ports in its environment. It readies nothing, so Empty
+	// does not count it.
+	Run string `json:"run,omitempty"`
+	// Teardown is a command line (like Setup) run in a workspace before it
+	// is deleted, with its ports in its environment; a teardown that fails
+	// keeps the workspace unless the delete is forced. It readies nothing,
+	// so Empty does not count it.
+	Teardown string `json:"teardown,omitempty"`
+	// TeardownTimeoutSeconds ends the teardown (its whole process group)
+	// when it runs longer, which fails it; 0 is DefaultTeardownTimeout.
+	TeardownTimeoutSeconds int `json:"teardownTimeoutSeconds,omitempty"`
 	// Remote is the git remote that the project's workspaces are pushed
 	// to for a pull request; "" is DefaultRemote. It readies nothing, so
 	// Empty does not count it.
@@ -73,6 +93,15 @@ func (p ProjectSetup) SetupTimeout() time.Duration {
 		return DefaultSetupTimeout
 	}
 	return time.Duration(p.SetupTimeoutSeconds) * time.Second
+}
+
+// TeardownTimeout is TeardownTimeoutSeconds as a duration,
+// DefaultTeardownTimeout for 0.
+func (p ProjectSetup) TeardownTimeout() time.Duration {
+	if p.TeardownTimeoutSeconds == 0 {
+		return DefaultTeardownTimeout
+	}
+	return time.Duration(p.TeardownTimeoutSeconds) * time.Second
 }
 
 // SetupFor returns the setup of the project at path, and whether there is
@@ -130,8 +159,10 @@ func (s Settings) validateProjectSetup() []error {
 				errs = append(errs, fmt.Errorf("%s.copy: %w", key, err))
 			}
 		}
-		if err := CheckCommand(key+".setup", p.Setup); err != nil {
-			errs = append(errs, err)
+		for _, c := range []struct{ name, line string }{{"setup", p.Setup}, {"run", p.Run}, {"teardown", p.Teardown}} {
+			if err := CheckCommand(key+"."+c.name, c.line); err != nil {
+				errs = append(errs, err)
+			}
 		}
 		for _, name := range p.MCPServers {
 			if strings.TrimSpace(name) == "" {
@@ -143,6 +174,9 @@ func (s Settings) validateProjectSetup() []error {
 		}
 		if t := p.SetupTimeoutSeconds; t < 0 || t > maxSetupTimeoutSeconds {
 			errs = append(errs, fmt.Errorf("%s.setupTimeoutSeconds is %d: use 1 to %d, or 0 for %d", key, t, maxSetupTimeoutSeconds, int(DefaultSetupTimeout.Seconds())))
+		}
+		if t := p.TeardownTimeoutSeconds; t < 0 || t > maxTeardownTimeoutSeconds {
+			errs = append(errs, fmt.Errorf("%s.teardownTimeoutSeconds is %d: use 1 to %d, or 0 for %d", key, t, maxTeardownTimeoutSeconds, int(DefaultTeardownTimeout.Seconds())))
 		}
 	}
 	return errs

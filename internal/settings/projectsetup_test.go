@@ -24,6 +24,12 @@ func TestProjectSetupValidation(t *testing.T) {
 		{"relative program", map[string]ProjectSetup{abs: {Setup: "./setup.sh"}}, "starts with a relative path"},
 		{"unclosed quote", map[string]ProjectSetup{abs: {Setup: `sh -c "npm ci`}}, "quote is not closed"},
 		{"negative timeout", map[string]ProjectSetup{abs: {Setup: "make", SetupTimeoutSeconds: -1}}, "setupTimeoutSeconds is -1"},
+		{"valid run and teardown", map[string]ProjectSetup{abs: {Run: "python3 -m http.server", Teardown: `sh -c "docker compose down"`, TeardownTimeoutSeconds: 120}}, ""},
+		{"relative run", map[string]ProjectSetup{abs: {Run: "./serve.sh"}}, `.run "./serve.sh" starts with a relative path`},
+		{"relative teardown", map[string]ProjectSetup{abs: {Teardown: "bin/down"}}, `.teardown "bin/down" starts with a relative path`},
+		{"unclosed teardown quote", map[string]ProjectSetup{abs: {Teardown: `sh -c 'x`}}, "quote is not closed"},
+		{"negative teardown timeout", map[string]ProjectSetup{abs: {Teardown: "make down", TeardownTimeoutSeconds: -5}}, "teardownTimeoutSeconds is -5"},
+		{"huge teardown timeout", map[string]ProjectSetup{abs: {Teardown: "make down", TeardownTimeoutSeconds: 3601}}, "teardownTimeoutSeconds is 3601"},
 		{"huge timeout", map[string]ProjectSetup{abs: {Setup: "make", SetupTimeoutSeconds: 100000}}, "setupTimeoutSeconds is 100000"},
 	}
 	for _, tt := range tests {
@@ -67,6 +73,12 @@ func TestProjectSetupRoundTripsAndIsCloned(t *testing.T) {
 	}
 	if d := (ProjectSetup{}).SetupTimeout(); d != DefaultSetupTimeout {
 		t.Fatalf("default timeout %v", d)
+	}
+	if d := (ProjectSetup{}).TeardownTimeout(); d != DefaultTeardownTimeout {
+		t.Fatalf("default teardown timeout %v", d)
+	}
+	if d := (ProjectSetup{TeardownTimeoutSeconds: 7}).TeardownTimeout(); d != 7*time.Second {
+		t.Fatalf("teardown timeout %v, want 7s", d)
 	}
 }
 

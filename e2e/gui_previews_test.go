@@ -1,0 +1,120 @@
+//go:build linux
+
+package e2e
+
+import (
+	"fmt"
+	"image"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"codehydra/app"
+	"codehydra/internal/testenv"
+)
+
+// TestGUIStartDevServerShowsItsAddressInTheTray runs the built app under
+// Xvfb with xfce4-panel, for a project whose settings have a run command
+// (python3's http.server on a free port), and clicks, over D-Bus as the
+// panel does, *Start dev server* in feature-x's submenu: the submenu then
+// offers "Open http://127.0.0.1:PORT" for the server, which answers there,
+// and *Stop dev server*, which takes both away. A screenshot of the open
+// menu is taken for a person to look at.
+func TestGUIStartDevServerShowsItsAddressInTheTray(t *testing.T) {
+	bin, repo := guiSetup(t)
+	if _, err := exec.LookPath("python3"); err != nil {
+		testenv.CannotRun(t, requireGUIEnv, "the dev server of this test is python3's http.server; install python3")
+	}
+	testenv.WriteSettings(t, fmt.Sprintf(`{"opencodeBin": "/nonexistent/opencode",
+		"projectSetup": {%q: {"run": "python3 -m http.server --bind 127.0.0.1 0"}}}`, repo))
+
+	d := startGUIDesktop(t)
+	conn := startGUIPanel(t, d)
+	a := startGUIApp(t, bin, d, "--project", repo)
+	tray := a.tray(conn)
+
+	openItem := regexp.MustCompile(`^Open (http://127\.0\.0\.1:(\d+))$`)
+	// submenu waits until feature-x's submenu satisfies ok, and returns the
+	// address its Open item names ("" when none).
+	submenu := func(what string, ok func(ws *trayItem, url string) bool) string {
+		t.Helper()
+		var url string
+		guiWaitUntil(t, 60*time.Second, what, a.exited, func() (bool, string) {
+			menu, err := tray.layout()
+			if err != nil {
+				return false, err.Error()
+			}
+			ws := trayWorkspace(menu, "feature-x")
+			if ws == nil {
+				return false, menu.String()
+			}
+			url = ""
+			for _, c := range ws.children {
+				if m := openItem.FindStringSubmatch(c.label); m != nil {
+					url = m[1]
+				}
+			}
+			return ok(ws, url), menu.String()
+		})
+		return url
+	}
+	submenu("Start dev server in feature-x's submenu", func(ws *trayItem, url string) bool {
+		it := ws.find(app.LabelStartDevServer)
+		return it != nil && it.enabled && url == ""
+	})
+
+	tray.clickIn(t, "feature-x", app.LabelStartDevServer)
+	url := submenu("the dev server's address and Stop dev server", func(ws *trayItem, url string) bool {
+		return url != "" && ws.find(app.LabelStopDevServer) != nil && ws.find(app.LabelStartDevServer) == nil
+	})
+	resp, err := http.Get(url + "/")
+	if err != nil {
+		t.Fatalf("the dev server does not answer at %s: %v", url, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET %s/ = %s, want 200", url, resp.Status)
+	}
+	shotWorkspaceSubmenu(t, d, filepath.Join(guiShotDir(t), "dev-server-menu.png"))
+
+	tray.clickIn(t, "feature-x", app.LabelStopDevServer)
+	submenu("the address gone and Start dev server back", func(ws *trayItem, url string) bool {
+		return url == "" && ws.find(app.LabelStartDevServer) != nil
+	})
+	if _, err := http.Get(url + "/"); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Errorf("the stopped dev server still answers at %s (%v)", url, err)
+	}
+}
+
+// shotWorkspaceSubmenu opens the tray menu as a user does, with a
+// right-click on the panel's icon, then the first workspace's submenu with
+// the keyboard (two Downs past its project, one Right), and takes a
+// screenshot of the screen into path. Unlike shotTrayMenu it sends the
+// keys once: a second round would walk past the workspace. A menu that
+// does not open is logged, not failed.
+func shotWorkspaceSubmenu(t *testing.T, d *guiDesktop, path string) {
+	t.Helper()
+	d.xdotool(t, "mousemove", "--sync", "12", "16", "click", "3")
+	below := image.Rect(0, 40, 400, 300)
+	opened := testenv.Poll(10*time.Second, 200*time.Millisecond, func() bool {
+		st, err := d.screenshot(path, below)
+		return err == nil && st.drawn()
+	})
+	if !opened {
+		t.Logf("no tray menu drawn below the panel after a right-click on its icon")
+		return
+	}
+	// GTK takes the keyboard a moment after the menu shows.
+	time.Sleep(time.Second)
+	d.xdotool(t, "key", "Down", "Down", "Right")
+	time.Sleep(time.Second)
+	if _, err := d.screenshot(path, below); err != nil {
+		t.Logf("screenshot: %v", err)
+	}
+	t.Logf("screenshot of the open submenu: %s", path)
+	d.xdotool(t, "key", "Escape", "Escape")
+}

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package netstat
+
+// Listening answers ErrNotSupported: only Linux tells this cheaply without
+// running a program (lsof on macOS, GetExtendedTcpTable on Windows).
+func Listening([]int) ([]Listener, error) { return nil, ErrNotSupported }
