@@ -19,7 +19,8 @@ import (
 
 // TestGUIStartDevServerShowsItsAddressInTheTray runs the built app under
 // Xvfb with xfce4-panel, for a project whose settings have a run command
-// (python3's http.server on a free port), and clicks, over D-Bus as the
+// (python3's http.server on $CODEHYDRA_PORT, the first port of the
+// workspace's block, which the submenu shows), and clicks, over D-Bus as the
 // panel does, *Start dev server* in feature-x's submenu: the submenu then
 // offers "Open http://127.0.0.1:PORT" for the server, which answers there,
 // and *Stop dev server*, which takes both away. A screenshot of the open
@@ -29,8 +30,11 @@ func TestGUIStartDevServerShowsItsAddressInTheTray(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		testenv.CannotRun(t, requireGUIEnv, "the dev server of this test is python3's http.server; install python3")
 	}
-	testenv.WriteSettings(t, fmt.Sprintf(`{"opencodeBin": "/nonexistent/opencode",
-		"projectSetup": {%q: {"run": "python3 -m http.server --bind 127.0.0.1 0"}}}`, repo))
+	fake := fakeOpencode(t)
+	// The dev server listens on the workspace's own port, as a project's
+	// would: the first of its block, $CODEHYDRA_PORT.
+	testenv.WriteSettings(t, fmt.Sprintf(`{"opencodeBin": %q,
+		"projectSetup": {%q: {"run": "sh -c 'exec python3 -m http.server --bind 127.0.0.1 \"$CODEHYDRA_PORT\"'"}}}`, fake, repo))
 
 	d := startGUIDesktop(t)
 	conn := startGUIPanel(t, d)
@@ -62,15 +66,25 @@ func TestGUIStartDevServerShowsItsAddressInTheTray(t *testing.T) {
 		})
 		return url
 	}
-	submenu("Start dev server in feature-x's submenu", func(ws *trayItem, url string) bool {
+	portsLine := regexp.MustCompile(`^Ports (\d+)–\d+$`)
+	var first string
+	submenu("Start dev server and the port block in feature-x's submenu", func(ws *trayItem, url string) bool {
+		for _, c := range ws.children {
+			if m := portsLine.FindStringSubmatch(c.label); m != nil {
+				first = m[1]
+			}
+		}
 		it := ws.find(app.LabelStartDevServer)
-		return it != nil && it.enabled && url == ""
+		return it != nil && it.enabled && url == "" && first != ""
 	})
 
 	tray.clickIn(t, "feature-x", app.LabelStartDevServer)
 	url := submenu("the dev server's address and Stop dev server", func(ws *trayItem, url string) bool {
 		return url != "" && ws.find(app.LabelStopDevServer) != nil && ws.find(app.LabelStartDevServer) == nil
 	})
+	if want := "http://127.0.0.1:" + first; url != want {
+		t.Errorf("the dev server's address is %s, want %s, the first port of feature-x's block", url, want)
+	}
 	resp, err := http.Get(url + "/")
 	if err != nil {
 		t.Fatalf("the dev server does not answer at %s: %v", url, err)
