@@ -131,6 +131,12 @@ func (s *server) build(ctx context.Context) error {
 		Events:       s.events,
 		Logger:       s.log,
 		Git:          git,
+		// Read at each delete, so a change in Settings applies at once.
+		Teardowns: prepare.NewTeardowns(prepare.TeardownOptions{
+			Setup:   func(projectPath string) settings.ProjectSetup { return s.settings.Get().ProjectOf(projectPath) },
+			Confine: s.confine,
+			Logger:  s.log,
+		}),
 	})
 	s.cache = statuscache.New(s.manager, statuscache.Options{Logger: s.log})
 	// prCommand and each project's remote are read at each pull request,
