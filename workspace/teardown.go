@@ -48,8 +48,15 @@ func (d *deletion) teardown(ctx context.Context, registered bool) error {
 		d.addNote("deleted although the project's teardown failed: " + err.Error())
 		return nil
 	}
-	return &Error{Code: CodeConflict, Message: fmt.Sprintf("%s was not deleted, nothing was removed: %v\nFix the teardown command (Settings → Projects) and delete again, or delete anyway (force) without it.", d.ws.Path, err), Err: errors.Join(ErrTeardownFailed, err)}
+	return &Error{Code: CodeConflict, Message: fmt.Sprintf("the project's teardown failed, so %s was not deleted and nothing was removed; fix the teardown command (Settings → Projects) and delete again, or delete anyway", d.ws.Path), Err: &teardownError{err}}
 }
+
+// teardownError is the failure of a teardown, which is ErrTeardownFailed.
+type teardownError struct{ err error }
+
+func (e *teardownError) Error() string        { return e.err.Error() }
+func (e *teardownError) Unwrap() error        { return e.err }
+func (e *teardownError) Is(target error) bool { return target == ErrTeardownFailed }
 
 // addNote adds s to what the delete's last event tells.
 func (d *deletion) addNote(s string) {
