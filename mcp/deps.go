@@ -9,6 +9,7 @@ import (
 	"context"
 	"time"
 
+	"codehydra/tasks"
 	"codehydra/workspace"
 )
 
@@ -94,4 +95,14 @@ type Hibernation interface {
 	Wake(ctx context.Context, path string) error
 	// Hibernated reports whether the agent is hibernated.
 	Hibernated(path string) bool
+}
+
+// TaskRuns starts, lists, stops and reads the background runs of the
+// workspaces' tasks (workspace_run_task with background, the run tools);
+// tasks.Runs implements it.
+type TaskRuns interface {
+	Start(ctx context.Context, o tasks.StartOptions) (tasks.Run, error)
+	List(workspace string) []tasks.Run
+	Stop(ctx context.Context, workspace, idOrName string) (tasks.Run, error)
+	Output(workspace, idOrName string, offset int64, max int) (tasks.OutputPage, error)
 }

@@ -16,6 +16,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"codehydra/internal/testenv"
+	"codehydra/tasks"
 	"codehydra/workspace"
 )
 
@@ -75,11 +76,20 @@ func startHarness(t testing.TB, ws Workspaces, project string, opts ...harnessOp
 		t.Fatal(err)
 	}
 	logs := &testenv.SyncBuffer{}
+	runs := tasks.NewRuns(tasks.RunsOptions{Dir: t.TempDir(), Grace: time.Second})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := runs.Close(ctx); err != nil {
+			t.Errorf("stop the background runs: %v", err)
+		}
+	})
 	o := Options{
 		Token:      token,
 		Workspaces: ws,
 		AuditPath:  filepath.Join(t.TempDir(), "audit.jsonl"),
 		Logger:     slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Runs:       runs,
 	}
 	if m, ok := ws.(*workspace.Manager); ok {
 		o.Subscribe = m.Subscribe

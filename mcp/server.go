@@ -134,6 +134,10 @@ type Options struct {
 	// none, at no cost.
 	TracerProvider trace.TracerProvider
 	MeterProvider  metric.MeterProvider
+	// Runs runs tasks in the background (workspace_run_task with
+	// background, workspace_stop_task, workspace_task_output); nil
+	// refuses background runs.
+	Runs TaskRuns
 }
 
 // Server is the app-wide MCP server. Create it with New, bind with Listen,

@@ -45,6 +45,8 @@ const (
 	ToolAnswer          = "workspace_answer"
 	ToolHibernate       = "workspace_hibernate"
 	ToolWake            = "workspace_wake"
+	ToolStopTask        = "workspace_stop_task"
+	ToolTaskOutput      = "workspace_task_output"
 )
 
 // toolDefs lists every tool of CodeHydra's own. It builds fresh values on
@@ -58,6 +60,7 @@ func toolDefs() []toolDef {
 		createPRTool(),
 		mergeTool(), updateFromBaseTool(), answerTool(),
 		hibernateTool(), wakeTool(),
+		stopTaskTool(), taskOutputTool(),
 	}
 }
 

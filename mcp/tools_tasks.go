@@ -37,7 +37,8 @@ func listTasksTool() toolDef {
 			Title: "List workspace tasks",
 			Description: "Lists the tasks of your own workspace that workspace_run_task can run: justfile recipes " +
 				"(just:<recipe>), Makefile targets (make:<target>) and package.json scripts (npm:<script>), each with the " +
-				"file it comes from and the command it runs. Nothing is run to find them.",
+				"file it comes from and the command it runs, and the background runs of them (state, pid, started, the ports " +
+				"they listen on). Nothing is run to find them.",
 			Annotations: readOnly(),
 		},
 		handler:        typed((*Server).listTasks),
@@ -47,13 +48,14 @@ func listTasksTool() toolDef {
 
 type listTasksOutput struct {
 	Tasks []tasks.Task `json:"tasks" jsonschema:"the tasks, sorted by name; name is what workspace_run_task takes"`
+	Runs  []taskRun    `json:"runs,omitempty" jsonschema:"the background runs of the tasks, running or ended (an ended one is kept until its task starts again), sorted by name"`
 	// Problems names task files that could not be read.
 	Problems string `json:"problems,omitempty" jsonschema:"task files that could not be read, and why"`
 }
 
 func (s *Server) listTasks(ctx context.Context, _ *sdk.CallToolRequest, _ noInput) (*sdk.CallToolResult, listTasksOutput, error) {
 	found, err := tasks.Find(callerWorkspace(ctx).Path)
-	out := listTasksOutput{Tasks: found}
+	out := listTasksOutput{Tasks: found, Runs: s.listRuns(callerWorkspace(ctx).Path)}
 	if out.Tasks == nil {
 		out.Tasks = []tasks.Task{}
 	}
@@ -72,7 +74,10 @@ func runTaskTool() toolDef {
 				"workspace folder, without a shell; args are appended as separate arguments. It waits for the end and " +
 				"returns the exit code and the last 64 KiB of output. The task is stopped, with every process it " +
 				"started, after taskTimeoutSeconds (default 600) or when you cancel the call; progress notifications " +
-				"carry its latest output line every second. A task already running in this workspace cannot be started again.",
+				"carry its latest output line every second. With background: true it answers at once with the run's id and pid " +
+				"instead, and the task runs until it ends, workspace_stop_task stops it, or the workspace is deleted or " +
+				"hibernated (a dev server; workspace_task_output reads its output). A task already running in this " +
+				"workspace, in either way, cannot be started again.",
 			Annotations: &sdk.ToolAnnotations{DestructiveHint: new(true), OpenWorldHint: new(true)},
 		},
 		handler:        typed((*Server).runTask),
@@ -85,6 +90,8 @@ type (
 	runTaskInput struct {
 		Name string   `json:"name" jsonschema:"the task's name as workspace_list_tasks gives it, e.g. make:test or npm:build"`
 		Args []string `json:"args,omitempty" jsonschema:"arguments appended to the task's command, each as one argument, never through a shell: a just recipe's parameters, VAR=value assignments for make, the script's arguments for npm"`
+		// Background starts a run that outlives the call (a dev server).
+		Background bool `json:"background,omitempty" jsonschema:"true: start the task in the background (a dev server) and answer at once with its run's id; workspace_task_output reads its output, workspace_stop_task stops it"`
 	}
 
 	runTaskOutput struct {
@@ -92,32 +99,40 @@ type (
 		Command []string `json:"command" jsonschema:"the command line that ran, one argument per element"`
 		// ExitCode is null when the process did not exit by itself.
 		ExitCode     *int   `json:"exitCode" jsonschema:"the exit code (0 is success); null when the task was stopped (timedOut, cancelled) or ended by a signal"`
-		Ended        string `json:"ended" jsonschema:"how it ended, e.g. exit status 2 or signal: killed"`
+		Ended        string `json:"ended,omitempty" jsonschema:"how it ended, e.g. exit status 2 or signal: killed; absent for a background run"`
 		TimedOut     bool   `json:"timedOut,omitempty" jsonschema:"true: it ran past taskTimeoutSeconds and was stopped with every process it started"`
 		Cancelled    bool   `json:"cancelled,omitempty" jsonschema:"true: the call was cancelled and the task stopped"`
-		Output       string `json:"output" jsonschema:"the end of its combined stdout and stderr (at most 64 KiB)"`
-		OutputBytes  int64  `json:"outputBytes" jsonschema:"all the output it printed"`
-		DroppedBytes int64  `json:"droppedBytes" jsonschema:"how much of the start of the output is not in output"`
-		DurationMs   int64  `json:"durationMs" jsonschema:"how long it ran"`
+		Output       string `json:"output,omitempty" jsonschema:"the end of its combined stdout and stderr (at most 64 KiB); absent when it printed nothing"`
+		OutputBytes  int64  `json:"outputBytes,omitempty" jsonschema:"all the output it printed; absent when none"`
+		DroppedBytes int64  `json:"droppedBytes,omitempty" jsonschema:"how much of the start of the output is not in output; absent when none"`
+		DurationMs   int64  `json:"durationMs,omitempty" jsonschema:"how long it ran"`
+		// The run started with background.
+		ID      string `json:"id,omitempty" jsonschema:"the background run's id, for workspace_stop_task and workspace_task_output"`
+		State   string `json:"state,omitempty" jsonschema:"the background run's state: running"`
+		Pid     int    `json:"pid,omitempty" jsonschema:"the background run's first process, which leads its process group"`
+		Started string `json:"started,omitempty" jsonschema:"when the background run started (RFC 3339)"`
 	}
 )
 
 func (s *Server) runTask(ctx context.Context, req *sdk.CallToolRequest, in runTaskInput) (*sdk.CallToolResult, runTaskOutput, error) {
 	ws := callerWorkspace(ctx)
-	task, err := findTask(ws.Path, in.Name)
+	task, argv, err := taskCommand(ws.Path, in)
 	if err != nil {
 		return nil, runTaskOutput{}, fail(err)
 	}
-	argv, err := tasks.Argv(ws.Path, task, in.Args)
-	if err != nil {
-		return nil, runTaskOutput{}, fail(&workspace.Error{Code: workspace.CodeInvalidInput, Message: err.Error()})
-	}
 	release, ok := s.taskRuns.start(ws.Path, task.Name)
-	if !ok {
+	if !ok || s.runsInBackground(ws.Path, task.Name) {
+		if ok {
+			release()
+		}
 		return nil, runTaskOutput{}, fail(workspace.Errorf(workspace.CodeConflict,
-			"%s is already running in this workspace; wait for that run to end (or cancel it) and try again", task.Name))
+			"%s is already running in this workspace; wait for that run to end (or cancel it, or workspace_stop_task a background run) and try again", task.Name))
 	}
 	defer release()
+	if in.Background {
+		out, err := s.startInBackground(ctx, ws.Path, task.Name, argv)
+		return nil, out, err
+	}
 	// The server's shutdown ends the run too, not only the client.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -127,13 +142,10 @@ func (s *Server) runTask(ctx context.Context, req *sdk.CallToolRequest, in runTa
 	if err != nil {
 		return nil, runTaskOutput{}, fail(workspace.Errorf(workspace.CodeInternal, "the task was not run: %v", err))
 	}
-	res, err := tasks.Run(ctx, tasks.RunOptions{Argv: argv, Dir: ws.Path, Timeout: s.opts.TaskTimeout, Progress: progressOf(ctx, req),
+	res, err := tasks.RunAndWait(ctx, tasks.RunOptions{Argv: argv, Dir: ws.Path, Timeout: s.opts.TaskTimeout, Progress: progressOf(ctx, req),
 		Sandbox: plan.Policy, Env: plan.Env})
-	if errors.Is(err, proc.ErrNotConfined) {
-		return nil, runTaskOutput{}, fail(workspace.Errorf(workspace.CodeInternal, "the task was not run: %v", err))
-	}
 	if err != nil {
-		return nil, runTaskOutput{}, fail(workspace.Errorf(workspace.CodeInternal, "%v; is %s installed and on CodeHydra's PATH?", err, argv[0]))
+		return nil, runTaskOutput{}, fail(notStarted(err, argv))
 	}
 	s.log.Info("task ran", slog.String("workspace", ws.Path), slog.String("task", task.Name), slog.String("ended", res.Ended),
 		slog.Bool("timedOut", res.TimedOut), slog.Bool("cancelled", res.Cancelled), slog.Duration("duration", res.Duration))
@@ -145,6 +157,29 @@ func (s *Server) runTask(ctx context.Context, req *sdk.CallToolRequest, in runTa
 		out.ExitCode = &res.ExitCode
 	}
 	return nil, out, nil
+}
+
+// taskCommand is the task of the workspace at dir that in names and the
+// command line that runs it with in's arguments, or an invalid-input
+// error.
+func taskCommand(dir string, in runTaskInput) (tasks.Task, []string, error) {
+	task, err := findTask(dir, in.Name)
+	if err != nil {
+		return tasks.Task{}, nil, err
+	}
+	argv, err := tasks.Argv(dir, task, in.Args)
+	if err != nil {
+		return tasks.Task{}, nil, &workspace.Error{Code: workspace.CodeInvalidInput, Message: err.Error()}
+	}
+	return task, argv, nil
+}
+
+// notStarted is the error of a task whose command did not start.
+func notStarted(err error, argv []string) error {
+	if errors.Is(err, proc.ErrNotConfined) {
+		return workspace.Errorf(workspace.CodeInternal, "the task was not run: %v", err)
+	}
+	return workspace.Errorf(workspace.CodeInternal, "%v; is %s installed and on CodeHydra's PATH?", err, argv[0])
 }
 
 // findTask is the task of the workspace at dir named name, or an

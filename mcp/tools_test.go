@@ -44,7 +44,7 @@ func TestToolsListHasDesignNamesSchemasAndDescriptions(t *testing.T) {
 		ToolProjectList, ToolCreate, ToolProjectAdd, ToolProjectRemove, ToolList, ToolAgentSession, ToolRestartAgent, ToolLog,
 		ToolReadFile, ToolListDirectory, ToolGetContext, ToolListTasks, ToolRunTask, ToolGetDiff, ToolSendReview, ToolCreatePR,
 		ToolMerge, ToolUpdateFromBase, ToolAnswer,
-		ToolHibernate, ToolWake}
+		ToolHibernate, ToolWake, ToolStopTask, ToolTaskOutput}
 	got := slices.Sorted(func(yield func(string) bool) {
 		for n := range byName {
 			if !yield(n) {

@@ -15,6 +15,7 @@ import (
 	"codehydra/internal/pullrequest"
 	"codehydra/internal/settings"
 	"codehydra/internal/testenv"
+	"codehydra/tasks"
 	"codehydra/workspace"
 )
 
@@ -224,6 +225,12 @@ func newSideBySide(t *testing.T) *sideBySide {
 	for _, name := range []string{"gen-a", "gen-b"} {
 		testenv.Git(t, paths[name], "config", "branch."+name+".codehydra.createdBy", eq)
 	}
+	// A background run that has ended, which both servers see (they
+	// share the runs): its listing, output and stop are the same twice.
+	if _, err := h.srv.opts.Runs.Start(t.Context(), tasks.StartOptions{Workspace: eq, Name: "make:hello", Dir: eq, Argv: []string{"make", "--", "hello"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the background run of make:hello to end", func() bool { return h.srv.opts.Runs.List(eq)[0].State != tasks.StateRunning })
 	return &sideBySide{t: t, fast: h, viaSDK: h.sdkTwin(), paths: paths, sessions: map[[2]string]*sdk.ClientSession{}}
 }
 
@@ -321,6 +328,9 @@ func TestTypedToolsAnswerAsSDKAddToolDoes(t *testing.T) {
 		{tool: ToolAnswer, ws: "eq", args: `{"workspace":"` + s.paths["eq"] + `","requestId":"per_ok","reply":{"permission":"once"}}`},
 		{tool: ToolHibernate, ws: "eq", args: `{"workspace":"` + strings.Replace(s.paths["gen-a"], "gen-a", "gen-{side}", 1) + `"}`},
 		{tool: ToolWake, ws: "eq", args: `{"workspace":"` + strings.Replace(s.paths["gen-a"], "gen-a", "gen-{side}", 1) + `"}`},
+		{tool: ToolStopTask, ws: "eq", args: `{"name":"make:hello"}`},
+		{tool: ToolStopTask, ws: "eq", args: `{"name":"make:nope"}`},
+		{tool: ToolTaskOutput, ws: "eq", args: `{"name":"make:hello","offset":2,"maxBytes":2}`},
 	}
 	calls = append(argumentCalls(t, s.fast.srv), calls...)
 	called := map[string]map[string]bool{}
@@ -338,7 +348,7 @@ func TestTypedToolsAnswerAsSDKAddToolDoes(t *testing.T) {
 			t.Errorf("%s: the calls made did not both succeed and have their arguments refused: %v", d.tool.Name, got)
 		}
 	}
-	for _, tool := range []string{ToolSetMetadata, ToolCreate, ToolLog, ToolRunTask, ToolProjectAdd, ToolProjectRemove, ToolReadFile, ToolListDirectory, ToolDelete, ToolSendReview, ToolAnswer} {
+	for _, tool := range []string{ToolSetMetadata, ToolCreate, ToolLog, ToolRunTask, ToolProjectAdd, ToolProjectRemove, ToolReadFile, ToolListDirectory, ToolDelete, ToolSendReview, ToolAnswer, ToolStopTask, ToolTaskOutput} {
 		if !called[tool]["failed"] {
 			t.Errorf("%s: no call made its handler fail", tool)
 		}
@@ -386,6 +396,8 @@ func argumentCalls(t *testing.T, srv *Server) []sideCall {
 		ToolProjectAdd:  {"path": "/no/such/project"},
 		ToolReadFile:    {"path": "README.md"},
 		ToolSendReview:  {"workspace": "/no/such/workspace", "summary": "ok"},
+		ToolStopTask:    {"name": "make:hello"},
+		ToolTaskOutput:  {"name": "make:hello"},
 	}
 	valid[ToolProjectRemove] = valid[ToolProjectAdd]
 	values := []any{nil, true, 7, -1, 1.5, 1e30, "x", "", []any{1}, map[string]any{"a": 1}}

@@ -64,6 +64,9 @@ func (s *Supervisor) hibernate(ctx context.Context, path string, idleFor time.Du
 		return fmt.Errorf("hibernate the agent of %s: wait for it to stop: %w", path, ctx.Err())
 	}
 	s.log.Info("agent hibernated", slog.String("workspace", a.ws.Path))
+	if s.opts.OnHibernate != nil {
+		s.opts.OnHibernate(ctx, a.ws.Path)
+	}
 	s.opts.OnChange(a.ws.Path)
 	return nil
 }

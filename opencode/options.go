@@ -96,6 +96,12 @@ type SupervisorOptions struct {
 	// Tracer gets an "agent.start" span for every start, from spawn to
 	// ready (nil = none).
 	Tracer trace.TracerProvider
+
+	// OnHibernate, when set, is told the workspace whose agent was just
+	// hibernated (by Hibernate or for being idle), once the agent's
+	// processes are gone; the hibernation waits for it. The daemon stops
+	// the workspace's background tasks there.
+	OnHibernate func(ctx context.Context, path string)
 }
 
 func (o *SupervisorOptions) setDefaults() {

@@ -1,19 +1,18 @@
 package tasks
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"time"
-	"unicode/utf8"
 
 	"codehydra/internal/proc"
+	"codehydra/internal/reap"
 	"codehydra/internal/sandbox"
+	"codehydra/workspace"
 )
 
 // Defaults of RunOptions.
@@ -79,48 +78,96 @@ type Result struct {
 	Duration       time.Duration
 }
 
-// Run runs o.Argv and waits for it. It starts it in a process tree of
+// RunAndWait runs o.Argv and waits for it. It starts it in a process tree of
 // its own (confined when o.Sandbox is set); when the timeout passes or
 // ctx ends it asks the tree to end and, after the grace, kills it; and
 // once the command's own process has ended, it kills whatever is left of
 // the tree, so no child the task started outlives the run. The error is
 // only for a command that could not start; a failing command is a Result
 // with its exit code.
-func Run(ctx context.Context, o RunOptions) (Result, error) {
+func RunAndWait(ctx context.Context, o RunOptions) (Result, error) {
 	o = o.withDefaults()
-	if len(o.Argv) == 0 {
-		return Result{}, errors.New("run task: no command")
+	began := time.Now()
+	p, err := start(ctx, launch{argv: o.Argv, dir: o.Dir, workspace: o.Dir, env: o.Env, sandbox: o.Sandbox, maxOutput: o.MaxOutput})
+	if err != nil {
+		return Result{}, fmt.Errorf("run task: %w", err)
+	}
+	res := supervise(ctx, p.Process, o, began, p.out)
+	p.drain()
+	res.Duration = time.Since(began)
+	res.Output, res.Bytes, res.Dropped = p.out.result()
+	return res, nil
+}
+
+// launch says how to start a task's process, in the foreground (Run) or
+// in the background (Runs.Start).
+type launch struct {
+	argv []string
+	dir  string
+	// workspace is the folder whose port block the task gets.
+	workspace string
+	// env is added to the task's environment (see environ).
+	env       []string
+	sandbox   *sandbox.Policy
+	spawner   *reap.Spawner
+	maxOutput int
+}
+
+// process is a task's started process and the tail of its output.
+type process struct {
+	*proc.Process
+	out  *tail
+	pipe *os.File
+	read chan struct{} // closed once the pipe is drained
+}
+
+// start starts l.argv, without a shell, in a process tree of its own
+// (proc.Start), its stdout and stderr read into one tail.
+func start(ctx context.Context, l launch) (*process, error) {
+	if len(l.argv) == 0 {
+		return nil, errors.New("no command")
 	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		return Result{}, fmt.Errorf("run task: output pipe: %w", err)
+		return nil, fmt.Errorf("output pipe: %w", err)
 	}
-	defer pr.Close()
-	start := time.Now()
 	p, err := proc.Start(ctx, proc.Options{
-		Path: o.Argv[0], Args: o.Argv[1:], Dir: o.Dir,
-		Env:    append(taskEnv(os.Environ()), o.Env...),
+		Path: l.argv[0], Args: l.argv[1:], Dir: l.dir,
+		Env:    environ(l.workspace, l.env),
 		Stdout: pw, Stderr: pw,
-		Sandbox: o.Sandbox,
+		Sandbox: l.sandbox,
+		Spawner: l.spawner,
 	})
 	pw.Close()
 	if err != nil {
-		return Result{}, err
-	}
-	out := newTail(o.MaxOutput)
-	read := make(chan struct{})
-	go func() { defer close(read); _, _ = out.ReadFrom(pr) }()
-
-	res := supervise(ctx, p, o, start, out)
-	select {
-	case <-read:
-	case <-time.After(pipeGrace):
 		pr.Close()
-		<-read
+		return nil, err
 	}
-	res.Duration = time.Since(start)
-	res.Output, res.Bytes, res.Dropped = out.result()
-	return res, nil
+	t := &process{Process: p, out: newTail(l.maxOutput), pipe: pr, read: make(chan struct{})}
+	go func() { defer close(t.read); _, _ = t.out.ReadFrom(pr) }()
+	return t, nil
+}
+
+// drain waits, once the process is gone, for the rest of its output, at
+// most pipeGrace.
+func (p *process) drain() {
+	select {
+	case <-p.read:
+	case <-time.After(pipeGrace):
+	}
+	p.pipe.Close()
+	<-p.read
+}
+
+// environ is the environment of a task of the workspace at ws:
+// CodeHydra's own without makeVars, the workspace's ports when it has a
+// block (workspace.PortBlock.Env), and extra.
+func environ(ws string, extra []string) []string {
+	env := taskEnv(os.Environ())
+	if b, ok := workspace.PortsOf(ws); ok {
+		env = append(env, b.Env()...)
+	}
+	return append(env, extra...)
 }
 
 // supervise waits for p, reporting progress and stopping its tree on
@@ -171,77 +218,6 @@ func (o RunOptions) withDefaults() RunOptions {
 		o.ProgressEvery = DefaultProgressEvery
 	}
 	return o
-}
-
-// tail keeps the last max bytes written to it, in a buffer of at most
-// twice that, and counts all of them.
-type tail struct {
-	mu    sync.Mutex
-	max   int
-	buf   []byte
-	total int64
-}
-
-func newTail(max int) *tail { return &tail{max: max, buf: make([]byte, 0, 2*max)} }
-
-// ReadFrom copies r into the tail until r ends.
-func (t *tail) ReadFrom(r interface{ Read([]byte) (int, error) }) (int64, error) {
-	chunk := make([]byte, 32<<10)
-	var n int64
-	for {
-		k, err := r.Read(chunk)
-		if k > 0 {
-			t.write(chunk[:k])
-			n += int64(k)
-		}
-		if err != nil {
-			return n, err
-		}
-	}
-}
-
-func (t *tail) write(p []byte) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.total += int64(len(p))
-	if len(p) >= t.max {
-		t.buf = append(t.buf[:0], p[len(p)-t.max:]...)
-		return
-	}
-	if len(t.buf)+len(p) > cap(t.buf) {
-		// Keep the last max-len(p) bytes, so that p fits and the buffer
-		// never grows past its capacity.
-		keep := t.buf[len(t.buf)-min(len(t.buf), t.max-len(p)):]
-		t.buf = t.buf[:copy(t.buf, keep)]
-	}
-	t.buf = append(t.buf, p...)
-}
-
-// result is the kept output (starting at a whole character), all bytes
-// written and how many of them are not kept.
-func (t *tail) result() (string, int64, int64) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	kept := t.buf[len(t.buf)-min(len(t.buf), t.max):]
-	for i := 0; i < utf8.UTFMax && len(kept) > 0 && !utf8.RuneStart(kept[0]); i++ {
-		kept = kept[1:]
-	}
-	return string(kept), t.total, t.total - int64(len(kept))
-}
-
-// progress is the last non-empty line so far, cut at maxLineShown, and
-// all bytes written.
-func (t *tail) progress() (string, int64) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	b := bytes.TrimRight(t.buf, "\r\n")
-	if i := bytes.LastIndexAny(b, "\r\n"); i >= 0 {
-		b = b[i+1:]
-	}
-	if len(b) > maxLineShown {
-		b = b[len(b)-maxLineShown:]
-	}
-	return string(bytes.ToValidUTF8(b, nil)), t.total
 }
 
 // makeVars are what a make that started CodeHydra (e.g. `make run`) left

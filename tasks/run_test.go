@@ -20,7 +20,7 @@ func sleeper() []string {
 }
 
 func TestRunReturnsTheExitCodeAndOutput(t *testing.T) {
-	res, err := Run(context.Background(), RunOptions{Argv: []string{"sh", "-c", "echo out; echo err >&2; exit 3"}, Dir: t.TempDir(), Timeout: 10 * time.Second})
+	res, err := RunAndWait(context.Background(), RunOptions{Argv: []string{"sh", "-c", "echo out; echo err >&2; exit 3"}, Dir: t.TempDir(), Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestRunReturnsTheExitCodeAndOutput(t *testing.T) {
 func TestRunThatOutlivesItsTimeoutEndsItsWholeGroup(t *testing.T) {
 	dir := t.TempDir()
 	start := time.Now()
-	res, err := Run(context.Background(), RunOptions{Argv: sleeper(), Dir: dir, Timeout: time.Second, Grace: time.Second})
+	res, err := RunAndWait(context.Background(), RunOptions{Argv: sleeper(), Dir: dir, Timeout: time.Second, Grace: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestRunCancelledEndsItsWholeGroup(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan Result, 1)
 	go func() {
-		res, _ := Run(ctx, RunOptions{Argv: sleeper(), Dir: dir, Timeout: time.Minute})
+		res, _ := RunAndWait(ctx, RunOptions{Argv: sleeper(), Dir: dir, Timeout: time.Minute})
 		done <- res
 	}()
 	child := taskstest.PID(t, filepath.Join(dir, "child.pid"))
@@ -70,7 +70,7 @@ func TestRunCancelledEndsItsWholeGroup(t *testing.T) {
 
 func TestRunKillsWhatTheTaskLeftRunningInItsGroup(t *testing.T) {
 	dir := t.TempDir()
-	res, err := Run(context.Background(), RunOptions{Argv: []string{"sh", "-c", "sleep 300 >/dev/null 2>&1 & echo $! > child.pid"}, Dir: dir, Timeout: time.Minute})
+	res, err := RunAndWait(context.Background(), RunOptions{Argv: []string{"sh", "-c", "sleep 300 >/dev/null 2>&1 & echo $! > child.pid"}, Dir: dir, Timeout: time.Minute})
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("result %+v, %v", res, err)
 	}
@@ -79,7 +79,7 @@ func TestRunKillsWhatTheTaskLeftRunningInItsGroup(t *testing.T) {
 }
 
 func TestRunKeepsTheTailOfMegabytesOfOutput(t *testing.T) {
-	res, err := Run(context.Background(), RunOptions{
+	res, err := RunAndWait(context.Background(), RunOptions{
 		Argv: []string{"sh", "-c", "head -c 5000000 /dev/zero | tr '\\0' x; echo; echo END"},
 		Dir:  t.TempDir(), Timeout: time.Minute,
 	})
@@ -113,7 +113,7 @@ func TestTailBufferNeverGrowsPastTwiceItsLimit(t *testing.T) {
 func TestRunReportsProgressWithTheLastLine(t *testing.T) {
 	var mu sync.Mutex
 	var got []Progress
-	_, err := Run(context.Background(), RunOptions{
+	_, err := RunAndWait(context.Background(), RunOptions{
 		Argv: []string{"sh", "-c", "echo first; echo working; sleep 1"}, Dir: t.TempDir(), Timeout: time.Minute,
 		ProgressEvery: 100 * time.Millisecond,
 		Progress:      func(p Progress) { mu.Lock(); got = append(got, p); mu.Unlock() },
@@ -129,7 +129,7 @@ func TestRunReportsProgressWithTheLastLine(t *testing.T) {
 }
 
 func TestRunOfAMissingCommandIsAnError(t *testing.T) {
-	if _, err := Run(context.Background(), RunOptions{Argv: []string{"no-such-command-xyz"}, Dir: t.TempDir(), Timeout: time.Second}); err == nil {
+	if _, err := RunAndWait(context.Background(), RunOptions{Argv: []string{"no-such-command-xyz"}, Dir: t.TempDir(), Timeout: time.Second}); err == nil {
 		t.Fatal("no error")
 	}
 }
@@ -139,7 +139,7 @@ func TestRunOfAMissingCommandIsAnError(t *testing.T) {
 func TestRunLeavesOutTheVariablesOfTheMakeThatStartedUs(t *testing.T) {
 	t.Setenv("MAKELEVEL", "1")
 	t.Setenv("MAKEFLAGS", "w")
-	res, err := Run(context.Background(), RunOptions{Argv: []string{"sh", "-c", `echo "[$MAKELEVEL][$MAKEFLAGS][$HOME]"`}, Dir: t.TempDir(), Timeout: time.Minute})
+	res, err := RunAndWait(context.Background(), RunOptions{Argv: []string{"sh", "-c", `echo "[$MAKELEVEL][$MAKEFLAGS][$HOME]"`}, Dir: t.TempDir(), Timeout: time.Minute})
 	if err != nil || res.Output != "[][]["+os.Getenv("HOME")+"]\n" {
 		t.Fatalf("output %q, %v; want no make variables, the rest of the environment kept", res.Output, err)
 	}

@@ -61,14 +61,17 @@ func (s *server) startAgents(ctx context.Context) error {
 	return nil
 }
 
-// reapOrphans stops agents that a crashed earlier run left behind (it may
-// wait for them to exit, so it runs in the background, before any agent
-// of this run starts).
+// reapOrphans stops agents and background tasks that a crashed earlier
+// run left behind (it may wait for them to exit, so it runs in the
+// background, before any agent of this run starts).
 func (s *server) reapOrphans() {
 	if n, err := s.sup.ReapOrphans(); err != nil {
 		s.log.Warn("reaping orphaned agents", "err", err)
 	} else if n > 0 {
 		s.log.Info("reaped orphaned agents", "count", n)
+	}
+	if err := s.runs.Reap(); err != nil {
+		s.log.Warn("reaping orphaned background tasks", "err", err)
 	}
 }
 
@@ -87,6 +90,7 @@ func (s *server) followWorkspaces(ctx context.Context, events <-chan workspace.E
 				s.prep.Added(e.Workspace, e.Created)
 			case workspace.EventWorkspaceRemoved:
 				s.prep.Removed(e.Workspace.Path)
+				s.stopRuns(ctx, e.Workspace.Path)
 				if err := s.sup.StopAgent(ctx, e.Workspace.Path); err != nil {
 					s.log.Warn("stopping the agent of a removed workspace", "path", e.Workspace.Path, "err", err)
 				}

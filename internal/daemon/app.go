@@ -38,9 +38,9 @@ func (s *server) appDeps() app.Deps {
 	deps := app.Deps{
 		Workspaces:          statuscache.Over(s.manager, s.cache),
 		Landing:             landing{statuscache.Over(s.manager, s.cache), s.sup, s.prs},
-		Agents:              preparedAgents{s.sup, s.prep, s.esc},
+		Agents:              preparedAgents{s.sup, s.prep, s.esc, s.runs},
 		Answers:             s.sup,
-		Hibernation:         preparedAgents{s.sup, s.prep, s.esc},
+		Hibernation:         preparedAgents{s.sup, s.prep, s.esc, s.runs},
 		Prepare:             s.prep,
 		MCP:                 s.mcp,
 		Gateway:             gatewayStatuses{s.gateway},

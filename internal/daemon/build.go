@@ -18,6 +18,7 @@ import (
 	"codehydra/mcp"
 	"codehydra/opencode"
 	"codehydra/prepare"
+	"codehydra/tasks"
 	"codehydra/workspace"
 	"codehydra/workspace/statuscache"
 )
@@ -69,6 +70,11 @@ func (s *server) build(ctx context.Context) error {
 	// that no call reaches a stopped server.
 	s.onShutdown("stop the MCP servers", func(context.Context) error { return s.gateway.Close() })
 
+	// Background tasks (dev servers) stop after the MCP server has
+	// stopped (registered before it), so that no call starts one meanwhile.
+	s.runs = tasks.NewRuns(tasks.RunsOptions{Dir: paths.TaskRunsDir(), OnChange: s.agentChanged, Logger: s.log.With("part", "tasks")})
+	s.onShutdown("stop background tasks", s.runs.Close)
+
 	s.sup = opencode.NewSupervisor(opencode.SupervisorOptions{
 		Bin:        set.OpencodeBin,
 		BasePort:   set.OpencodeBasePort,
@@ -86,6 +92,7 @@ func (s *server) build(ctx context.Context) error {
 		HibernateAfter: func() time.Duration {
 			return time.Duration(s.settings.Get().HibernateAfterMinutes) * time.Minute
 		},
+		OnHibernate: s.stopRuns,
 	})
 	s.prep = prepare.New(prepare.Options{
 		// The project's setup is read from the settings when the
@@ -115,7 +122,7 @@ func (s *server) build(ctx context.Context) error {
 		Changed: s.agentChanged,
 		Logger:  s.log.With("part", "escalation"),
 	})
-	agents := preparedAgents{s.sup, s.prep, s.esc}
+	agents := preparedAgents{s.sup, s.prep, s.esc, s.runs}
 
 	// git is found once, on the PATH guardPATH left (no folder an agent
 	// may write), and run by its path from then on.
@@ -173,6 +180,7 @@ func (s *server) build(ctx context.Context) error {
 		Version:        s.opts.Version,
 		TracerProvider: s.tel.tracerProvider(),
 		MeterProvider:  s.tel.meterProvider(),
+		Runs:           s.runs,
 	})
 	if err == nil {
 		err = srv.SetAuditRotation(set.LogMaxBytes())
@@ -185,6 +193,14 @@ func (s *server) build(ctx context.Context) error {
 	s.mcpURL, s.mcpPort, s.mcpToken = srv.URL(), srv.Port(), tok.Value()
 	s.onShutdown("stop the MCP server", s.stopMCP)
 	return nil
+}
+
+// stopRuns stops the background tasks of the workspace at path (it is
+// hibernated, deleted or gone).
+func (s *server) stopRuns(ctx context.Context, path string) {
+	if err := s.runs.StopAll(ctx, path); err != nil {
+		s.log.Warn("stopping the background tasks of a workspace", "path", path, "err", err)
+	}
 }
 
 // agentChanged tells the app that the agent of the workspace at path

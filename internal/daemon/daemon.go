@@ -21,6 +21,7 @@ import (
 	"codehydra/mcp"
 	"codehydra/opencode"
 	"codehydra/prepare"
+	"codehydra/tasks"
 	"codehydra/workspace"
 	"codehydra/workspace/statuscache"
 )
@@ -101,6 +102,8 @@ type server struct {
 	questions *questions
 	sup       *opencode.Supervisor
 	prep      *prepare.Preparer
+	// runs are the background tasks (dev servers) of every workspace.
+	runs *tasks.Runs
 	// esc holds children's requests for their parents' agents first.
 	esc     *workspace.Escalator
 	manager *workspace.Manager

@@ -6,6 +6,7 @@ import (
 
 	"codehydra/opencode"
 	"codehydra/prepare"
+	"codehydra/tasks"
 	"codehydra/workspace"
 )
 
@@ -23,6 +24,9 @@ type preparedAgents struct {
 	// esc marks the requests held for a parent's agent (escalation
 	// parent-first).
 	esc *workspace.Escalator
+	// runs are the workspaces' background tasks, which go with the agent
+	// when a workspace is deleted.
+	runs *tasks.Runs
 }
 
 // AgentStatus is the supervisor's, with the escalation's marks, or the
@@ -54,4 +58,11 @@ func (a preparedAgents) Wake(ctx context.Context, path string) error {
 		return workspace.Errorf(workspace.CodeConflict, "%s", st.Detail())
 	}
 	return a.Supervisor.Wake(ctx, path)
+}
+
+// StopAgent stops the workspace's background tasks, then its agent: the
+// first step of a delete (and of a project's removal), before the
+// worktree goes and the teardown runs.
+func (a preparedAgents) StopAgent(ctx context.Context, path string) error {
+	return errors.Join(a.runs.StopAll(ctx, path), a.Supervisor.StopAgent(ctx, path))
 }

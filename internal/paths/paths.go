@@ -48,6 +48,10 @@ func AgentsDir() string { return filepath.Join(xdg.StateHome, app, "agents") }
 // running stdio MCP server of the gateway (reaped like the agents').
 func MCPServersDir() string { return filepath.Join(xdg.StateHome, app, "mcp-servers") }
 
+// TaskRunsDir is $XDG_STATE_HOME/codehydra/task-runs, one record per
+// running background task (reaped like the agents').
+func TaskRunsDir() string { return filepath.Join(xdg.StateHome, app, "task-runs") }
+
 // MCPWorkDirs is $XDG_DATA_HOME/codehydra/mcp-wd (0700), which holds the
 // empty folder the gateway's workspace-scoped MCP servers start in.
 func MCPWorkDirs() string { return filepath.Join(DataDir(), "mcp-wd") }
