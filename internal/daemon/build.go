@@ -181,6 +181,8 @@ func (s *server) build(ctx context.Context) error {
 		TracerProvider: s.tel.tracerProvider(),
 		MeterProvider:  s.tel.meterProvider(),
 		Runs:           s.runs,
+		// Read at each call, so a change in Settings applies at once.
+		ProjectRun: func(projectPath string) string { return s.settings.Get().ProjectOf(projectPath).Run },
 	})
 	if err == nil {
 		err = srv.SetAuditRotation(set.LogMaxBytes())
