@@ -65,6 +65,8 @@ type WorkspaceState struct {
 	// Answering are the IDs of the agent's pending requests whose answer
 	// the tray sent and the agent has not yet taken.
 	Answering []string
+	// Ports is the workspace's port block, zero when it has none.
+	Ports workspace.PortBlock
 }
 
 // Phase is what a workspace is doing, as the menu marks it.
@@ -347,6 +349,7 @@ func workspaceItem(s State, w WorkspaceState, a Actions) *fyne.MenuItem {
 		items = append(items, disabled("⚠ "+oneMenuLine(why)), fyne.NewMenuItemSeparator())
 	}
 	items = append(items, promptItems(w)...)
+	items = append(items, portsItems(w)...)
 	it := fyne.NewMenuItem(WorkspaceLabel(w), nil)
 	items = append(items,
 		actionItem(LabelOpenAgent, open),

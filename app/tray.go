@@ -239,6 +239,7 @@ func (t *Tray) reload(ctx context.Context) {
 			ws.SetupFailed = t.setupFailed(w.Path)
 			ws.Prompt = t.promptDelivery(w.Path)
 			ws.MCPServers, ws.MCPOff = t.mcpServers(p.Path), md.mcpOff
+			ws.Ports, _ = workspace.PortsOf(w.Path)
 			if old, ok := prev[w.Path]; ok {
 				ws.Deleting, ws.DeleteStep, ws.DeleteErr = old.Deleting, old.DeleteStep, old.DeleteErr
 				ws.Updating, ws.CreatingPR = old.Updating, old.CreatingPR

@@ -11,6 +11,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"codehydra/tasks"
+	"codehydra/workspace"
 	"codehydra/wsfs"
 )
 
@@ -92,7 +93,8 @@ func getContextTool() toolDef {
 			Title: "Get your workspace's context",
 			Description: "One call to find your bearings in your own workspace: its branch, base branch and how far it is " +
 				"ahead of or behind it, the changed and untracked files, the last 5 commits, the top-level files and " +
-				"folders, the tasks found (justfile, Makefile, package.json) and the first 40 lines of the README.",
+				"folders, the tasks found (justfile, Makefile, package.json), the first 40 lines of the README and the ports " +
+				"your dev servers should listen on.",
 			Annotations: readOnly(),
 		},
 		handler:        typed((*Server).getContext),
@@ -102,17 +104,19 @@ func getContextTool() toolDef {
 
 type (
 	contextOutput struct {
-		Path      string         `json:"path" jsonschema:"absolute path of the workspace"`
-		Branch    string         `json:"branch,omitempty" jsonschema:"checked-out branch; absent on a detached HEAD"`
-		Base      string         `json:"base,omitempty" jsonschema:"branch the workspace is compared with"`
-		Ahead     int            `json:"ahead" jsonschema:"commits on the workspace branch that base lacks"`
-		Behind    int            `json:"behind" jsonschema:"commits on base that the workspace branch lacks"`
-		Changed   []string       `json:"changed" jsonschema:"tracked files with staged or unstaged changes"`
-		Untracked []string       `json:"untracked" jsonschema:"untracked files git does not ignore (a folder ends in /)"`
-		Commits   []wsfs.Commit  `json:"commits" jsonschema:"the last commits of HEAD, newest first"`
-		Tree      []wsfs.Entry   `json:"tree" jsonschema:"the top-level entries, as workspace_list_directory lists them"`
-		Tasks     []contextTask  `json:"tasks" jsonschema:"tasks found (justfile, Makefile, package.json scripts)"`
-		Readme    *contextReadme `json:"readme,omitempty" jsonschema:"the first lines of the top-level README, when there is one"`
+		Path      string               `json:"path" jsonschema:"absolute path of the workspace"`
+		Branch    string               `json:"branch,omitempty" jsonschema:"checked-out branch; absent on a detached HEAD"`
+		Base      string               `json:"base,omitempty" jsonschema:"branch the workspace is compared with"`
+		Ahead     int                  `json:"ahead" jsonschema:"commits on the workspace branch that base lacks"`
+		Behind    int                  `json:"behind" jsonschema:"commits on base that the workspace branch lacks"`
+		Changed   []string             `json:"changed" jsonschema:"tracked files with staged or unstaged changes"`
+		Untracked []string             `json:"untracked" jsonschema:"untracked files git does not ignore (a folder ends in /)"`
+		Commits   []wsfs.Commit        `json:"commits" jsonschema:"the last commits of HEAD, newest first"`
+		Tree      []wsfs.Entry         `json:"tree" jsonschema:"the top-level entries, as workspace_list_directory lists them"`
+		Tasks     []contextTask        `json:"tasks" jsonschema:"tasks found (justfile, Makefile, package.json scripts)"`
+		Readme    *contextReadme       `json:"readme,omitempty" jsonschema:"the first lines of the top-level README, when there is one"`
+		Ports     *workspace.PortBlock `json:"ports,omitempty" jsonschema:"the workspace's own ports for dev servers: count ports from first (also in the environment as CODEHYDRA_PORT, CODEHYDRA_PORTS and PORT)"`
+		PortsNote string               `json:"portsNote,omitempty" jsonschema:"why the workspace has no ports, when it has none"`
 	}
 
 	contextTask struct {
@@ -140,7 +144,7 @@ func (s *Server) getContext(ctx context.Context, _ *sdk.CallToolRequest, _ noInp
 		return nil, contextOutput{}, fail(err)
 	}
 	out := contextOutput{Path: ws.Path, Branch: ws.Branch, Base: st.Base, Ahead: st.Ahead, Behind: st.Behind,
-		Changed: nonNil(ch.Changed), Untracked: nonNil(ch.Untracked), Tasks: []contextTask{}}
+		Changed: nonNil(ch.Changed), Untracked: nonNil(ch.Untracked), Tasks: []contextTask{}, Ports: st.Ports, PortsNote: st.PortsNote}
 	if out.Commits, err = fsys.Log(ctx, contextCommits); err != nil {
 		return nil, contextOutput{}, fail(err)
 	}

@@ -25,7 +25,8 @@ func getStatusTool() toolDef {
 			Description: "Reports the state of your own workspace (the git worktree you are working in): its path and branch, " +
 				"whether it has uncommitted changes (isDirty), how far it is ahead of or behind its base branch, and what its " +
 				"agent sessions are doing (agent.type none|idle|busy|mixed with counts) and what they cost so far (agent.usage: " +
-				"inputTokens, outputTokens, cost in US dollars). Call it before committing, " +
+				"inputTokens, outputTokens, cost in US dollars), and the ports your dev servers should listen on (ports: count ports " +
+				"from first, also in the environment as CODEHYDRA_PORT, CODEHYDRA_PORTS and PORT). Call it before committing, " +
 				"merging or asking to delete the workspace.",
 			Annotations: readOnly(),
 		},
@@ -44,6 +45,8 @@ type statusOutput struct {
 	Ahead       int                   `json:"ahead" jsonschema:"commits on the workspace branch that base lacks"`
 	Behind      int                   `json:"behind" jsonschema:"commits on base that the workspace branch lacks"`
 	Agent       workspace.AgentStatus `json:"agent" jsonschema:"what the workspace's agent sessions are doing"`
+	Ports       *workspace.PortBlock  `json:"ports,omitempty" jsonschema:"the workspace's own ports for dev servers: count ports from first (also in the environment as CODEHYDRA_PORT, CODEHYDRA_PORTS and PORT)"`
+	PortsNote   string                `json:"portsNote,omitempty" jsonschema:"why the workspace has no ports, when it has none"`
 }
 
 func (s *Server) getStatus(ctx context.Context, _ *sdk.CallToolRequest, _ noInput) (*sdk.CallToolResult, statusOutput, error) {
@@ -55,6 +58,7 @@ func (s *Server) getStatus(ctx context.Context, _ *sdk.CallToolRequest, _ noInpu
 	return nil, statusOutput{
 		Path: ws.Path, Name: ws.Name, Branch: ws.Branch, ProjectPath: ws.ProjectPath,
 		IsDirty: st.IsDirty, Base: st.Base, Ahead: st.Ahead, Behind: st.Behind, Agent: st.Agent,
+		Ports: st.Ports, PortsNote: st.PortsNote,
 	}, nil
 }
 

@@ -424,6 +424,9 @@ func (s *Supervisor) spawn(ctx context.Context, key string, a *agent, bin string
 		return nil, configError{err}
 	}
 	env := agentEnv(s.opts.Env, cfg, a.ws.Path, s.opts.MCPPort(), s.opts.MCPToken(a.ws.Path))
+	if b, ok := workspace.PortsOf(a.ws.Path); ok {
+		env = append(env, b.Env()...)
+	}
 	env = withServerAuth(append(env, plan.Env...), password)
 	p, err := startProcess(ctx, s.spawner, processSpec{bin: bin, dir: a.ws.Path, env: env, port: port,
 		lines: s.opts.OutputLines, sandbox: plan.Policy})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 
@@ -225,7 +226,11 @@ func (p *Preparer) prepare(ctx context.Context, e *entry, setup settings.Project
 	}
 	p.update(e, func(s *State) { s.Phase = PhaseSetup; s.Progress = "Running " + setup.Setup + "…" })
 	log.Info("running the project's setup", "command", argv, "sandbox", plan.Policy != nil)
-	return Run(ctx, Command{Argv: argv, Dir: e.ws.Path, Timeout: setup.SetupTimeout(), Sandbox: plan.Policy, Env: plan.Env, Line: func(line string) {
+	env := plan.Env
+	if b, ok := workspace.PortsOf(e.ws.Path); ok {
+		env = append(slices.Clip(env), b.Env()...)
+	}
+	return Run(ctx, Command{Argv: argv, Dir: e.ws.Path, Timeout: setup.SetupTimeout(), Sandbox: plan.Policy, Env: env, Line: func(line string) {
 		log.Info("setup output", "line", line)
 		p.update(e, func(s *State) { s.Progress = line })
 	}})

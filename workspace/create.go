@@ -106,11 +106,16 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (Workspace, error
 	}
 
 	ws := Workspace{Name: o.Name, Branch: o.Name, Path: real, ProjectPath: p.Path, Head: head}
+	// Recorded before the workspace is announced: its agent and setup,
+	// started on the event, get the block.
+	m.ports.assign(real)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.projects[pathKey(p.Path)] == p {
 		p.workspaces[pathKey(real)] = ws
 		p.gen++
+	} else {
+		m.ports.release(real)
 	}
 	// What the workspace is stays in the registry; how it was made goes
 	// to the caller and the event only.

@@ -341,6 +341,8 @@ func (d *deletion) removeWorktree(ctx context.Context, entry worktreeEntry, regi
 	d.p.gen++
 	d.m.tombstones[key] = d.ws
 	d.m.mu.Unlock()
+	// Its record went with the worktree's admin folder.
+	d.m.ports.release(d.ws.Path)
 	return nil
 }
 

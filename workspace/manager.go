@@ -44,6 +44,9 @@ type Options struct {
 	// Git is the git program, best an absolute path found on a PATH that
 	// no agent can write to; "" looks "git" up on PATH at every run.
 	Git string
+	// Ports is where the workspaces' port blocks come from (ports.go);
+	// the zero value gives none.
+	Ports PortsOptions
 }
 
 // DefaultPollInterval is Run's default interval: worktrees made or removed
@@ -70,9 +73,10 @@ type Manager struct {
 	// list is saved in the order it changes. It is taken before mu.
 	projMu sync.Mutex
 
-	// agents and events are set by NewManager and never change.
+	// agents, events and ports are set by NewManager and never change.
 	agents Agents
 	events *Events
+	ports  *portBlocks
 
 	mu       sync.Mutex
 	stored   []string            // the persisted list, as given; includes projects that did not load
@@ -104,6 +108,7 @@ func NewManager(opts Options) *Manager {
 		sleep:      sleepCtx,
 		now:        time.Now,
 		agents:     opts.Agents,
+		ports:      newPortBlocks(opts.Ports, log),
 		projects:   map[string]*project{},
 		busy:       map[string]string{},
 		tombstones: map[string]Workspace{},

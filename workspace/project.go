@@ -232,11 +232,13 @@ func (m *Manager) AddProject(ctx context.Context, path string) (Project, error) 
 	return p.Project, nil
 }
 
-// publishAdded announces p and its workspaces. Callers hold m.mu, so the
-// events go out before any later change to p.
+// publishAdded gives p's workspaces their port blocks and announces p and
+// them. Callers hold m.mu, so the events go out before any later change
+// to p.
 func (m *Manager) publishAdded(p *project) {
 	m.Publish(Event{Kind: EventProjectAdded, ProjectPath: p.Path})
 	for _, ws := range sortedValues(p.workspaces) {
+		m.ports.assign(ws.Path)
 		m.Publish(Event{Kind: EventWorkspaceAdded, ProjectPath: p.Path, Workspace: ws})
 	}
 }
@@ -306,6 +308,7 @@ func (m *Manager) RemoveProject(ctx context.Context, path string) error {
 		}
 	}
 	for _, ws := range sortedValues(p.workspaces) {
+		m.ports.release(ws.Path)
 		m.Publish(Event{Kind: EventWorkspaceRemoved, ProjectPath: p.Path, Workspace: ws})
 	}
 	m.Publish(Event{Kind: EventProjectRemoved, ProjectPath: p.Path})

@@ -24,6 +24,7 @@ func (m *Manager) Status(ctx context.Context, wsPath string) (Status, error) {
 		return Status{}, err
 	}
 	st.Agent = m.AgentStatus(ws.Path)
+	st.Ports, st.PortsNote = m.Ports(ws.Path)
 	return st, nil
 }
 

@@ -111,6 +111,7 @@ func (m *Manager) refresh(ctx context.Context, p *project, force bool) {
 		switch {
 		case !ok:
 			m.log.Info("workspace appeared", "path", ws.Path, "branch", ws.Branch)
+			m.ports.assign(ws.Path)
 			m.Publish(Event{Kind: EventWorkspaceAdded, ProjectPath: p.Path, Workspace: ws})
 		case old.Branch != ws.Branch || old.Detached != ws.Detached:
 			m.Publish(Event{Kind: EventStatusChanged, ProjectPath: p.Path, Workspace: ws})
@@ -123,6 +124,7 @@ func (m *Manager) refresh(ctx context.Context, p *project, force bool) {
 		}
 		if _, ok := found[k]; !ok {
 			delete(p.workspaces, k)
+			m.ports.release(ws.Path)
 			m.log.Info("workspace disappeared", "path", ws.Path, "branch", ws.Branch)
 			m.Publish(Event{Kind: EventWorkspaceRemoved, ProjectPath: p.Path, Workspace: ws})
 		}

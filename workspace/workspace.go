@@ -196,6 +196,10 @@ type Status struct {
 	Ahead  int         `json:"ahead"`
 	Behind int         `json:"behind"`
 	Agent  AgentStatus `json:"agent"`
+	// Ports is the workspace's port block, nil when it has none;
+	// PortsNote then says why, when known (Manager.Ports).
+	Ports     *PortBlock `json:"ports,omitempty"`
+	PortsNote string     `json:"portsNote,omitempty"`
 }
 
 // Agents is the part of the agent supervisor that the domain needs. The

@@ -130,6 +130,7 @@ func (s *server) build(ctx context.Context) error {
 	if err != nil {
 		git = ""
 	}
+	first, last, _ := set.Ports.Bounds()
 	s.manager = workspace.NewManager(workspace.Options{
 		Projects:     set.Projects,
 		Store:        s.settings,
@@ -144,6 +145,8 @@ func (s *server) build(ctx context.Context) error {
 			Confine: s.confine,
 			Logger:  s.log,
 		}),
+		Ports: workspace.PortsOptions{First: first, Last: last, PerWorkspace: set.Ports.PerWorkspace,
+			CursorFile: filepath.Join(paths.DataDir(), "ports-cursor")},
 	})
 	s.cache = statuscache.New(s.manager, statuscache.Options{Logger: s.log})
 	// prCommand and each project's remote are read at each pull request,

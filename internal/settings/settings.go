@@ -114,6 +114,8 @@ type Settings struct {
 	// HibernateAfterMinutes hibernates an agent that has been idle this
 	// long (0 = never).
 	HibernateAfterMinutes int `json:"hibernateAfterMinutes"`
+	// Ports is where each workspace's block of ports comes from; see Ports.
+	Ports Ports `json:"ports"`
 
 	// extra holds the keys of the file that the fields above do not name,
 	// verbatim, so that Save writes them back.
@@ -132,6 +134,7 @@ func Default() Settings {
 		Sandbox:               DefaultSandbox(),
 		PreventSleep:          true,
 		Escalation:            DefaultEscalation(),
+		Ports:                 DefaultPorts(),
 		RateLimit:             RateLimit{PerSecond: 20, Burst: 40},
 		ToolTimeoutSeconds:    30,
 		MCPSessionIdleSeconds: 30 * 60,
@@ -216,6 +219,7 @@ func (s Settings) Validate() error {
 	errs = append(errs, s.validateWorkspaceDeny()...)
 	errs = append(errs, s.validateSandbox()...)
 	errs = append(errs, s.validateEscalation()...)
+	errs = append(errs, s.validatePorts()...)
 	if t := s.MCPSessionIdleSeconds; t < 1 || t > 7*24*60*60 {
 		errs = append(errs, fmt.Errorf("mcpSessionIdleSeconds is %d: use 1 to 604800 (a week)", t))
 	}

@@ -40,6 +40,7 @@ func TestDefaultMatchesDocumentedValues(t *testing.T) {
 			"~/.pki", "~/.mozilla", "~/.config/google-chrome", "~/.config/chromium"}},
 		PreventSleep: true,
 		Escalation:   Escalation{Mode: "user", AfterSeconds: 120},
+		Ports:        Ports{Range: "20000-29999", PerWorkspace: 10},
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Fatalf("Default() = %+v, want %+v", d, want)
@@ -96,6 +97,16 @@ func TestValidateRejectsOutOfRangeValues(t *testing.T) {
 		{"hibernateAfterMinutes at its bounds is valid", func(s *Settings) { s.HibernateAfterMinutes = 10080 }, ""},
 		{"hibernateAfterMinutes negative", func(s *Settings) { s.HibernateAfterMinutes = -1 }, "hibernateAfterMinutes"},
 		{"hibernateAfterMinutes above a week", func(s *Settings) { s.HibernateAfterMinutes = 10081 }, "hibernateAfterMinutes"},
+		{"a port range of one block is valid", func(s *Settings) { s.Ports = Ports{Range: "1024-1033", PerWorkspace: 10} }, ""},
+		{"a port range up to 65535 is valid", func(s *Settings) { s.Ports = Ports{Range: "65535-65535", PerWorkspace: 1} }, ""},
+		{"port range not two numbers", func(s *Settings) { s.Ports.Range = "20000" }, "ports.range"},
+		{"port range of words", func(s *Settings) { s.Ports.Range = "low-high" }, "ports.range"},
+		{"port range below 1024", func(s *Settings) { s.Ports.Range = "1023-2000" }, "ports.range"},
+		{"port range above 65535", func(s *Settings) { s.Ports.Range = "60000-65536" }, "ports.range"},
+		{"port range upside down", func(s *Settings) { s.Ports.Range = "30000-20000" }, "ports.range"},
+		{"ports per workspace zero", func(s *Settings) { s.Ports.PerWorkspace = 0 }, "ports.perWorkspace"},
+		{"ports per workspace above 100", func(s *Settings) { s.Ports.PerWorkspace = 101 }, "ports.perWorkspace"},
+		{"ports per workspace wider than the range", func(s *Settings) { s.Ports = Ports{Range: "20000-20004", PerWorkspace: 10} }, "ports.perWorkspace"},
 		{"relative project", func(s *Settings) { s.Projects = []string{"/ok", "repo"} }, "projects[1]"},
 		{"empty project", func(s *Settings) { s.Projects = []string{""} }, "projects[0]"},
 	}
@@ -164,7 +175,7 @@ func TestLoadReadsValidFiles(t *testing.T) {
 			"mcpServers":{"fs":{"command":"npx","args":["-y","x"],"env":{"T":"{env:T}"},"scope":"workspace","confine":true,"startAtLaunch":true},
 				"gh":{"url":"https://example.com/mcp","headers":{"Authorization":"Bearer {env:GH}"}}},"pinTools":true,"workspaceDeny":["vault/"],
 			"sandbox":{"mode":"required","writable":["~/.m2"],"readable":["/opt/sdk"],"hidden":[],"unixSockets":true},"preventSleep":false,
-			"escalation":{"mode":"parent-first","afterSeconds":30}}`, func() Settings {
+			"escalation":{"mode":"parent-first","afterSeconds":30},"ports":{"range":"40000-40999","perWorkspace":5}}`, func() Settings {
 			return Settings{MCPPort: 1, OpencodeBasePort: 2, OpencodeBin: "/bin/oc", WorktreeRoot: "/w", Notifications: true,
 				Projects: []string{"/a", "/b"}, RateLimit: RateLimit{PerSecond: 1.5, Burst: 3}, ToolTimeoutSeconds: 600,
 				MCPSessionIdleSeconds: 2, MCPMaxSessions: 7, MCPMaxConnections: 99, TaskTimeoutSeconds: 5,
@@ -176,7 +187,8 @@ func TestLoadReadsValidFiles(t *testing.T) {
 				PinTools: true, WorkspaceDeny: []string{"vault/"},
 				Sandbox: Sandbox{Mode: "required", Writable: []string{"~/.m2"}, Readable: []string{"/opt/sdk"}, Hidden: []string{},
 					UnixSockets: true},
-				Escalation: Escalation{Mode: EscalateParentFirst, AfterSeconds: 30}}
+				Escalation: Escalation{Mode: EscalateParentFirst, AfterSeconds: 30},
+				Ports:      Ports{Range: "40000-40999", PerWorkspace: 5}}
 		}},
 		{"the escalation mode alone keeps its delay", `{"escalation": {"mode": "parent-first"}}`, func() Settings {
 			s := Default()
@@ -394,7 +406,7 @@ func TestSaveWritesEveryKnownKey(t *testing.T) {
 	}
 	for _, k := range []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds",
 		"mcpSessionIdleSeconds", "mcpMaxSessions", "mcpMaxConnections", "taskTimeoutSeconds", "logMaxMB", "workspaceCreateLimit", "maxAgents",
-		"editorCommand", "terminalCommand", "prCommand", "projectSetup", "mcpServers", "pinTools", "workspaceDeny", "sandbox", "preventSleep", "escalation", "hibernateAfterMinutes"} {
+		"editorCommand", "terminalCommand", "prCommand", "projectSetup", "mcpServers", "pinTools", "workspaceDeny", "sandbox", "preventSleep", "escalation", "hibernateAfterMinutes", "ports"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("key %s missing from\n%s", k, data)
 		}
@@ -484,7 +496,7 @@ func TestStoreConcurrentUpdatesAllLand(t *testing.T) {
 func TestKnownKeysMatchStructTags(t *testing.T) {
 	want := []string{"mcpPort", "opencodeBasePort", "opencodeBin", "worktreeRoot", "notifications", "projects", "rateLimit", "toolTimeoutSeconds",
 		"mcpSessionIdleSeconds", "mcpMaxSessions", "mcpMaxConnections", "taskTimeoutSeconds", "logMaxMB", "workspaceCreateLimit", "maxAgents",
-		"editorCommand", "terminalCommand", "prCommand", "projectSetup", "mcpServers", "pinTools", "workspaceDeny", "sandbox", "preventSleep", "escalation", "hibernateAfterMinutes"}
+		"editorCommand", "terminalCommand", "prCommand", "projectSetup", "mcpServers", "pinTools", "workspaceDeny", "sandbox", "preventSleep", "escalation", "hibernateAfterMinutes", "ports"}
 	if got := knownKeys(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("knownKeys() = %v, want %v", got, want)
 	}

@@ -42,5 +42,6 @@ func (w Workspaces) Status(ctx context.Context, path string) (workspace.Status, 
 		return workspace.Status{}, err
 	}
 	st.Agent = w.AgentStatus(ws.Path)
+	st.Ports, st.PortsNote = w.Ports(ws.Path)
 	return st, nil
 }
