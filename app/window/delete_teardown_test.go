@@ -9,6 +9,7 @@ import (
 
 	"fyne.io/fyne/v2/test"
 
+	"codehydra/app/internal/uitest"
 	"codehydra/internal/settings"
 	"codehydra/internal/testenv"
 	"codehydra/prepare"
@@ -60,5 +61,24 @@ func TestDeleteDialogSaysWhyTheTeardownFailedAndOffersDeleteAnyway(t *testing.T)
 	}
 	if b, _ := os.ReadFile(runs); string(b) != "ran\nran\n" {
 		t.Errorf("the teardown ran %q, want twice (Delete anyway runs it too)", b)
+	}
+}
+
+// An agent's delete of its own workspace whose teardown failed: the
+// window opened from the tray afterwards says so and offers Delete anyway.
+func TestDeleteDialogOpenedAfterAnAgentsTeardownFailedOffersDeleteAnyway(t *testing.T) {
+	f := uitest.NewWorkspaces()
+	ws := f.AddWorkspace("proj", "feat")
+	h := newHarness(t, Deps{Workspaces: f})
+	h.tray.setDelete(ws.Path, DeleteProgress{Step: workspace.StepTeardown, Err: "teardown \"make down\" failed with exit code 2"})
+
+	d := h.u.openDelete(ws)
+	if !d.anyway.Visible() || d.del.Text != "Retry" || !strings.Contains(d.status.Text, "exit code 2") {
+		t.Fatalf("dialog: Delete anyway shown %v, button %q, status %q", d.anyway.Visible(), d.del.Text, d.status.Text)
+	}
+	test.Tap(d.anyway)
+	h.waitFor("the forced delete to finish", func() bool { return d.done })
+	if dels := f.Deletes(); len(dels) != 1 || !dels[0].Force {
+		t.Errorf("deletes %+v, want one forced", dels)
 	}
 }
