@@ -133,7 +133,9 @@ func TestHeldGitLocksAreAConflictNamingTheFileAndARetrySucceeds(t *testing.T) {
 		events, stop := h.mgr.Subscribe()
 		defer stop()
 		release := holdLock(t, configLock)
-		dcs := h.session(doomed.Path)
+		// The workspace's own call, answered before the delete runs (the
+		// user's waits and answers the failure).
+		dcs := h.sessionAs(h.tokenOf(doomed.Path), doomed.Path)
 		okJSON(t, call(t, dcs, ToolDelete, nil), &map[string]any{})
 		failed := waitEvent(t, events, func(e workspace.Event) bool {
 			return e.Kind == workspace.EventDeleteFailed && e.Workspace.Path == doomed.Path
@@ -171,7 +173,7 @@ func TestHeldGitLocksAreAConflictNamingTheFileAndARetrySucceeds(t *testing.T) {
 		defer stop()
 		lock := filepath.Join(gitDir, "refs", "heads", "branch-locked.lock")
 		release := holdLock(t, lock)
-		okJSON(t, call(t, h.session(doomed.Path), ToolDelete, nil), &map[string]any{})
+		okJSON(t, call(t, h.sessionAs(h.tokenOf(doomed.Path), doomed.Path), ToolDelete, nil), &map[string]any{})
 		failed := waitEvent(t, events, func(e workspace.Event) bool {
 			return e.Kind == workspace.EventDeleteFailed && e.Workspace.Path == doomed.Path
 		})

@@ -141,6 +141,9 @@ type Options struct {
 	// background, workspace_stop_task, workspace_task_output); nil
 	// refuses background runs.
 	Runs TaskRuns
+	// ProjectRun is the run command line of a project's settings
+	// (projectSetup run), the task project:run; nil or "" has none.
+	ProjectRun func(projectPath string) string
 }
 
 // Server is the app-wide MCP server. Create it with New, bind with Listen,

@@ -341,7 +341,9 @@ func TestWorkspaceDeleteAnswersFirstThenDeletesInTheBackground(t *testing.T) {
 		<-served
 	}()
 
-	cs := h.session(ws.Path)
+	// The workspace's own agent calls (the user's call waits for the
+	// delete instead: TestTheUsersWorkspaceDeleteAnswersTheTeardownsFailure).
+	cs := h.sessionAs(h.tokenOf(ws.Path), ws.Path)
 	var out map[string]any
 	okJSON(t, call(t, cs, ToolDelete, nil), &out)
 	if !jsonEqual(t, mustJSON(t, out), []byte(`{"started":true}`)) {

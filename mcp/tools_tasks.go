@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -36,7 +37,8 @@ func listTasksTool() toolDef {
 			Name:  ToolListTasks,
 			Title: "List workspace tasks",
 			Description: "Lists the tasks of your own workspace that workspace_run_task can run: justfile recipes " +
-				"(just:<recipe>), Makefile targets (make:<target>) and package.json scripts (npm:<script>), each with the " +
+				"(just:<recipe>), Makefile targets (make:<target>), package.json scripts (npm:<script>) and, when the user's " +
+				"settings give the project a dev server, project:run (source settings), each with the " +
 				"file it comes from and the command it runs, and the background runs of them (state, pid, started, the ports " +
 				"they listen on). Nothing is run to find them.",
 			Annotations: readOnly(),
@@ -54,7 +56,12 @@ type listTasksOutput struct {
 }
 
 func (s *Server) listTasks(ctx context.Context, _ *sdk.CallToolRequest, _ noInput) (*sdk.CallToolResult, listTasksOutput, error) {
-	found, err := tasks.Find(callerWorkspace(ctx).Path)
+	ws := callerWorkspace(ctx)
+	found, err := tasks.Find(ws.Path)
+	if run := s.projectRun(ws.ProjectPath); run != "" {
+		found = append(found, tasks.ProjectRunTask(run))
+		slices.SortFunc(found, func(a, b tasks.Task) int { return strings.Compare(a.Name, b.Name) })
+	}
 	out := listTasksOutput{Tasks: found, Runs: s.listRuns(callerWorkspace(ctx).Path)}
 	if out.Tasks == nil {
 		out.Tasks = []tasks.Task{}
@@ -116,7 +123,7 @@ type (
 
 func (s *Server) runTask(ctx context.Context, req *sdk.CallToolRequest, in runTaskInput) (*sdk.CallToolResult, runTaskOutput, error) {
 	ws := callerWorkspace(ctx)
-	task, argv, err := taskCommand(ws.Path, in)
+	task, argv, err := taskCommand(ws.Path, s.projectRun(ws.ProjectPath), in)
 	if err != nil {
 		return nil, runTaskOutput{}, fail(err)
 	}
@@ -161,9 +168,15 @@ func (s *Server) runTask(ctx context.Context, req *sdk.CallToolRequest, in runTa
 
 // taskCommand is the task of the workspace at dir that in names and the
 // command line that runs it with in's arguments, or an invalid-input
-// error.
-func taskCommand(dir string, in runTaskInput) (tasks.Task, []string, error) {
+// error; run is its project's run command (project:run), "" for none.
+func taskCommand(dir, run string, in runTaskInput) (tasks.Task, []string, error) {
 	task, err := findTask(dir, in.Name)
+	if in.Name == tasks.ProjectRun {
+		task, err = tasks.ProjectRunTask(run), nil
+		if run == "" {
+			err = workspace.Errorf(workspace.CodeInvalidInput, "%s: this project has no run command; the user sets one in Settings → Projects (projectSetup run)", in.Name)
+		}
+	}
 	if err != nil {
 		return tasks.Task{}, nil, err
 	}
@@ -180,6 +193,14 @@ func notStarted(err error, argv []string) error {
 		return workspace.Errorf(workspace.CodeInternal, "the task was not run: %v", err)
 	}
 	return workspace.Errorf(workspace.CodeInternal, "%v; is %s installed and on CodeHydra's PATH?", err, argv[0])
+}
+
+// projectRun is the run command of the project at path ("" for none).
+func (s *Server) projectRun(path string) string {
+	if s.opts.ProjectRun == nil {
+		return ""
+	}
+	return s.opts.ProjectRun(path)
 }
 
 // findTask is the task of the workspace at dir named name, or an

@@ -5,9 +5,11 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -166,13 +168,22 @@ func deleteTool() toolDef {
 			Description: "Deletes your own workspace: stops its agent (you), removes its metadata and its git worktree " +
 				"(uncommitted changes are lost) and deletes its branch, if CodeHydra created it, unless keepBranch is true. It answers " +
 				"{\"started\":true} at once and the deletion continues in the background; this conversation ends " +
-				"with it. Only call it when the user asked for it or your work is merged and nothing is left to do.",
+				"with it. Before anything is removed, the project's teardown command (if the user set one) runs; if it " +
+				"fails the workspace is kept, unless force is true. Only call it when the user asked for it or your work " +
+				"is merged and nothing is left to do.",
 			Annotations: &sdk.ToolAnnotations{DestructiveHint: new(true), OpenWorldHint: new(false)},
 		},
 		handler:        typed((*Server).deleteWorkspace),
 		needsWorkspace: true,
+		// The user's call waits for the project's teardown.
+		timeout: func(s *Server) time.Duration { return s.opts.CallTimeout + teardownWait },
 	}
 }
+
+// teardownWait is how much longer than a call the user's workspace_delete
+// may take: the settings' default teardownTimeoutSeconds. A longer
+// teardown goes on in the background, and the answer says so.
+const teardownWait = time.Minute
 
 type (
 	deleteInput struct {
@@ -180,10 +191,15 @@ type (
 		// DeleteBranch asks to delete a branch that existed before the
 		// workspace too; keepBranch wins.
 		DeleteBranch bool `json:"deleteBranch,omitempty" jsonschema:"also delete the branch when it existed before the workspace (default false: such a branch is kept); keepBranch wins"`
+		Force        bool `json:"force,omitempty" jsonschema:"delete even when the project's teardown command fails (it still runs); default false: a failed teardown keeps the workspace"`
 	}
 
 	deleteOutput struct {
 		Started bool `json:"started" jsonschema:"true: the deletion runs in the background"`
+		// Deleted and Note answer the user's call, which waits for the
+		// delete: a workspace's own call cannot, its agent is stopped.
+		Deleted bool   `json:"deleted,omitempty" jsonschema:"the user's call only: the workspace is deleted"`
+		Note    string `json:"note,omitempty" jsonschema:"what the delete kept on purpose, or that it still runs the project's teardown in the background"`
 	}
 )
 
@@ -197,7 +213,7 @@ type (
 // for it.
 func (s *Server) deleteWorkspace(ctx context.Context, req *sdk.CallToolRequest, in deleteInput) (*sdk.CallToolResult, deleteOutput, error) {
 	ws := callerWorkspace(ctx)
-	opts := workspace.DeleteOptions{KeepBranch: in.KeepBranch, DeleteBranch: in.DeleteBranch}
+	opts := workspace.DeleteOptions{KeepBranch: in.KeepBranch, DeleteBranch: in.DeleteBranch, Force: in.Force}
 	if in.DeleteBranch && !in.KeepBranch && !callerOf(req).isUser() {
 		// A branch that existed before the workspace is the user's: only
 		// the user deletes it. A workspace's token deletes only a branch
@@ -221,14 +237,45 @@ func (s *Server) deleteWorkspace(ctx context.Context, req *sdk.CallToolRequest, 
 		return nil, deleteOutput{}, fail(err)
 	}
 
-	s.afterResponse(requestHeader(req), func() {
+	done := make(chan error, 1)
+	background := func() {
 		s.runBackground(func(ctx context.Context) {
-			if err := run(ctx); err != nil {
+			err := run(ctx)
+			done <- err
+			if err != nil {
 				s.log.Warn("background workspace delete failed", slog.String("workspace", ws.Path), slog.Any("error", err))
 				return
 			}
 			s.log.Info("workspace deleted", slog.String("workspace", ws.Path))
 		})
-	})
-	return nil, deleteOutput{Started: true}, nil
+	}
+	if !callerOf(req).isUser() {
+		s.afterResponse(requestHeader(req), background)
+		return nil, deleteOutput{Started: true}, nil
+	}
+	// The user's call stops no agent of its own: it waits for the delete
+	// (its teardown above all), until shortly before its own timeout.
+	background()
+	wait := time.NewTimer(time.Until(deadlineOf(ctx)) - time.Second)
+	defer wait.Stop()
+	select {
+	case err := <-done:
+		if errors.Is(err, workspace.ErrTeardownFailed) {
+			return nil, deleteOutput{}, fail(fmt.Errorf("%w\n(workspace_delete with force: true deletes it although the teardown fails)", err))
+		}
+		if err != nil {
+			return nil, deleteOutput{}, fail(err)
+		}
+		return nil, deleteOutput{Started: true, Deleted: true}, nil
+	case <-wait.C:
+		return nil, deleteOutput{Started: true, Note: "the delete still runs (the project's teardown, most likely) and goes on in the background; the tray shows how it ends"}, nil
+	}
+}
+
+// deadlineOf is ctx's deadline; far off when it has none.
+func deadlineOf(ctx context.Context) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	return time.Now().Add(time.Hour)
 }

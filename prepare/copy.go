@@ -1,9 +1,11 @@
 // Package prepare readies a new worktree before its agent starts: it copies
 // the untracked files the user named (such as .env) from the project's main
 // checkout and runs the user's setup command there (issue 13, point 6).
-// What it does comes only from the user's settings (settings.ProjectSetup),
-// never from a file of the repository, so that opening a repository cannot
-// make CodeHydra run its commands.
+// The commands it runs (setup, and teardown before a delete) come only
+// from the user's settings (settings.ProjectSetup), never from a file of
+// the repository, so that opening a repository cannot make CodeHydra run
+// its commands; the repository's .worktreeinclude may only name more of
+// its untracked files to copy.
 package prepare
 
 import (
@@ -16,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"strings"
 
 	"codehydra/internal/gitenv"
@@ -33,25 +36,30 @@ type CopyReport struct {
 }
 
 // CopyFiles copies the untracked (and ignored) files of the main checkout
-// at src that match patterns into the worktree at dst, at the same
-// relative path and with the same permission bits. A pattern matches a
-// file's path or a folder above it. A file that already exists in dst (a
-// tracked one, above all) is never overwritten, and no symlink is followed
-// out of src or out of dst: both are opened as an os.Root.
+// at src that match patterns, or the .worktreeinclude at src's root
+// (WorktreeIncludeFile) when there is one, into the worktree at dst, at
+// the same relative path and with the same permission bits. A pattern
+// matches a file's path or a folder above it. A file that already exists
+// in dst (a tracked one, above all) is never overwritten, and no symlink
+// is followed out of src or out of dst: both are opened as an os.Root.
 func CopyFiles(ctx context.Context, src, dst string, patterns []string) (CopyReport, error) {
 	var rep CopyReport
-	if len(patterns) == 0 {
+	from, err := os.OpenRoot(src)
+	if err != nil {
+		return rep, fmt.Errorf("open the main checkout %s: %w", src, err)
+	}
+	defer from.Close()
+	include, err := readIncludeRules(from)
+	if err != nil {
+		rep.Skipped = append(rep.Skipped, WorktreeIncludeFile+": not read ("+err.Error()+")")
+	}
+	if len(patterns) == 0 && len(include) == 0 {
 		return rep, nil
 	}
 	files, err := untracked(ctx, src)
 	if err != nil {
 		return rep, err
 	}
-	from, err := os.OpenRoot(src)
-	if err != nil {
-		return rep, fmt.Errorf("open the main checkout %s: %w", src, err)
-	}
-	defer from.Close()
 	to, err := os.OpenRoot(dst)
 	if err != nil {
 		return rep, fmt.Errorf("open the new worktree %s: %w", dst, err)
@@ -59,8 +67,12 @@ func CopyFiles(ctx context.Context, src, dst string, patterns []string) (CopyRep
 	defer to.Close()
 
 	matched := make([]bool, len(patterns))
+	includeMatched := false
 	for _, f := range files {
-		if !selected(f, patterns, matched) {
+		byPattern := selected(f, patterns, matched)
+		byInclude := f != WorktreeIncludeFile && include.Match(f)
+		includeMatched = includeMatched || byInclude
+		if !byPattern && !byInclude {
 			continue
 		}
 		why, err := copyOne(from, to, f)
@@ -78,7 +90,17 @@ func CopyFiles(ctx context.Context, src, dst string, patterns []string) (CopyRep
 			rep.Unmatched = append(rep.Unmatched, patterns[i])
 		}
 	}
+	if len(include) > 0 && !includeMatched {
+		rep.Unmatched = append(rep.Unmatched, WorktreeIncludeFile)
+	}
 	return rep, nil
+}
+
+// HasWorktreeInclude reports whether the checkout at dir has a
+// .worktreeinclude at its root.
+func HasWorktreeInclude(dir string) bool {
+	info, err := os.Lstat(filepath.Join(dir, WorktreeIncludeFile))
+	return err == nil && !info.IsDir()
 }
 
 // untracked lists the untracked files of the checkout at dir, ignored ones

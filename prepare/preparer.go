@@ -90,10 +90,12 @@ func New(o Options) *Preparer {
 }
 
 // Added handles a workspace that appeared. One that CodeHydra just created
-// (created) in a project with a setup is prepared in the background and
+// (created) in a project with a setup, or whose main checkout has a
+// .worktreeinclude, is prepared in the background and
 // its agent started once that succeeded; any other gets its agent now.
 func (p *Preparer) Added(ws workspace.Workspace, created bool) {
 	setup, ok := p.o.Setup(ws.ProjectPath)
+	ok = ok || HasWorktreeInclude(ws.ProjectPath)
 	if !created || !ok {
 		p.o.Start(ws)
 		return

@@ -23,8 +23,11 @@ const (
 	tailLines    = 20
 )
 
-// Command is a setup to run: argv without a shell, in Dir, within Timeout.
+// Command is a setup (or a teardown) to run: argv without a shell, in
+// Dir, within Timeout.
 type Command struct {
+	// What names the command in its error: "setup" when empty, "teardown".
+	What    string
 	Argv    []string
 	Dir     string
 	Timeout time.Duration
@@ -38,8 +41,11 @@ type Command struct {
 	Line func(string)
 }
 
-// SetupError is a setup that did not succeed: why, and its last lines.
+// SetupError is a setup (or a teardown) that did not succeed: why, and
+// its last lines.
 type SetupError struct {
+	// What is "setup" when empty, or "teardown".
+	What string
 	// Reason is a sentence: "exited with code 2", "ran longer than 10m0s and
 	// was stopped", "could not start: …".
 	Reason string
@@ -50,10 +56,14 @@ type SetupError struct {
 }
 
 func (e *SetupError) Error() string {
-	if len(e.Tail) == 0 {
-		return "setup " + e.Reason
+	what := e.What
+	if what == "" {
+		what = "setup"
 	}
-	return "setup " + e.Reason + "; last output:\n" + strings.Join(e.Tail, "\n")
+	if len(e.Tail) == 0 {
+		return what + " " + e.Reason
+	}
+	return what + " " + e.Reason + "; last output:\n" + strings.Join(e.Tail, "\n")
 }
 
 // Run runs c and waits for it. It starts the command in a process tree
@@ -108,7 +118,7 @@ func setupResult(ctx context.Context, c Command, err error, tail []string) error
 	if err == nil {
 		return nil
 	}
-	se := &SetupError{Tail: tail, ExitCode: -1}
+	se := &SetupError{What: c.What, Tail: tail, ExitCode: -1}
 	var exit *exec.ExitError
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):

@@ -120,6 +120,8 @@ func Argv(dir string, t Task, args []string) ([]string, error) {
 			}
 		}
 		return append([]string{"make", "--", name}, args...), nil
+	case PrefixProject:
+		return projectArgv(t, args)
 	case PrefixNPM:
 		root, err := os.OpenRoot(dir)
 		if err != nil {

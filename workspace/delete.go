@@ -28,6 +28,10 @@ type DeleteOptions struct {
 	// A delete after a merge gives the head the merge verified, so that
 	// work done since (by the agent, until it stopped) is never lost.
 	ExpectHead string
+	// Force deletes the workspace although the project's teardown fails
+	// (it still runs); without it a failed teardown keeps the workspace,
+	// with nothing removed (CodeConflict, ErrTeardownFailed).
+	Force bool
 }
 
 // removeAttempts is how often a delete tries to remove a worktree folder
@@ -41,7 +45,8 @@ func removeBackoff(attempt int) time.Duration {
 
 // Delete deletes the workspace at wsPath and returns when done. The steps
 // run in the order of DeleteSteps, each announced by a delete-progress
-// event: stop the agent; remove the worktree (exactly its folder, set
+// event: stop the agent; run the project's teardown (Options.Teardowns),
+// whose failure keeps the workspace unless o.Force; remove the worktree (exactly its folder, set
 // aside first and never followed through a symlink, then git's record of
 // it; see removeRegistered); delete the branch unless o.KeepBranch or the
 // HEAD is detached (a branch that CodeHydra did not create is kept unless
@@ -196,6 +201,11 @@ func (m *Manager) runDelete(ctx context.Context, p *project, ws Workspace, o Del
 		return d.fail(err)
 	}
 	if err := d.checkExpectedHead(ctx, registered); err != nil {
+		return d.fail(err)
+	}
+
+	d.progress(StepTeardown)
+	if err := d.teardown(ctx, registered); err != nil {
 		return d.fail(err)
 	}
 
@@ -372,7 +382,7 @@ func (d *deletion) deleteBranch(ctx context.Context) (gone bool, err error) {
 			return false, classify(err, CodeInternal, "cannot read whether CodeHydra created branch %s; try the delete again", b)
 		}
 		if !created {
-			d.note = fmt.Sprintf("kept branch %s: it existed before the workspace", b)
+			d.addNote(fmt.Sprintf("kept branch %s: it existed before the workspace", b))
 			return false, nil
 		}
 	}

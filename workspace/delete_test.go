@@ -46,7 +46,7 @@ func TestDeleteRunsTheStepsInOrder(t *testing.T) {
 	}
 	ev.waitFor(t, soon, "done", func(e Event) bool { return e.Step == StepDone })
 	want := []string{
-		"delete-progress:stop-agent", "delete-progress:remove-worktree", "delete-progress:delete-branch",
+		"delete-progress:stop-agent", "delete-progress:teardown", "delete-progress:remove-worktree", "delete-progress:delete-branch",
 		"delete-progress:remove-metadata", "workspace-removed", "delete-progress:done",
 	}
 	if got := ev.kinds(ws.Path); !slices.Equal(got, want) {

@@ -27,16 +27,19 @@ type DeleteStep string
 // The steps of a delete, in order.
 const (
 	StepStopAgent      DeleteStep = "stop-agent"
+	StepTeardown       DeleteStep = "teardown"
 	StepRemoveWorktree DeleteStep = "remove-worktree"
 	StepDeleteBranch   DeleteStep = "delete-branch"
 	StepRemoveMetadata DeleteStep = "remove-metadata"
 	StepDone           DeleteStep = "done"
 )
 
-// DeleteSteps lists the steps in the order they run. The metadata goes
+// DeleteSteps lists the steps in the order they run. The project's
+// teardown runs once the agent is stopped and before anything is removed.
+// The metadata goes
 // last, once the branch it belongs to is gone, so that a delete that fails
 // or is cut short never leaves a workspace without its metadata.
-var DeleteSteps = []DeleteStep{StepStopAgent, StepRemoveWorktree, StepDeleteBranch, StepRemoveMetadata, StepDone}
+var DeleteSteps = []DeleteStep{StepStopAgent, StepTeardown, StepRemoveWorktree, StepDeleteBranch, StepRemoveMetadata, StepDone}
 
 // Event tells subscribers that something changed. Subscribers re-read what
 // they show; the event says what and where, not the whole new state.

@@ -29,6 +29,9 @@ type Options struct {
 	WorktreeRoot string
 	// Agents reports and stops agents; nil means no agents (status "none").
 	Agents Agents
+	// Teardowns runs the project's teardown in a workspace before its
+	// delete removes anything; nil runs none.
+	Teardowns Teardowns
 	// Events is where the manager publishes its changes, shared with the
 	// parts that publish theirs (agents, preparation, the status cache);
 	// nil gives the manager one of its own.

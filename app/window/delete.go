@@ -16,7 +16,8 @@ import (
 
 // deleteDialog is the "Delete workspace" window: what would be lost, a
 // keep-branch choice, then the delete's progress, step by step, from the
-// manager's delete-progress events, with Retry when a step fails.
+// manager's delete-progress events, with Retry when a step fails, and
+// Delete anyway when the project's teardown failed.
 type deleteDialog struct {
 	u   *UI
 	win fyne.Window
@@ -33,6 +34,9 @@ type deleteDialog struct {
 	status     *widget.Label
 	del        *widget.Button
 	cancel     *widget.Button
+	// anyway deletes in spite of a failed teardown (DeleteOptions.Force);
+	// shown only after one.
+	anyway *widget.Button
 
 	// merged is the verified merge the delete follows (zero otherwise):
 	// the workspace's commits are not lost then, even when they are not
@@ -115,11 +119,14 @@ func (u *UI) newDeleteDialog(ws workspace.Workspace, merged mergedAt, startClean
 	d.del = widget.NewButton("Delete", d.submit)
 	d.del.Importance = widget.DangerImportance
 	d.cancel = widget.NewButton("Cancel", d.win.Close)
+	d.anyway = widget.NewButton("Delete anyway", func() { d.start(true) })
+	d.anyway.Importance = widget.DangerImportance
+	d.anyway.Hide()
 	d.openFolder = widget.NewButton("Open folder", d.showFolder)
 
 	d.win.SetContent(container.NewVBox(
 		intro, d.warning, d.keepBranch, d.progress, d.step, d.status,
-		container.NewHBox(d.openFolder, layout.NewSpacer(), d.cancel, d.del),
+		container.NewHBox(d.openFolder, layout.NewSpacer(), d.cancel, d.anyway, d.del),
 	))
 	d.win.Resize(fyne.NewSize(480, 0))
 	answerEscape(d.win, d.win.Close)
@@ -295,13 +302,18 @@ func (d *deleteDialog) showStatus(st workspace.Status, c workspace.Changes, err 
 }
 
 // submit starts the delete, or retries it after a failure.
-func (d *deleteDialog) submit() {
+func (d *deleteDialog) submit() { d.start(false) }
+
+// start starts the delete; force deletes although the project's teardown
+// fails.
+func (d *deleteDialog) start(force bool) {
 	if d.running || d.done {
 		return
 	}
 	d.running = true
 	d.failShown = false
-	opts := workspace.DeleteOptions{KeepBranch: d.keepBranch.Checked, DeleteBranch: (d.branchKnown || d.stillMerged) && !d.keepBranch.Checked}
+	d.anyway.Hide()
+	opts := workspace.DeleteOptions{KeepBranch: d.keepBranch.Checked, DeleteBranch: (d.branchKnown || d.stillMerged) && !d.keepBranch.Checked, Force: force}
 	if d.stillMerged {
 		// Work done since the check is not lost: the delete, once the
 		// agent is stopped, refuses a workspace that moved.
@@ -329,6 +341,8 @@ func StepText(s workspace.DeleteStep) string {
 	switch s {
 	case workspace.StepStopAgent:
 		return "Stopping the agent…"
+	case workspace.StepTeardown:
+		return "Running the project's teardown…"
 	case workspace.StepRemoveMetadata:
 		return "Removing the workspace's metadata…"
 	case workspace.StepRemoveWorktree:
@@ -368,7 +382,8 @@ func (d *deleteDialog) showStep(s workspace.DeleteStep) {
 }
 
 // showFailure reports a failed delete (step is "" when it failed before
-// any step) and offers a retry.
+// any step) and offers a retry; after a failed teardown, which removed
+// nothing, also a delete without it.
 func (d *deleteDialog) showFailure(step workspace.DeleteStep, msg string) {
 	if d.done || (step == "" && d.failShown) {
 		return
@@ -378,7 +393,12 @@ func (d *deleteDialog) showFailure(step workspace.DeleteStep, msg string) {
 	if step != "" {
 		where = " at step “" + strings.TrimSuffix(StepText(step), "…") + "”"
 	}
-	say(d.status, fmt.Sprintf("The delete failed%s: %s\nFix the cause, then press Retry.", where, msg), true)
+	next := "Fix the cause, then press Retry."
+	if step == workspace.StepTeardown {
+		next = "Nothing was removed. Fix the teardown and press Retry, or press Delete anyway to delete it although the teardown failed."
+		d.anyway.Show()
+	}
+	say(d.status, fmt.Sprintf("The delete failed%s: %s\n%s", where, msg, next), true)
 	d.del.SetText("Retry")
 	d.del.Enable()
 	if d.ws.Branch != "" {

@@ -283,9 +283,10 @@ func TestDeleteDialogProgressFollowsDeleteEvents(t *testing.T) {
 	d := h.u.openDelete(ws)
 
 	// A delete an agent started through MCP: only its events are seen.
-	for i, step := range workspace.DeleteSteps[:4] {
+	last := len(workspace.DeleteSteps) - 1
+	for i, step := range workspace.DeleteSteps[:last] {
 		f.Publish(workspace.Event{Kind: workspace.EventDeleteProgress, Workspace: ws, Step: step})
-		want := float64(i) / 4
+		want := float64(i) / float64(last)
 		h.waitFor(string(step), func() bool { return d.step.Text == StepText(step) && d.progress.Value == want })
 		if !d.del.Disabled() {
 			t.Errorf("Delete is enabled during step %s", step)
@@ -316,9 +317,12 @@ func TestDeleteDialogOffersRetryAfterAFailedStep(t *testing.T) {
 			t.Errorf("status = %q, want %q in it", d.status.Text, want)
 		}
 	}
-	// remove-worktree is the second of the four steps before done.
-	if d.progress.Value != 0.25 {
-		t.Errorf("progress = %v, want it left at the failed step (0.25)", d.progress.Value)
+	// remove-worktree is the third of the five steps before done.
+	if d.progress.Value != 0.4 {
+		t.Errorf("progress = %v, want it left at the failed step (0.4)", d.progress.Value)
+	}
+	if d.anyway.Visible() {
+		t.Error("Delete anyway is offered after a failure that is not the teardown's")
 	}
 	test.Tap(d.del)
 	h.waitFor("the retry to finish", func() bool { return d.done && !h.windowOpen("Delete workspace") })
@@ -394,7 +398,7 @@ func TestDeleteDialogOpenedDuringADeleteShowsItsProgress(t *testing.T) {
 	h.tray.setDelete(ws.Path, DeleteProgress{Running: true, Step: workspace.StepRemoveWorktree})
 
 	d := h.u.openDelete(ws)
-	if !d.del.Disabled() || d.step.Text != StepText(workspace.StepRemoveWorktree) || d.progress.Value != 0.25 {
+	if !d.del.Disabled() || d.step.Text != StepText(workspace.StepRemoveWorktree) || d.progress.Value != 0.4 {
 		t.Errorf("dialog: Delete enabled %v, step %q, progress %v; want the running delete", !d.del.Disabled(), d.step.Text, d.progress.Value)
 	}
 	if again := h.u.openDelete(ws); again != nil {

@@ -193,14 +193,14 @@ func TestWorkspaceCommandsActOnTheRunningInstance(t *testing.T) {
 		})
 	}
 
+	// The user's delete waits for it.
 	code, out, errOut = runRemote(t, "workspace", "delete", ws)
-	if code != 0 || !strings.Contains(out, "deleting workspace") {
+	if code != 0 || !strings.Contains(out, "deleted workspace "+ws) {
 		t.Fatalf("delete: %d %q %q", code, out, errOut)
 	}
-	testenv.WaitFor(t, "the workspace deleted", 15*time.Second, func() bool {
-		_, err := ri.mgr.Resolve(ws)
-		return workspace.CodeOf(err) == workspace.CodeWorkspaceNotFound
-	})
+	if _, err := ri.mgr.Resolve(ws); workspace.CodeOf(err) != workspace.CodeWorkspaceNotFound {
+		t.Fatalf("the workspace resolves after the delete said it was done: %v", err)
+	}
 }
 
 func TestRemoteCommandsRejectBadUsage(t *testing.T) {

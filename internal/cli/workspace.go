@@ -14,7 +14,7 @@ import (
 const workspaceHelp = `Usage:
   codehydra workspace list [--project PATH] [--json]
   codehydra workspace create NAME [--project PATH] [--base REF] [--json]
-  codehydra workspace delete PATH [--keep-branch | --delete-branch]
+  codehydra workspace delete PATH [--keep-branch | --delete-branch] [--force]
 
 Lists, creates or deletes workspaces (git worktrees, each with its own
 agent) of the running CodeHydra, through its MCP server. create makes branch
@@ -24,8 +24,11 @@ reused as it is, with its metadata and recorded base (--base does not
 apply to it, and the output says so). delete stops the workspace's agent, removes
 its worktree (uncommitted changes are lost) and, unless --keep-branch, its
 branch if CodeHydra created it: a branch that existed before the workspace
-is kept (the log says so) unless --delete-branch; it runs in the
-background.
+is kept (the log says so) unless --delete-branch. First the project's
+teardown command runs, if the settings give one: when it fails, nothing is
+deleted and the command says why, unless --force. The delete waits for the
+teardown, then says it is done (or, past a minute, goes on in the
+background).
 
 Flags:
   --project PATH   the project (create: default the current folder;
@@ -33,6 +36,7 @@ Flags:
   --base REF       branch or commit the new workspace starts from
   --keep-branch    keep the branch when deleting
   --delete-branch  delete the branch even if it existed before the workspace
+  --force          delete even when the project's teardown fails
   --json           print the result as JSON
   --help           show this help
 `
@@ -44,6 +48,7 @@ type workspaceFlags struct {
 	base         string
 	keepBranch   bool
 	deleteBranch bool
+	force        bool
 	asJSON       bool
 }
 
@@ -55,6 +60,7 @@ func runWorkspace(ctx context.Context, c *cli, args []string) int {
 	fs.StringVar(&f.base, "base", "", "")
 	fs.BoolVar(&f.keepBranch, "keep-branch", false, "")
 	fs.BoolVar(&f.deleteBranch, "delete-branch", false, "")
+	fs.BoolVar(&f.force, "force", false, "")
 	fs.BoolVar(&f.asJSON, "json", false, "")
 	rest, code, ok := parseInterleaved(fs, c, args)
 	if !ok {
@@ -128,16 +134,28 @@ func workspaceCreate(ctx context.Context, c *cli, fs *flag.FlagSet, f workspaceF
 	return 0
 }
 
-// workspaceDelete is `codehydra workspace delete PATH`; the delete goes on
-// in the running instance after the command returns.
+// workspaceDelete is `codehydra workspace delete PATH`. The running
+// instance answers once the workspace is deleted, or when its teardown
+// takes long, while the delete goes on.
 func workspaceDelete(ctx context.Context, c *cli, fs *flag.FlagSet, f workspaceFlags, arg string) int {
 	path, err := filepath.Abs(arg)
 	if err != nil {
 		return usageError(fs, c, err)
 	}
-	if _, code := callRemote(ctx, c, path, mcp.ToolDelete, map[string]any{"keepBranch": f.keepBranch, "deleteBranch": f.deleteBranch}, nil); code != 0 {
+	var out struct {
+		Deleted bool   `json:"deleted"`
+		Note    string `json:"note"`
+	}
+	if _, code := callRemote(ctx, c, path, mcp.ToolDelete, map[string]any{"keepBranch": f.keepBranch, "deleteBranch": f.deleteBranch, "force": f.force}, &out); code != 0 {
 		return code
 	}
+	if out.Deleted {
+		fmt.Fprintf(c.stdout, "deleted workspace %s\n", path)
+		return 0
+	}
 	fmt.Fprintf(c.stdout, "deleting workspace %s (it continues in the background)\n", path)
+	if out.Note != "" {
+		fmt.Fprintf(c.stdout, "note: %s\n", out.Note)
+	}
 	return 0
 }

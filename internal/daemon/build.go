@@ -140,6 +140,12 @@ func (s *server) build(ctx context.Context) error {
 		Events:       s.events,
 		Logger:       s.log,
 		Git:          git,
+		// Read at each delete, so a change in Settings applies at once.
+		Teardowns: prepare.NewTeardowns(prepare.TeardownOptions{
+			Setup:   func(projectPath string) settings.ProjectSetup { return s.settings.Get().ProjectOf(projectPath) },
+			Confine: s.confine,
+			Logger:  s.log,
+		}),
 		Ports: workspace.PortsOptions{First: first, Last: last, PerWorkspace: set.Ports.PerWorkspace,
 			CursorFile: filepath.Join(paths.DataDir(), "ports-cursor")},
 	})
@@ -181,6 +187,8 @@ func (s *server) build(ctx context.Context) error {
 		TracerProvider: s.tel.tracerProvider(),
 		MeterProvider:  s.tel.meterProvider(),
 		Runs:           s.runs,
+		// Read at each call, so a change in Settings applies at once.
+		ProjectRun: func(projectPath string) string { return s.settings.Get().ProjectOf(projectPath).Run },
 	})
 	if err == nil {
 		err = srv.SetAuditRotation(set.LogMaxBytes())
