@@ -2,7 +2,7 @@ package daemon
 
 // The workspaces' previews (package previews: the ports their agents'
 // children and background runs listen on) and the projects' dev servers
-// (projectSetup run, run as the background task project:run), for the
+// (projectSetup run, run as the background task tasks.ProjectRun), for the
 // tray and the MCP server.
 
 import (
@@ -16,9 +16,6 @@ import (
 	"codehydra/tasks"
 	"codehydra/workspace"
 )
-
-// DevServerTask is the background task that runs a project's dev server.
-const DevServerTask = "project:run"
 
 // buildPreviews makes the finder of endpoints over the agents and the
 // background runs.
@@ -58,7 +55,9 @@ func (d devServers) command(path string) ([]string, error) {
 	if line == "" {
 		return nil, nil
 	}
-	return settings.SplitCommand(line)
+	// The same task, and so the same command line, as workspace_run_task
+	// project:run runs.
+	return tasks.Argv(path, tasks.ProjectRunTask(line), nil)
 }
 
 func (d devServers) Configured(path string) bool {
@@ -68,7 +67,7 @@ func (d devServers) Configured(path string) bool {
 
 func (d devServers) Running(path string) bool {
 	return slices.ContainsFunc(d.runs.List(path), func(r tasks.Run) bool {
-		return r.Name == DevServerTask && r.State == tasks.StateRunning
+		return r.Name == tasks.ProjectRun && r.State == tasks.StateRunning
 	})
 }
 
@@ -86,12 +85,12 @@ func (d devServers) Start(ctx context.Context, path string) error {
 	if err != nil {
 		return fmt.Errorf("the dev server was not started: %w", err)
 	}
-	_, err = d.runs.Start(ctx, tasks.StartOptions{Workspace: path, Name: DevServerTask, Argv: argv, Dir: path,
+	_, err = d.runs.Start(ctx, tasks.StartOptions{Workspace: path, Name: tasks.ProjectRun, Argv: argv, Dir: path,
 		Sandbox: plan.Policy, Env: plan.Env})
 	return err
 }
 
 func (d devServers) Stop(ctx context.Context, path string) error {
-	_, err := d.runs.Stop(ctx, path, DevServerTask)
+	_, err := d.runs.Stop(ctx, path, tasks.ProjectRun)
 	return err
 }
