@@ -32,42 +32,38 @@ func worktreeVar(path, key string) string {
 // MCPServersOff returns the MCP servers switched off for the workspace
 // (MetadataMCPOff), sorted.
 func (m *Manager) MCPServersOff(ctx context.Context, wsPath string) ([]string, error) {
-	ws, p, err := m.resolve(wsPath)
+	c, err := m.readConfigOf(ctx, wsPath)
 	if err != nil {
 		return nil, err
 	}
-	branch, err := m.currentBranch(ctx, ws.Path)
-	if err != nil {
-		return nil, classify(err, CodeInternal, "cannot read the branch of %s", ws.Path)
-	}
-	cfg, err := m.configList(ctx, p)
-	if err != nil {
-		return nil, classify(err, CodeInternal, "cannot read the MCP servers switched off for %s", ws.Path)
-	}
-	off, err := m.mcpOff(ctx, p, ws, branch, cfg)
-	if err != nil {
-		return nil, classify(err, CodeInternal, "cannot read the MCP servers switched off for %s", ws.Path)
-	}
-	return off, nil
+	return m.mcpOff(ctx, c)
 }
 
-// mcpOff returns the servers switched off for the worktree of ws, cfg
-// being the project's config as configList read it. A switch-off that an
-// earlier CodeHydra kept in the metadata of the branch checked out there
-// is moved to the worktree first, once: joined to what the worktree has,
-// and removed from the branch.
-func (m *Manager) mcpOff(ctx context.Context, p *project, ws Workspace, branch string, cfg map[string]string) ([]string, error) {
-	own := worktreeVar(ws.Path, MetadataMCPOff)
-	if _, ok := cfg[metadataVar(branch, MetadataMCPOff)]; branch == "" || !ok {
-		return splitNames(cfg[own]), nil
+// mcpOff returns the servers switched off for the worktree of c. A
+// switch-off that an earlier CodeHydra kept in the metadata of the branch
+// checked out there is moved to the worktree first, once: joined to what
+// the worktree has, and removed from the branch.
+func (m *Manager) mcpOff(ctx context.Context, c workspaceConfig) ([]string, error) {
+	names, err := m.moveMCPOff(ctx, c)
+	if err != nil {
+		return nil, classify(err, CodeInternal, "cannot read the MCP servers switched off for %s", c.ws.Path)
+	}
+	return names, nil
+}
+
+// moveMCPOff is mcpOff's work.
+func (m *Manager) moveMCPOff(ctx context.Context, c workspaceConfig) ([]string, error) {
+	p, own, legacy := c.p, worktreeVar(c.ws.Path, MetadataMCPOff), metadataVar(c.branch, MetadataMCPOff)
+	if _, ok := c.cfg[legacy]; c.branch == "" || !ok {
+		return splitNames(c.cfg[own]), nil
 	}
 	p.configMu.Lock()
 	defer p.configMu.Unlock()
-	if !m.stillWritable(p, ws.Path) {
-		return splitNames(cfg[own]), nil
+	if !m.stillWritable(p, c.ws.Path) {
+		return splitNames(c.cfg[own]), nil
 	}
 	// Read again under the lock: another call may have moved it.
-	legacy, err := m.configGet(ctx, p, metadataVar(branch, MetadataMCPOff))
+	old, err := m.configGet(ctx, p, legacy)
 	if err != nil {
 		return nil, err
 	}
@@ -75,17 +71,17 @@ func (m *Manager) mcpOff(ctx context.Context, p *project, ws Workspace, branch s
 	if err != nil {
 		return nil, err
 	}
-	names := splitNames(value + "," + legacy)
+	names := splitNames(value + "," + old)
 	if len(names) > 0 {
 		if err := m.configSetLocked(ctx, p, own, strings.Join(names, ",")); err != nil {
 			return nil, err
 		}
 	}
-	if err := m.configUnsetLocked(ctx, p, metadataVar(branch, MetadataMCPOff)); err != nil {
+	if err := m.configUnsetLocked(ctx, p, legacy); err != nil {
 		return nil, err
 	}
 	m.log.Info("moved the MCP servers switched off for a workspace from its branch to its worktree",
-		"workspace", ws.Path, "branch", branch, "servers", strings.Join(names, ","))
+		"workspace", c.ws.Path, "branch", c.branch, "servers", strings.Join(names, ","))
 	return names, nil
 }
 

@@ -127,6 +127,34 @@ func (m *Manager) configList(ctx context.Context, p *project) (map[string]string
 	return cfg, nil
 }
 
+// workspaceConfig is the project's git config as one workspace's read
+// found it: the workspace, its project, the branch checked out there ("" on
+// a detached HEAD) and the config (see configList).
+type workspaceConfig struct {
+	ws     Workspace
+	p      *project
+	branch string
+	cfg    map[string]string
+}
+
+// readConfigOf reads the project's git config for the workspace at wsPath.
+func (m *Manager) readConfigOf(ctx context.Context, wsPath string) (workspaceConfig, error) {
+	ws, p, err := m.resolve(wsPath)
+	if err != nil {
+		return workspaceConfig{}, err
+	}
+	// Metadata follows the branch, so it is read fresh.
+	branch, err := m.currentBranch(ctx, ws.Path)
+	if err != nil {
+		return workspaceConfig{}, classify(err, CodeInternal, "cannot read the branch of %s", ws.Path)
+	}
+	cfg, err := m.configList(ctx, p)
+	if err != nil {
+		return workspaceConfig{}, classify(err, CodeInternal, "cannot read the metadata of %s", ws.Path)
+	}
+	return workspaceConfig{ws: ws, p: p, branch: branch, cfg: cfg}, nil
+}
+
 // metadataOf returns the metadata keys of branch (lowercased) and their
 // values in the project's config cfg (see configList).
 func metadataOf(cfg map[string]string, branch string) map[string]string {
@@ -166,27 +194,20 @@ func (m *Manager) currentBranch(ctx context.Context, path string) (string, error
 // the app) or the HEAD is detached, it is the project's DefaultBase. It
 // holds MetadataMCPOff, which is the worktree's, whatever is checked out.
 func (m *Manager) Metadata(ctx context.Context, wsPath string) (map[string]string, error) {
-	ws, p, err := m.resolve(wsPath)
+	c, err := m.readConfigOf(ctx, wsPath)
 	if err != nil {
 		return nil, err
 	}
-	branch, err := m.currentBranch(ctx, ws.Path)
-	if err != nil {
-		return nil, classify(err, CodeInternal, "cannot read the branch of %s", ws.Path)
-	}
-	cfg, err := m.configList(ctx, p)
-	if err != nil {
-		return nil, classify(err, CodeInternal, "cannot read the metadata of %s", ws.Path)
-	}
+	ws, p := c.ws, c.p
 	md := map[string]string{}
-	if branch != "" {
-		md = metadataOf(cfg, branch)
+	if c.branch != "" {
+		md = metadataOf(c.cfg, c.branch)
 	}
 	// The servers switched off belong to the worktree, not to the branch.
 	delete(md, MetadataMCPOff)
-	off, err := m.mcpOff(ctx, p, ws, branch, cfg)
+	off, err := m.mcpOff(ctx, c)
 	if err != nil {
-		return nil, classify(err, CodeInternal, "cannot read the MCP servers switched off for %s", ws.Path)
+		return nil, err
 	}
 	if len(off) > 0 {
 		md[MetadataMCPOff] = strings.Join(off, ",")
