@@ -52,10 +52,7 @@ func TestGUIAllowOnceFromTheTrayOrANotificationLetsTheTurnGoOn(t *testing.T) {
 			}
 		}
 	}}
-	if err := model.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { model.Close() })
+	modelEnv := startFakeModel(t, model, map[string]any{"tool_call": true}, map[string]any{"permission": map[string]any{"bash": "ask"}})
 	wentOnAt := func(marker string) (time.Time, bool) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -66,19 +63,7 @@ func TestGUIAllowOnceFromTheTrayOrANotificationLetsTheTurnGoOn(t *testing.T) {
 	d := startGUIDesktop(t)
 	conn := startGUIPanel(t, d)
 	notices := startGUINotices(t, d.busAddr)
-	content, err := json.Marshal(map[string]any{
-		"provider": map[string]any{"fake": map[string]any{"npm": "@ai-sdk/openai-compatible",
-			"options": map[string]any{"baseURL": model.BaseURL(), "apiKey": "x"},
-			"models":  map[string]any{"m": map[string]any{"tool_call": true}}}},
-		"model":      "fake/m",
-		"permission": map[string]any{"bash": "ask"},
-		"autoupdate": false,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.env = append(d.env, "OPENCODE_CONFIG_CONTENT="+string(content),
-		"OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1")
+	d.env = append(d.env, modelEnv...)
 	t.Cleanup(func() { killAgents(t) })
 	a := startGUIApp(t, bin, d, "--project", repo)
 	tray := a.tray(conn)

@@ -29,27 +29,11 @@ func TestGUITrayShowsWhatAnAgentCostAndTheDaysTotal(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.WriteSettings(t, string(set))
-	fm := &fakemodel.Server{}
-	if err := fm.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fm.Close() })
+	// Prices in US dollars per million tokens, as opencode takes them.
+	modelEnv := startFakeModel(t, &fakemodel.Server{}, map[string]any{"cost": map[string]any{"input": 100_000, "output": 200_000}}, nil)
 	d := startGUIDesktop(t)
 	startGUIPanel(t, d)
-	// Prices in US dollars per million tokens, as opencode takes them.
-	model, err := json.Marshal(map[string]any{
-		"provider": map[string]any{"fake": map[string]any{
-			"npm":     "@ai-sdk/openai-compatible",
-			"options": map[string]any{"baseURL": fm.BaseURL(), "apiKey": "x"},
-			"models":  map[string]any{"m": map[string]any{"cost": map[string]any{"input": 100_000, "output": 200_000}}},
-		}},
-		"model": "fake/m", "autoupdate": false,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.env = append(d.env, "OPENCODE_CONFIG_CONTENT="+string(model),
-		"OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1")
+	d.env = append(d.env, modelEnv...)
 	t.Cleanup(func() { killAgents(t) })
 	a := startGUIApp(t, bin, d, "--project", repo)
 	conn, err := dbus.Connect(d.busAddr)
