@@ -60,7 +60,8 @@ func (m *Manager) moveMCPOff(ctx context.Context, c workspaceConfig) ([]string, 
 	p.configMu.Lock()
 	defer p.configMu.Unlock()
 	if !m.stillWritable(p, c.ws.Path) {
-		return splitNames(c.cfg[own]), nil
+		// Being deleted: nothing is moved, and both count.
+		return splitNames(c.cfg[own] + "," + c.cfg[legacy]), nil
 	}
 	// Read again under the lock: another call may have moved it.
 	old, err := m.configGet(ctx, p, legacy)
