@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -17,7 +16,6 @@ import (
 
 	"codehydra/app"
 	"codehydra/internal/fakemodel"
-	"codehydra/internal/testenv"
 )
 
 // TestGUIAllowOnceFromTheTrayOrANotificationLetsTheTurnGoOn runs the
@@ -31,13 +29,7 @@ import (
 // click to the agent going on (the model asked with the command's output):
 // the figure of docs/BENCHMARKS.md.
 func TestGUIAllowOnceFromTheTrayOrANotificationLetsTheTurnGoOn(t *testing.T) {
-	oc := testenv.RealOpencode(t)
-	bin, repo := guiSetup(t)
-	set, err := json.Marshal(map[string]any{"opencodeBin": oc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.WriteSettings(t, string(set))
+	bin, repo := guiSetupWithOpencode(t)
 
 	// The model: each reply to a tool's output is stamped, so that the
 	// test knows when the agent went on.

@@ -36,13 +36,7 @@ import (
 // "busy", with opencode's reason and attempt as the first line of its
 // submenu and in the tooltip's counts.
 func TestGUITrayShowsStartingIdleAndARetryingAgent(t *testing.T) {
-	oc := testenv.RealOpencode(t)
-	bin, repo := guiSetup(t)
-	set, err := json.Marshal(map[string]any{"opencodeBin": oc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.WriteSettings(t, string(set))
+	bin, repo := guiSetupWithOpencode(t)
 	d := startGUIDesktop(t)
 	startGUIPanel(t, d)
 	// The agents' model: a provider on a port where nothing listens.

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,7 +12,6 @@ import (
 
 	"codehydra/app"
 	"codehydra/internal/fakemodel"
-	"codehydra/internal/testenv"
 )
 
 // TestGUITrayShowsWhatAnAgentCostAndTheDaysTotal runs the built app with
@@ -22,13 +20,7 @@ import (
 // and xfce4-panel. After one turn of feature-x's agent, the first line of
 // its submenu says what it used, and the tooltip gives the day's total.
 func TestGUITrayShowsWhatAnAgentCostAndTheDaysTotal(t *testing.T) {
-	oc := testenv.RealOpencode(t)
-	bin, repo := guiSetup(t)
-	set, err := json.Marshal(map[string]any{"opencodeBin": oc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.WriteSettings(t, string(set))
+	bin, repo := guiSetupWithOpencode(t)
 	// Prices in US dollars per million tokens, as opencode takes them.
 	modelEnv := startFakeModel(t, &fakemodel.Server{}, map[string]any{"cost": map[string]any{"input": 100_000, "output": 200_000}}, nil)
 	d := startGUIDesktop(t)
