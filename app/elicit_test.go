@@ -109,7 +109,7 @@ func TestAWindowProcessesAnswerReachesTheAppsThread(t *testing.T) {
 	var got []window.Answer
 	spec := window.Spec{Kind: window.KindElicit, Seq: 1, Question: &window.Question{Server: "every"},
 		Elicited: func(a window.Answer) { got = append(got, a) }}
-	c := serve(t, h.tray.ctx, h.tray.procs.served(spec, make(chan struct{}), func() {}))
+	c := serve(t, h.tray.ctx, h.tray.procs.served(spec, &windowSignals{raise: make(chan struct{}), close: make(chan struct{})}, func() {}))
 	hello, err := c.Hello()
 	if err != nil || hello.Window.Question == nil || hello.Window.Question.Server != "every" {
 		t.Fatalf("hello %+v, %v; want the question", hello, err)

@@ -30,14 +30,14 @@ func (w WorkspaceState) MCPServerOn(server string) bool {
 
 // mcpServersItem is the workspace's "MCP servers" submenu; nil when its
 // project offers no server. A click switches the server for this
-// workspace only. A workspace being deleted, or on a detached HEAD (whose
-// metadata has nowhere to live), shows its servers without switching them.
+// workspace only, whatever its worktree has checked out. A workspace being
+// deleted shows its servers without switching them.
 func mcpServersItem(w WorkspaceState, a Actions) *fyne.MenuItem {
 	if len(w.MCPServers) == 0 {
 		return nil
 	}
 	ws := w.Workspace
-	can := a.SwitchMCPServer != nil && !w.Deleting && ws.Branch != ""
+	can := a.SwitchMCPServer != nil && !w.Deleting
 	var items []*fyne.MenuItem
 	for _, name := range w.MCPServers {
 		on := w.MCPServerOn(name)
@@ -51,7 +51,7 @@ func mcpServersItem(w WorkspaceState, a Actions) *fyne.MenuItem {
 }
 
 // switchMCPServer is the tray's SwitchMCPServer: the manager records the
-// switch in the workspace's metadata, whose metadata-changed event both
+// switch for the workspace's worktree, and its metadata-changed event both
 // flips the item and makes the daemon tell the gateway.
 func (t *Tray) switchMCPServer(ws workspace.Workspace, server string, on bool) {
 	t.background(func(ctx context.Context) {
@@ -77,8 +77,8 @@ func (t *Tray) mcpServers(projectPath string) []string {
 	return names
 }
 
-// mcpOff are the servers switched off in a workspace's metadata
-// (workspace.MetadataMCPOff).
+// mcpOff are the servers switched off for a workspace, as its metadata
+// reports them (workspace.MetadataMCPOff).
 func mcpOff(md map[string]string) []string {
 	var names []string
 	for n := range strings.SplitSeq(md[workspace.MetadataMCPOff], ",") {

@@ -120,9 +120,10 @@ func TestWorkspaceSubmenuSwitchesEachMCPServerForThatWorkspace(t *testing.T) {
 	})
 }
 
-// A workspace being deleted, or on a detached HEAD (no branch to keep its
-// metadata on), shows its servers' state but cannot switch them; one
-// whose project offers none has no submenu.
+// A workspace being deleted shows its servers' state but cannot switch
+// them; one on a detached HEAD switches them like any other (the
+// switch-off is its worktree's, not its branch's); one whose project
+// offers none has no submenu.
 func TestMCPServersSubmenuState(t *testing.T) {
 	var switched []string
 	a := Actions{SwitchMCPServer: func(ws workspace.Workspace, server string, on bool) {
@@ -138,7 +139,7 @@ func TestMCPServersSubmenuState(t *testing.T) {
 	}{
 		{"on and off", WorkspaceState{Workspace: ws, MCPServers: []string{"a", "b"}, MCPOff: []string{"b", "gone"}}, []string{"a ✓", "b"}},
 		{"deleting", WorkspaceState{Workspace: ws, Deleting: true, MCPServers: []string{"a", "b"}, MCPOff: []string{"a"}}, []string{"a (off)", "b ✓ (off)"}},
-		{"detached HEAD", WorkspaceState{Workspace: detached, MCPServers: []string{"a"}}, []string{"a ✓ (off)"}},
+		{"detached HEAD", WorkspaceState{Workspace: detached, MCPServers: []string{"a"}}, []string{"a ✓"}},
 		{"no servers", WorkspaceState{Workspace: ws, MCPOff: []string{"a"}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

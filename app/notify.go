@@ -126,7 +126,9 @@ func (t *Tray) noticeAction(a AskedRequest, key string) {
 }
 
 // withdrawGone takes back the notices of prev's requests that next no
-// longer has: answered, here or elsewhere. t.mu is held.
+// longer has (answered, here or elsewhere: by a parent's
+// workspace_answer, in opencode's own UI), and closes their question
+// windows. t.mu is held.
 func (t *Tray) withdrawGone(prev, next workspace.AgentStatus) {
 	for _, r := range prev.Requests {
 		if slices.ContainsFunc(next.Requests, func(n workspace.PendingRequest) bool { return n.ID == r.ID }) {
@@ -135,6 +137,10 @@ func (t *Tray) withdrawGone(prev, next workspace.AgentStatus) {
 		if cancel, ok := t.asked[r.ID]; ok {
 			cancel()
 			delete(t.asked, r.ID)
+		}
+		if r.Kind == workspace.RequestQuestion {
+			key := window.Spec{Kind: window.KindElicit, Question: &window.Question{Request: r.ID}}.Key()
+			t.do(func() { t.win.Close(key) })
 		}
 	}
 }

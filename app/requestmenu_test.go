@@ -6,12 +6,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
 	"codehydra/app/internal/uitest"
+	"codehydra/app/window"
 	"codehydra/workspace"
 )
 
@@ -262,5 +264,64 @@ func TestARequestHeldForTheParentIsListedButNeitherNotifiedNorMarked(t *testing.
 	items := labels(fyne.NewMenu("", requestItems(WorkspaceState{Workspace: ws, Agent: asking(held)}, RequestActions{})...))
 	if want := "Allow bash: rm -rf build? (" + LabelAskedParent + ")"; items[0] != want {
 		t.Errorf("the held request's item is %q, want %q", items[0], want)
+	}
+}
+
+// A question answered elsewhere (a parent's workspace_answer, opencode's
+// own UI) closes its window, and nothing is answered from it.
+func TestAQuestionsWindowClosesWhenItIsAnsweredElsewhere(t *testing.T) {
+	f, ws, agents := uitest.OneWorkspace(asking(rmBuild, goOn))
+	ans := &uitest.Answers{}
+	h := newHarness(t, Deps{Workspaces: f, Agents: agents, Answers: ans})
+	h.startTray()
+	find(h.view.menu(), wsLabel(ws, rmBuild, goOn), "Question: Go on? (and 3 more)").Action()
+	const title = "CodeHydra: proj / feat asks"
+	h.waitFor("the question's window", func() bool { return h.windowOpen(title) })
+
+	// Another request going leaves it open.
+	agents.Set(ws.Path, asking(goOn))
+	f.Publish(workspace.Event{Kind: workspace.EventAgentChanged, Workspace: ws})
+	h.waitFor("the permission request to go", func() bool { return find(h.view.menu(), wsLabel(ws, goOn)) != nil })
+	h.drain()
+	if !h.windowOpen(title) {
+		t.Fatal("the question's window closed when another request was answered")
+	}
+
+	agents.Set(ws.Path, uitest.AgentBusy)
+	f.Publish(workspace.Event{Kind: workspace.EventAgentChanged, Workspace: ws})
+	h.waitFor("the window to close", func() bool { return !h.windowOpen(title) })
+	h.drain()
+	if got := ans.Got(); len(got) != 0 {
+		t.Errorf("closing the window answered %+v", got)
+	}
+}
+
+// In a window process, the question's window closes at the app's word.
+func TestAWindowProcessIsToldToCloseItsQuestion(t *testing.T) {
+	h := newHarness(t, Deps{Workspaces: uitest.NewWorkspaces()}, "codehydra-window")
+	h.startTray()
+	q, _ := agentQuestion(workspace.Workspace{Name: "feat"}, goOn)
+	spec := window.Spec{Kind: window.KindElicit, Question: &q}
+	w := &windowSignals{raise: make(chan struct{}, 1), close: make(chan struct{}, 1)}
+	h.tray.procs.mu.Lock()
+	h.tray.procs.procs[spec.Key()] = w
+	h.tray.procs.mu.Unlock()
+	c := serve(t, h.tray.ctx, h.tray.procs.served(spec, w, func() {}))
+	closed := make(chan bool, 1)
+	go func() {
+		closeIt, err := c.WaitRaise()
+		closed <- closeIt && err == nil
+	}()
+	h.tray.mu.Lock()
+	h.tray.withdrawGone(asking(goOn), uitest.AgentBusy)
+	h.tray.mu.Unlock()
+	h.drain()
+	select {
+	case ok := <-closed:
+		if !ok {
+			t.Fatal("the window process was told to come forward, not to close")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the window process was not told to close")
 	}
 }

@@ -114,7 +114,7 @@ func newTray(ctx context.Context, a fyne.App, deps Deps, do func(fn func()), win
 	opts := window.Options{Do: do}
 	if len(windowCommand) > 0 {
 		t.procs = newWindowProcs(t, windowCommand)
-		opts.Elsewhere = t.procs.open
+		opts.Elsewhere, opts.CloseElsewhere = t.procs.open, t.procs.close
 	}
 	t.win = window.New(ctx, a, t.deps.windows(t, log), opts)
 	return t

@@ -37,11 +37,27 @@ type windowProcs struct {
 	wait time.Duration
 
 	mu    sync.Mutex
-	procs map[string]chan struct{} // key → its raise signal
+	procs map[string]*windowSignals // by window key
 }
 
+// windowSignals are what the app tells one window process: come forward,
+// close.
+type windowSignals struct{ raise, close chan struct{} }
+
 func newWindowProcs(t *Tray, argv []string) *windowProcs {
-	return &windowProcs{t: t, argv: argv, wait: 2 * time.Second, procs: map[string]chan struct{}{}}
+	return &windowProcs{t: t, argv: argv, wait: 2 * time.Second, procs: map[string]*windowSignals{}}
+}
+
+// close closes the window of key in its window process, if one shows it.
+func (p *windowProcs) close(key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if w, ok := p.procs[key]; ok {
+		select {
+		case w.close <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // open shows the window of s in a window process, or brings forward the
@@ -53,28 +69,28 @@ func (p *windowProcs) open(s window.Spec, inApp func()) {
 	}
 	key := s.Key()
 	p.mu.Lock()
-	if raise, ok := p.procs[key]; ok {
+	if w, ok := p.procs[key]; ok {
 		p.mu.Unlock()
 		p.t.log.Info("window brought forward", slog.String("window", key))
 		select {
-		case raise <- struct{}{}:
+		case w.raise <- struct{}{}:
 		default:
 		}
 		return
 	}
-	raise := make(chan struct{}, 1)
-	p.procs[key] = raise
+	w := &windowSignals{raise: make(chan struct{}, 1), close: make(chan struct{}, 1)}
+	p.procs[key] = w
 	p.mu.Unlock()
 	forget := func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		if p.procs[key] == raise {
+		if p.procs[key] == w {
 			delete(p.procs, key)
 		}
 	}
 	p.t.background(func(ctx context.Context) {
 		defer forget()
-		if err := p.run(ctx, s, raise, forget); err != nil && ctx.Err() == nil {
+		if err := p.run(ctx, s, w, forget); err != nil && ctx.Err() == nil {
 			p.t.log.Warn("no window process; opening the window in the app", slog.String("window", key), slog.Any("err", err))
 			p.t.do(inApp)
 		}
@@ -84,7 +100,7 @@ func (p *windowProcs) open(s window.Spec, inApp func()) {
 // run runs one window process until it ends, serving it the bridge. An
 // error means it never asked for its window (it could not start, or
 // failed at once).
-func (p *windowProcs) run(ctx context.Context, s window.Spec, raise chan struct{}, closed func()) error {
+func (p *windowProcs) run(ctx context.Context, s window.Spec, w *windowSignals, closed func()) error {
 	cmd := exec.Command(p.argv[0], p.argv[1:]...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -107,7 +123,7 @@ func (p *windowProcs) run(ctx context.Context, s window.Spec, raise chan struct{
 		defer close(logged)
 		p.logLines(s.Key(), stderr)
 	}()
-	b := bridge.NewServer(p.served(s, raise, closed))
+	b := bridge.NewServer(p.served(s, w, closed))
 	b.Serve(ctx, bridge.PipeConn(stdout, stdin))
 	stdin.Close()
 	exited := make(chan error, 1)
@@ -133,14 +149,15 @@ func (p *windowProcs) run(ctx context.Context, s window.Spec, raise chan struct{
 // the tray's own windows get, and what only the tray process does for it
 // (on the Fyne thread). Its Restart quits this process, the app, as the
 // settings window's Restart now does in the app itself.
-func (p *windowProcs) served(s window.Spec, raise chan struct{}, closed func()) bridge.App {
+func (p *windowProcs) served(s window.Spec, w *windowSignals, closed func()) bridge.App {
 	t := p.t
 	a := bridge.App{
 		Deps:     t.deps.windows(t, t.log),
 		Window:   s,
 		CopyText: func(text string) { t.do(func() { t.copyText(text) }) },
 		Closed:   closed,
-		Raise:    raise,
+		Raise:    w.raise,
+		Close:    w.close,
 	}
 	if restart := t.deps.Restart; restart != nil {
 		a.Deps.Restart = func() {
@@ -214,13 +231,21 @@ func RunWindow(ctx context.Context, conn io.ReadWriteCloser, log *slog.Logger) e
 		},
 	})
 	go func() {
-		var err error
-		for err == nil {
-			if err = c.WaitRaise(); err == nil {
-				fyne.Do(u.Raise)
+		for {
+			closeIt, err := c.WaitRaise()
+			if err != nil {
+				log.Info("the app has gone; closing the window", slog.Any("err", err))
+				break
 			}
+			if closeIt {
+				// As its close button would: what it asked is answered
+				// cancel, which the app no longer waits for.
+				log.Info("the app closes the window")
+				fyne.Do(func() { u.Close(spec.Key()) })
+				break
+			}
+			fyne.Do(u.Raise)
 		}
-		log.Info("the app has gone; closing the window", slog.Any("err", err))
 		fyne.Do(a.Quit)
 	}()
 	u.Open(spec)

@@ -41,7 +41,7 @@ func TestAWindowProcessIsServedTheTrayAndTheAppsThread(t *testing.T) {
 	answered := false
 	spec := window.Spec{Kind: window.KindConfirm, Title: "Quit?", Answered: func() { answered = true }}
 	closed := make(chan struct{}, 1)
-	served := h.tray.procs.served(spec, make(chan struct{}), func() { closed <- struct{}{} })
+	served := h.tray.procs.served(spec, &windowSignals{raise: make(chan struct{}), close: make(chan struct{})}, func() { closed <- struct{}{} })
 	c := serve(t, h.tray.ctx, served)
 	hello, err := c.Hello()
 	if err != nil || hello.Window.Key() != spec.Key() {

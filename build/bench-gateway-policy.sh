@@ -8,8 +8,9 @@
 # Both sides run gateway/policybench_test.go's BenchmarkPolicyCall: this
 # tree with its own cases (gateway/policybench_cases_test.go), and the
 # commit OLD (default d184085, main just before the policies were merged)
-# in a git worktree of its own, with the same benchmark file and the two
-# cases it has (none, confine; written below). Both test binaries are
+# in a git worktree of its own, with the same benchmark file (and
+# served_test.go, which serves the gateway to it) and the two cases it has
+# (none, confine; written below). Both test binaries are
 # built first, then run ROUNDS times (default 5), alternately, each run
 # timing CALLS rounds of calls (default 300); the table gives the median,
 # over the runs, of each run's p50, p90 and CPU time per call.
@@ -29,7 +30,7 @@ cleanup() {
 trap cleanup EXIT
 
 git -C "$root" worktree add --quiet --detach "$tmp/old" "$old"
-cp "$root/gateway/policybench_test.go" "$tmp/old/gateway/"
+cp "$root/gateway/policybench_test.go" "$root/gateway/served_test.go" "$tmp/old/gateway/"
 cat >"$tmp/old/gateway/policybench_cases_test.go" <<'EOF'
 //go:build unix
 

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -17,7 +16,6 @@ import (
 
 	"codehydra/app"
 	"codehydra/internal/fakemodel"
-	"codehydra/internal/testenv"
 )
 
 // TestGUIAllowOnceFromTheTrayOrANotificationLetsTheTurnGoOn runs the
@@ -31,13 +29,7 @@ import (
 // click to the agent going on (the model asked with the command's output):
 // the figure of docs/BENCHMARKS.md.
 func TestGUIAllowOnceFromTheTrayOrANotificationLetsTheTurnGoOn(t *testing.T) {
-	oc := testenv.RealOpencode(t)
-	bin, repo := guiSetup(t)
-	set, err := json.Marshal(map[string]any{"opencodeBin": oc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.WriteSettings(t, string(set))
+	bin, repo := guiSetupWithOpencode(t)
 
 	// The model: each reply to a tool's output is stamped, so that the
 	// test knows when the agent went on.
@@ -52,10 +44,7 @@ func TestGUIAllowOnceFromTheTrayOrANotificationLetsTheTurnGoOn(t *testing.T) {
 			}
 		}
 	}}
-	if err := model.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { model.Close() })
+	modelEnv := startFakeModel(t, model, map[string]any{"tool_call": true}, map[string]any{"permission": map[string]any{"bash": "ask"}})
 	wentOnAt := func(marker string) (time.Time, bool) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -66,19 +55,7 @@ func TestGUIAllowOnceFromTheTrayOrANotificationLetsTheTurnGoOn(t *testing.T) {
 	d := startGUIDesktop(t)
 	conn := startGUIPanel(t, d)
 	notices := startGUINotices(t, d.busAddr)
-	content, err := json.Marshal(map[string]any{
-		"provider": map[string]any{"fake": map[string]any{"npm": "@ai-sdk/openai-compatible",
-			"options": map[string]any{"baseURL": model.BaseURL(), "apiKey": "x"},
-			"models":  map[string]any{"m": map[string]any{"tool_call": true}}}},
-		"model":      "fake/m",
-		"permission": map[string]any{"bash": "ask"},
-		"autoupdate": false,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.env = append(d.env, "OPENCODE_CONFIG_CONTENT="+string(content),
-		"OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1")
+	d.env = append(d.env, modelEnv...)
 	t.Cleanup(func() { killAgents(t) })
 	a := startGUIApp(t, bin, d, "--project", repo)
 	tray := a.tray(conn)

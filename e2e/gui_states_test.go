@@ -36,30 +36,12 @@ import (
 // "busy", with opencode's reason and attempt as the first line of its
 // submenu and in the tooltip's counts.
 func TestGUITrayShowsStartingIdleAndARetryingAgent(t *testing.T) {
-	oc := testenv.RealOpencode(t)
-	bin, repo := guiSetup(t)
-	set, err := json.Marshal(map[string]any{"opencodeBin": oc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.WriteSettings(t, string(set))
+	bin, repo := guiSetupWithOpencode(t)
 	d := startGUIDesktop(t)
 	startGUIPanel(t, d)
 	// The agents' model: a provider on a port where nothing listens.
 	dead := fmt.Sprintf("http://127.0.0.1:%d/v1", testenv.FreePort(t))
-	model, err := json.Marshal(map[string]any{
-		"provider": map[string]any{"dead": map[string]any{
-			"npm":     "@ai-sdk/openai-compatible",
-			"options": map[string]any{"baseURL": dead, "apiKey": "x"},
-			"models":  map[string]any{"m": map[string]any{}},
-		}},
-		"model": "dead/m", "autoupdate": false,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.env = append(d.env, "OPENCODE_CONFIG_CONTENT="+string(model),
-		"OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1")
+	d.env = append(d.env, opencodeModelEnv(t, dead, nil, nil)...)
 	// If the test ends before Quit, the app is killed, which leaves
 	// its agents (process groups of their own) running: stop them too.
 	t.Cleanup(func() { killAgents(t) })

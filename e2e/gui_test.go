@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"image"
@@ -161,6 +162,21 @@ func guiSetup(t *testing.T) (bin, repo string) {
 	testenv.Git(t, repo, "worktree", "add", "-q", "-b", "feature-x", filepath.Join(t.TempDir(), "feature-x"))
 	// No agents: the test is about the UI, and opencode is slow to start.
 	testenv.WriteSettings(t, `{"opencodeBin": "/nonexistent/opencode"}`)
+	return bin, repo
+}
+
+// guiSetupWithOpencode is guiSetup with the real opencode as the agents'
+// (the test is skipped without it, or fails under
+// CODEHYDRA_REQUIRE_OPENCODE=1); give it a model with opencodeModelEnv.
+func guiSetupWithOpencode(t *testing.T) (bin, repo string) {
+	t.Helper()
+	oc := testenv.RealOpencode(t)
+	bin, repo = guiSetup(t)
+	set, err := json.Marshal(map[string]any{"opencodeBin": oc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.WriteSettings(t, string(set))
 	return bin, repo
 }
 

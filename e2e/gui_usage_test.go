@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,7 +12,6 @@ import (
 
 	"codehydra/app"
 	"codehydra/internal/fakemodel"
-	"codehydra/internal/testenv"
 )
 
 // TestGUITrayShowsWhatAnAgentCostAndTheDaysTotal runs the built app with
@@ -22,34 +20,12 @@ import (
 // and xfce4-panel. After one turn of feature-x's agent, the first line of
 // its submenu says what it used, and the tooltip gives the day's total.
 func TestGUITrayShowsWhatAnAgentCostAndTheDaysTotal(t *testing.T) {
-	oc := testenv.RealOpencode(t)
-	bin, repo := guiSetup(t)
-	set, err := json.Marshal(map[string]any{"opencodeBin": oc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.WriteSettings(t, string(set))
-	fm := &fakemodel.Server{}
-	if err := fm.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fm.Close() })
+	bin, repo := guiSetupWithOpencode(t)
+	// Prices in US dollars per million tokens, as opencode takes them.
+	modelEnv := startFakeModel(t, &fakemodel.Server{}, map[string]any{"cost": map[string]any{"input": 100_000, "output": 200_000}}, nil)
 	d := startGUIDesktop(t)
 	startGUIPanel(t, d)
-	// Prices in US dollars per million tokens, as opencode takes them.
-	model, err := json.Marshal(map[string]any{
-		"provider": map[string]any{"fake": map[string]any{
-			"npm":     "@ai-sdk/openai-compatible",
-			"options": map[string]any{"baseURL": fm.BaseURL(), "apiKey": "x"},
-			"models":  map[string]any{"m": map[string]any{"cost": map[string]any{"input": 100_000, "output": 200_000}}},
-		}},
-		"model": "fake/m", "autoupdate": false,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.env = append(d.env, "OPENCODE_CONFIG_CONTENT="+string(model),
-		"OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1")
+	d.env = append(d.env, modelEnv...)
 	t.Cleanup(func() { killAgents(t) })
 	a := startGUIApp(t, bin, d, "--project", repo)
 	conn, err := dbus.Connect(d.busAddr)

@@ -192,15 +192,7 @@ func TestTheSystemStaysAwakeWhileTheRealOpencodeTakesATurn(t *testing.T) {
 		case <-ctx.Done():
 		}
 	}}
-	if err := fm.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fm.Close() })
-	model, _ := json.Marshal(map[string]any{
-		"provider": map[string]any{"fake": map[string]any{"npm": "@ai-sdk/openai-compatible",
-			"options": map[string]any{"baseURL": fm.BaseURL(), "apiKey": "x"}, "models": map[string]any{"m": map[string]any{}}}},
-		"model": "fake/m", "autoupdate": false,
-	})
+	modelEnv := startFakeModel(t, fm, nil, nil)
 
 	base := isolate(t)
 	repo := testenv.GitRepo(t, "repo")
@@ -211,8 +203,7 @@ func TestTheSystemStaysAwakeWhileTheRealOpencodeTakesATurn(t *testing.T) {
 		"rateLimit": map[string]any{"perSecond": 1000, "burst": 1000}})
 	testenv.WriteSettings(t, string(set))
 	t.Cleanup(func() { killAgents(t) })
-	app := launch(t, bin, append(os.Environ(), "DBUS_SYSTEM_BUS_ADDRESS="+bus,
-		"OPENCODE_CONFIG_CONTENT="+string(model), "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1"))
+	app := launch(t, bin, append(append(os.Environ(), "DBUS_SYSTEM_BUS_ADDRESS="+bus), modelEnv...))
 	// The real opencode may take long to start on a loaded machine.
 	testenv.WaitFor(t, "the real agent to be ready", 3*time.Minute, func() bool {
 		port, err := app.call(t, ws, mcp.ToolGetOpencodePort, nil)

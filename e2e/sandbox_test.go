@@ -53,10 +53,10 @@ func launchSandboxed(t *testing.T, extraSettings map[string]any) *sandboxedApp {
 	bin := builtApp(t)
 	isolate(t)
 	s := &sandboxedApp{bin: bin, opencode: oc, home: os.Getenv("HOME"), model: &fakemodel.Server{}}
-	if err := s.model.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.model.Close() })
+	// The fake model as provider, and every permission granted: what
+	// stops the agent must be the kernel, not opencode asking first.
+	modelEnv := startFakeModel(t, s.model, map[string]any{"tool_call": true},
+		map[string]any{"permission": map[string]any{"bash": "allow", "edit": "allow", "external_directory": "allow"}})
 	s.repo = testenv.GitRepo(t, "repo")
 	for _, n := range []string{"a", "b"} {
 		testenv.Git(t, s.repo, "worktree", "add", "-q", "-b", n, filepath.Join(filepath.Dir(s.repo), "worktrees", n))
@@ -80,18 +80,6 @@ func launchSandboxed(t *testing.T, extraSettings map[string]any) *sandboxedApp {
 		t.Fatal(err)
 	}
 	testenv.WriteSettings(t, string(b))
-	// The fake model as provider, and every permission granted: what
-	// stops the agent must be the kernel, not opencode asking first.
-	content, err := json.Marshal(map[string]any{
-		"provider": map[string]any{"fake": map[string]any{"npm": "@ai-sdk/openai-compatible",
-			"options": map[string]any{"baseURL": s.model.BaseURL(), "apiKey": "x"},
-			"models":  map[string]any{"m": map[string]any{"tool_call": true}}}},
-		"model":      "fake/m",
-		"permission": map[string]any{"bash": "allow", "edit": "allow", "external_directory": "allow"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Go's build cache where it is on this machine, already warm: the
 	// sandbox grants the folder GOCACHE names.
 	goEnv := exec.Command("go", "env", "GOCACHE")
@@ -100,8 +88,7 @@ func launchSandboxed(t *testing.T, extraSettings map[string]any) *sandboxedApp {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.env = append(os.Environ(), "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1",
-		"OPENCODE_CONFIG_CONTENT="+string(content), "GOCACHE="+strings.TrimSpace(string(gocache)))
+	s.env = append(append(os.Environ(), modelEnv...), "GOCACHE="+strings.TrimSpace(string(gocache)))
 	s.appRun = launch(t, bin, s.env)
 	for _, ws := range []string{s.a, s.b} {
 		s.poll(t, "the agent of "+ws+" to be ready", func() bool { return agentRecord(t, ws).Port != 0 })

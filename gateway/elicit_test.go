@@ -68,7 +68,7 @@ func askingClient(t *testing.T, o mcp.Options, copts *sdk.ClientOptions) *sdk.Cl
 	t.Cleanup(func() { _ = g.Close() })
 	o.Gateway = g
 	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cs := servedClientWith(t, o, copts)
+	cs := serveMCP(t, o).connect(t, sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, copts), "", questionsProtocol)
 	testenv.WaitFor(t, askTool+" listed", 30*time.Second, func() bool { return slices.Contains(listed(t, cs), askTool) })
 	return cs
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -50,7 +49,7 @@ func pinnedGateway(t *testing.T, m settings.MCPServer, pinsFile string, unpinned
 func servedClient(t *testing.T, g *Gateway) (*sdk.ClientSession, <-chan struct{}) {
 	t.Helper()
 	changed := make(chan struct{}, 10)
-	cs := servedClientWith(t, mcp.Options{Gateway: g, Logger: slog.New(slog.DiscardHandler)}, &sdk.ClientOptions{
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, &sdk.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
 			select {
 			case changed <- struct{}{}:
@@ -58,57 +57,7 @@ func servedClient(t *testing.T, g *Gateway) (*sdk.ClientSession, <-chan struct{}
 			}
 		},
 	})
-	return cs, changed
-}
-
-// servedClientWith serves CodeHydra's MCP server with o (its token and
-// workspaces made here) over real HTTP and opens a real go-sdk client
-// session with copts on it, with the master token, on protocol
-// 2025-11-25 (the one on which a server may ask its client during a
-// call).
-func servedClientWith(t *testing.T, o mcp.Options, copts *sdk.ClientOptions) *sdk.ClientSession {
-	t.Helper()
-	tok, err := mcp.LoadOrCreateToken(filepath.Join(t.TempDir(), "token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Token, o.Workspaces = tok, workspace.NewManager(workspace.Options{})
-	srv, err := mcp.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(context.Background()) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-done
-	})
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, copts).Connect(t.Context(),
-		&sdk.StreamableClientTransport{Endpoint: srv.URL(), MaxRetries: -1, HTTPClient: &http.Client{Transport: bearer{tok.Value(), tr}}},
-		&sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs
-}
-
-type bearer struct {
-	token string
-	base  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.base.RoundTrip(r)
+	return serveMCP(t, mcp.Options{Gateway: g, Logger: slog.New(slog.DiscardHandler)}).connect(t, client, "", questionsProtocol), changed
 }
 
 // listed is the names in cs's tools/list.

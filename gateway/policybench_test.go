@@ -10,14 +10,14 @@ package gateway
 // the next is the policy the call passes. The cases are in
 // policybench_cases_test.go; build/bench-gateway-policy.sh runs this file
 // with that list here and with a shorter one on the gateway before the
-// policies, and writes the table in docs/BENCHMARKS.md. The file uses
-// only what both have, so that it runs on both unchanged.
+// policies, and writes the table in docs/BENCHMARKS.md. The file (and
+// served_test.go, copied with it) uses only what both have, so that it
+// runs on both unchanged.
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -177,38 +177,12 @@ func servedAsWorkspace(tb testing.TB, g *Gateway, tool string) (*sdk.ClientSessi
 	if err != nil {
 		tb.Fatal(err)
 	}
-	master, err := mcp.LoadOrCreateToken(filepath.Join(tb.TempDir(), "token"))
+	s := serveMCP(tb, mcp.Options{Workspaces: mgr, Gateway: g, RateLimit: 1e9, Burst: 1e9, Logger: slog.New(slog.DiscardHandler)})
+	tok, err := s.token.ForWorkspace(w.Path)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tok, err := master.ForWorkspace(w.Path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	srv, err := mcp.New(mcp.Options{Token: master, Workspaces: mgr, Gateway: g, RateLimit: 1e9, Burst: 1e9,
-		Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := srv.Listen(); err != nil {
-		tb.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(context.Background()) }()
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-served
-	})
-	tr := &http.Transport{}
-	tb.Cleanup(tr.CloseIdleConnections)
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil).Connect(tb.Context(),
-		&sdk.StreamableClientTransport{Endpoint: srv.URL(), MaxRetries: -1, HTTPClient: &http.Client{Transport: benchBearer{tok, tr}}}, nil)
-	if err != nil {
-		tb.Fatalf("connect: %v", err)
-	}
-	tb.Cleanup(func() { _ = cs.Close() })
+	cs := s.connect(tb, nil, tok, "")
 	if !testenv.Poll(30*time.Second, 20*time.Millisecond, func() bool {
 		res, err := cs.ListTools(tb.Context(), nil)
 		return err == nil && slices.ContainsFunc(res.Tools, func(t *sdk.Tool) bool { return t.Name == tool })
@@ -216,15 +190,4 @@ func servedAsWorkspace(tb testing.TB, g *Gateway, tool string) (*sdk.ClientSessi
 		tb.Fatalf("%s never listed", tool)
 	}
 	return cs, w.Path
-}
-
-type benchBearer struct {
-	token string
-	base  http.RoundTripper
-}
-
-func (t benchBearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+t.token)
-	return t.base.RoundTrip(r)
 }

@@ -90,7 +90,7 @@ func TestServerEverythingsResourcesTemplatesAndPromptsPassThroughNamespaced(t *t
 	g := newGateway(t, map[string]settings.MCPServer{"every": on})
 	g.Start()
 	rc := newResourceClient()
-	cs := serveGatewayTo(t, g, rc.client)
+	cs := serveMCP(t, mcp.Options{Gateway: g}).connect(t, rc.client, "", questionsProtocol)
 
 	doc := mcp.GatewayResourceURI("every", "demo://resource/static/document/features.md")
 	if doc != "codehydra-gw://every/demo://resource/static/document/features.md" {

@@ -16,19 +16,49 @@ import (
 	"codehydra/workspace"
 )
 
+// readyAgent starts the agent of a new worktree under s and waits until it
+// is ready; it returns the workspace and the agent's port.
+func readyAgent(t *testing.T, s *Supervisor) (workspace.Workspace, int) {
+	t.Helper()
+	ws := worktreeWorkspace(t)
+	s.Start(ws)
+	return ws, waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second).Port
+}
+
+// stepContext bounds a test's hibernates and wakes.
+func stepContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// hibernate hibernates the agent of the workspace at path, or fails the
+// test.
+func hibernate(t *testing.T, s *Supervisor, path string) {
+	t.Helper()
+	if err := s.Hibernate(stepContext(t), path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// makeBusy makes the agent listening on port report its session ses_1
+// busy, and waits until s shows it busy.
+func makeBusy(t *testing.T, s *Supervisor, path string, port int) {
+	t.Helper()
+	testenv.WaitFor(t, "event stream connected", 5*time.Second, func() bool { return eventClients(t, port) > 0 })
+	emit(t, port, false, EventSessionCreated, map[string]any{"sessionID": "ses_1", "info": map[string]any{"id": "ses_1"}})
+	emit(t, port, false, EventSessionStatus, status("ses_1", "busy"))
+	testenv.WaitFor(t, "busy", 5*time.Second, func() bool { return s.AgentStatus(path).Type == workspace.AgentBusy })
+}
+
 func TestHibernateStopsTheProcessKeepsTheWorkspaceAndWakeBringsItBack(t *testing.T) {
 	f := newFixture(t)
 	s := f.start(f.options())
-	ws := worktreeWorkspace(t)
-	s.Start(ws)
-	waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second)
+	ws, _ := readyAgent(t, s)
 	leader := agentRecords(t, f.agentsDir)[0].PID
 
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := s.Hibernate(ctx, ws.Path); err != nil {
-		t.Fatal(err)
-	}
+	ctx := stepContext(t)
+	hibernate(t, s, ws.Path)
 	if !processGone(leader) {
 		t.Error("the agent's process runs after Hibernate returned")
 	}
@@ -75,12 +105,8 @@ func TestAHibernatedWorkspaceStaysHibernatedAtTheNextStart(t *testing.T) {
 	first := NewSupervisor(f.options())
 	first.Start(ws)
 	waitState(t, first, ws.Path, workspace.AgentStateReady, 10*time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := first.Hibernate(ctx, ws.Path); err != nil {
-		t.Fatal(err)
-	}
-	if err := first.StopAll(ctx); err != nil {
+	hibernate(t, first, ws.Path)
+	if err := first.StopAll(stepContext(t)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -109,14 +135,8 @@ func TestAHibernatedWorkspaceStaysHibernatedAtTheNextStart(t *testing.T) {
 func TestAPromptForAHibernatedAgentWakesItAndIsDelivered(t *testing.T) {
 	f := newFixture(t)
 	s := f.start(f.options())
-	ws := worktreeWorkspace(t)
-	s.Start(ws)
-	waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := s.Hibernate(ctx, ws.Path); err != nil {
-		t.Fatal(err)
-	}
+	ws, _ := readyAgent(t, s)
+	hibernate(t, s, ws.Path)
 	d, err := s.SendReview(ws.Path, workspace.Review{Summary: "rename the flag"})
 	if err != nil {
 		t.Fatal(err)
@@ -133,14 +153,9 @@ func TestAPromptForAHibernatedAgentWakesItAndIsDelivered(t *testing.T) {
 func TestWakeFailsWhenTheAgentCannotStart(t *testing.T) {
 	f := newFixture(t)
 	s := f.start(f.options())
-	ws := worktreeWorkspace(t)
-	s.Start(ws)
-	waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := s.Hibernate(ctx, ws.Path); err != nil {
-		t.Fatal(err)
-	}
+	ws, _ := readyAgent(t, s)
+	hibernate(t, s, ws.Path)
+	ctx := stepContext(t)
 	// The config file went: the agent does not start, and says why.
 	if err := os.Remove(f.config); err != nil {
 		t.Fatal(err)
@@ -162,21 +177,16 @@ func TestAHibernatedAgentFreesItsPlaceOfMaxAgents(t *testing.T) {
 	o := f.options()
 	o.MaxAgents = 1
 	s := f.start(o)
-	a, b := worktreeWorkspace(t), worktreeWorkspace(t)
-	s.Start(a)
-	waitState(t, s, a.Path, workspace.AgentStateReady, 10*time.Second)
+	a, _ := readyAgent(t, s)
+	b := worktreeWorkspace(t)
 	s.Start(b)
 	if st := s.AgentStatus(b.Path); st.State != workspace.AgentStateFailed {
 		t.Fatalf("second agent past maxAgents = %+v", st)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := s.Hibernate(ctx, a.Path); err != nil {
-		t.Fatal(err)
-	}
+	hibernate(t, s, a.Path)
 	waitState(t, s, b.Path, workspace.AgentStateReady, 10*time.Second)
 	// Waking a now finds no place: it says so rather than waiting.
-	if err := s.Wake(ctx, a.Path); workspace.CodeOf(err) != workspace.CodeConflict {
+	if err := s.Wake(stepContext(t), a.Path); workspace.CodeOf(err) != workspace.CodeConflict {
 		t.Errorf("Wake past maxAgents = %v", err)
 	}
 }
@@ -188,15 +198,9 @@ func TestIdleAgentsAreHibernatedAfterTheSetTimeAndBusyOnesAreNot(t *testing.T) {
 	o.HibernateAfter = func() time.Duration { return time.Duration(after.Load()) }
 	o.IdleCheck = 20 * time.Millisecond
 	s := f.start(o)
-	idle, busy := worktreeWorkspace(t), worktreeWorkspace(t)
-	s.Start(idle)
-	s.Start(busy)
-	waitState(t, s, idle.Path, workspace.AgentStateReady, 10*time.Second)
-	port := waitState(t, s, busy.Path, workspace.AgentStateReady, 10*time.Second).Port
-	testenv.WaitFor(t, "event stream connected", 5*time.Second, func() bool { return eventClients(t, port) > 0 })
-	emit(t, port, false, EventSessionCreated, map[string]any{"sessionID": "ses_1", "info": map[string]any{"id": "ses_1"}})
-	emit(t, port, false, EventSessionStatus, status("ses_1", "busy"))
-	testenv.WaitFor(t, "busy", 5*time.Second, func() bool { return s.AgentStatus(busy.Path).Type == workspace.AgentBusy })
+	idle, _ := readyAgent(t, s)
+	busy, port := readyAgent(t, s)
+	makeBusy(t, s, busy.Path, port)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -261,15 +265,11 @@ func TestUsageIsKeptWhileHibernatedAndAcrossTheWake(t *testing.T) {
 	testenv.WaitFor(t, "the usage read", 10*time.Second, func() bool { return s.AgentStatus(ws.Path).Usage == want })
 	from := len(f.changes.published(ws.Path))
 
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := s.Hibernate(ctx, ws.Path); err != nil {
-		t.Fatal(err)
-	}
+	hibernate(t, s, ws.Path)
 	if st := s.AgentStatus(ws.Path); st.Usage != want || st.UsageToday != want {
 		t.Errorf("hibernated: usage %+v, today %+v; want %+v", st.Usage, st.UsageToday, want)
 	}
-	if err := s.Wake(ctx, ws.Path); err != nil {
+	if err := s.Wake(stepContext(t), ws.Path); err != nil {
 		t.Fatal(err)
 	}
 	testenv.WaitFor(t, "the usage read again", 10*time.Second, func() bool { return s.AgentStatus(ws.Path).Usage == want })
@@ -290,16 +290,9 @@ func TestAReviewForAHibernatedAgentWithoutAPlaceWaitsForOne(t *testing.T) {
 	o := f.options()
 	o.MaxAgents = 1
 	s := f.start(o)
-	a, b := worktreeWorkspace(t), worktreeWorkspace(t)
-	s.Start(b)
-	waitState(t, s, b.Path, workspace.AgentStateReady, 10*time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := s.Hibernate(ctx, b.Path); err != nil {
-		t.Fatal(err)
-	}
-	s.Start(a)
-	waitState(t, s, a.Path, workspace.AgentStateReady, 10*time.Second)
+	b, _ := readyAgent(t, s)
+	hibernate(t, s, b.Path)
+	a, _ := readyAgent(t, s)
 
 	// b wakes into the queue for maxAgents: the review waits with it.
 	d, err := s.SendReview(b.Path, workspace.Review{Summary: "rename the flag"})
@@ -315,7 +308,7 @@ func TestAReviewForAHibernatedAgentWithoutAPlaceWaitsForOne(t *testing.T) {
 	if got := s.Reviews(b.Path); len(got) != 1 || got[0].State != workspace.DeliveryPending {
 		t.Fatalf("reviews while b waits = %+v", got)
 	}
-	if err := s.StopAgent(ctx, a.Path); err != nil {
+	if err := s.StopAgent(stepContext(t), a.Path); err != nil {
 		t.Fatal(err)
 	}
 	if got := waitReview(t, s, b.Path, d.ID); got.State != workspace.DeliveryDelivered {
@@ -331,9 +324,7 @@ func TestWakeDuringAHibernateWaitsUntilTheOldAgentIsGone(t *testing.T) {
 	o := f.options()
 	o.MaxAgents = 1
 	s := f.start(o)
-	ws := worktreeWorkspace(t)
-	s.Start(ws)
-	waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second)
+	ws, _ := readyAgent(t, s)
 	leader := agentRecords(t, f.agentsDir)[0].PID
 
 	short, cancelShort := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -344,9 +335,7 @@ func TestWakeDuringAHibernateWaitsUntilTheOldAgentIsGone(t *testing.T) {
 	if processGone(leader) {
 		t.Fatal("the old agent is gone already; the test shows nothing")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := s.Wake(ctx, ws.Path); err != nil {
+	if err := s.Wake(stepContext(t), ws.Path); err != nil {
 		t.Fatal(err)
 	}
 	if !processGone(leader) {
@@ -362,21 +351,15 @@ func TestWakeDuringAHibernateWaitsUntilTheOldAgentIsGone(t *testing.T) {
 func TestIdleHibernationChecksAgainThatTheAgentIsIdle(t *testing.T) {
 	f := newFixture(t)
 	s := f.start(f.options())
-	ws := worktreeWorkspace(t)
-	s.Start(ws)
-	port := waitState(t, s, ws.Path, workspace.AgentStateReady, 10*time.Second).Port
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ws, port := readyAgent(t, s)
+	ctx := stepContext(t)
 	if err := s.hibernate(ctx, ws.Path, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	if st := s.AgentStatus(ws.Path); st.State != workspace.AgentStateReady {
 		t.Fatalf("hibernated though active just now: %+v", st)
 	}
-	testenv.WaitFor(t, "event stream connected", 5*time.Second, func() bool { return eventClients(t, port) > 0 })
-	emit(t, port, false, EventSessionCreated, map[string]any{"sessionID": "ses_1", "info": map[string]any{"id": "ses_1"}})
-	emit(t, port, false, EventSessionStatus, status("ses_1", "busy"))
-	testenv.WaitFor(t, "busy", 5*time.Second, func() bool { return s.AgentStatus(ws.Path).Type == workspace.AgentBusy })
+	makeBusy(t, s, ws.Path, port)
 	if err := s.hibernate(ctx, ws.Path, time.Nanosecond); err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func removeBackoff(attempt int) time.Duration {
 // it; see removeRegistered); delete the branch unless o.KeepBranch or the
 // HEAD is detached (a branch that CodeHydra did not create is kept unless
 // o.DeleteBranch); remove the branch's metadata, last and only once the
-// branch is gone. Then it publishes workspace-removed and delete-progress
+// branch is gone, and the worktree's own records (MetadataMCPOff). Then it publishes workspace-removed and delete-progress
 // with StepDone, whose Note says which branch was kept because it existed
 // before the workspace.
 //
@@ -227,6 +227,9 @@ func (m *Manager) runDelete(ctx context.Context, p *project, ws Workspace, o Del
 		if err := m.removeMetadata(ctx, p, d.ws.Branch); err != nil {
 			return d.failWithoutWorktree(classify(err, CodeInternal, "cannot remove the metadata of branch %s", d.ws.Branch))
 		}
+	}
+	if err := m.removeWorktreeRecords(ctx, p, d.ws.Path); err != nil {
+		return d.failWithoutWorktree(classify(err, CodeInternal, "cannot remove the records of worktree %s", d.ws.Path))
 	}
 	d.done()
 	return nil

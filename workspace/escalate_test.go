@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -28,11 +29,16 @@ type escalation struct {
 	told     map[string][]string // parent → prompts
 	changed  []string
 	timers   []func()
+	// settled are the barriers of settle, closed when the escalator asks
+	// for their parent.
+	settled  map[string]chan struct{}
+	barriers int
 }
 
 func newEscalation(t *testing.T, parentFirst bool) *escalation {
 	e := &escalation{t: t, ev: make(chan Event, 16), statuses: map[string]AgentStatus{}, parents: map[string]string{},
-		setting: Escalation{ParentFirst: parentFirst, After: time.Minute}, told: map[string][]string{}}
+		setting: Escalation{ParentFirst: parentFirst, After: time.Minute}, told: map[string][]string{},
+		settled: map[string]chan struct{}{}}
 	e.esc = NewEscalator(EscalatorOptions{
 		Agents: e,
 		Tell: func(_ context.Context, path, text string) error {
@@ -47,6 +53,10 @@ func newEscalation(t *testing.T, parentFirst bool) *escalation {
 		ParentOf: func(_ context.Context, path string) (string, error) {
 			e.mu.Lock()
 			defer e.mu.Unlock()
+			if ch, ok := e.settled[path]; ok {
+				close(ch)
+				delete(e.settled, path)
+			}
 			return e.parents[path], nil
 		},
 		Setting: func() Escalation { e.mu.Lock(); defer e.mu.Unlock(); return e.setting },
@@ -91,6 +101,26 @@ func (e *escalation) ask(path string, reqs ...PendingRequest) {
 	e.statuses[path] = st
 	e.mu.Unlock()
 	e.ev <- Event{Kind: EventAgentChanged, Workspace: Workspace{Path: path}}
+}
+
+// settle returns once the escalator has handled every event sent before
+// it. It handles events one at a time, in order: once it reads the parent
+// of the workspace that a metadata-changed event sent now names, all the
+// events before that one are done.
+func (e *escalation) settle() {
+	e.t.Helper()
+	ch := make(chan struct{})
+	e.mu.Lock()
+	e.barriers++
+	path := fmt.Sprintf("/w/barrier-%d", e.barriers)
+	e.settled[path] = ch
+	e.mu.Unlock()
+	e.ev <- Event{Kind: EventMetadataChanged, Workspace: Workspace{Path: path}}
+	select {
+	case <-ch:
+	case <-time.After(30 * time.Second):
+		e.t.Fatal("the escalator did not get to the events sent to it within 30 s")
+	}
 }
 
 // parentOf is the Parent that Mark shows on the request of path.
@@ -161,7 +191,7 @@ func TestParentFirstTellsTheParentAndTheUserOnlyWhenItDoesNotAnswerInTime(t *tes
 		t.Errorf("changes published %v, want the child once", c)
 	}
 	e.ask("/w/child", bash)
-	time.Sleep(50 * time.Millisecond)
+	e.settle()
 	if n := len(e.prompts("/w/parent")); n != 1 || e.parentOf("/w/child", "per_1") != "" {
 		t.Errorf("a request seen again was held again (%d prompts)", n)
 	}
@@ -172,11 +202,13 @@ func TestAnAnsweredRequestEndsItsHold(t *testing.T) {
 	e.ask("/w/child", bash)
 	e.waitTold("/w/parent", 1)
 	e.ask("/w/child") // answered
-	testenv.WaitFor(t, "the hold gone", 5*time.Second, func() bool {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		return e.timers[0] == nil
-	})
+	e.settle()
+	e.mu.Lock()
+	armed := e.timers[0] != nil
+	e.mu.Unlock()
+	if armed {
+		t.Error("the hold of an answered request still runs")
+	}
 	if c := e.changes(); len(c) != 0 {
 		t.Errorf("an answered request was passed to the user: %v", c)
 	}
@@ -201,19 +233,11 @@ func TestTheUserHearsAtOnceWhenNoParentCanBeAsked(t *testing.T) {
 			tt.setup(e)
 			e.mu.Unlock()
 			e.ev <- Event{Kind: EventMetadataChanged, Workspace: Workspace{Path: "/w/child"}}
-			// The escalator reads the parent in the background: wait for
-			// it, or Mark below could still hold the request for the old one.
-			e.mu.Lock()
-			parent := e.parents["/w/child"]
-			e.mu.Unlock()
-			testenv.WaitFor(t, "the escalator to know the child's parent", 5*time.Second, func() bool {
-				e.esc.mu.Lock()
-				defer e.esc.mu.Unlock()
-				p, ok := e.esc.parents["/w/child"]
-				return ok && p == parent
-			})
+			// The escalator has read the child's parent anew and decided
+			// the request (had it held it, it would have told the parent)
+			// before the test's Mark below sees it.
 			e.ask("/w/child", bash)
-			time.Sleep(50 * time.Millisecond)
+			e.settle()
 			if p := e.parentOf("/w/child", "per_1"); p != "" || len(e.prompts("/w/parent")) != 0 {
 				t.Errorf("held for %q, %d prompts; want the user at once", p, len(e.prompts("/w/parent")))
 			}
@@ -261,11 +285,13 @@ func TestARemovedWorkspacesRequestsAndHoldsAreForgotten(t *testing.T) {
 	e.ask("/w/child", bash)
 	e.waitTold("/w/parent", 1)
 	e.ev <- Event{Kind: EventWorkspaceRemoved, Workspace: Workspace{Path: "/w/child"}}
-	testenv.WaitFor(t, "the child's requests forgotten and its hold ended", 5*time.Second, func() bool {
-		e.esc.mu.Lock()
-		defer e.esc.mu.Unlock()
-		return len(e.esc.decided) == 0 && len(e.esc.holds) == 0
-	})
+	e.settle()
+	e.esc.mu.Lock()
+	decided, holds := len(e.esc.decided), len(e.esc.holds)
+	e.esc.mu.Unlock()
+	if decided != 0 || holds != 0 {
+		t.Errorf("the removed child's %d requests and %d holds are kept", decided, holds)
+	}
 	if c := e.changes(); len(c) != 0 {
 		t.Errorf("a removed workspace's request was passed to the user: %v", c)
 	}

@@ -25,47 +25,6 @@ const MetadataCreatedBy = "createdby"
 // record it.
 const MetadataPR = "pr"
 
-// MetadataMCPOff is the metadata key holding the MCP servers (settings
-// mcpServers names, comma-separated) that the user switched off for the
-// workspace in its tray submenu: the gateway offers them no tools there.
-// Only SetMCPServerOff writes it; SetMetadata refuses it, so that no
-// agent can switch a server back on for itself.
-const MetadataMCPOff = "mcpoff"
-
-// MCPServersOff returns the MCP servers switched off for the workspace
-// (MetadataMCPOff), sorted.
-func (m *Manager) MCPServersOff(ctx context.Context, wsPath string) ([]string, error) {
-	md, err := m.Metadata(ctx, wsPath)
-	if err != nil {
-		return nil, err
-	}
-	return splitNames(md[MetadataMCPOff]), nil
-}
-
-// SetMCPServerOff switches the MCP server named server off (or back on)
-// for the workspace; it publishes metadata-changed. Like all metadata it
-// is stored per branch: a detached HEAD has none (CodeInvalidInput).
-func (m *Manager) SetMCPServerOff(ctx context.Context, wsPath, server string, off bool) error {
-	if server == "" || strings.ContainsAny(server, ", \t\n") {
-		return Errorf(CodeInvalidInput, "%q is not an MCP server's name", server)
-	}
-	names, err := m.MCPServersOff(ctx, wsPath)
-	if err != nil {
-		return err
-	}
-	names = slices.DeleteFunc(names, func(n string) bool { return n == server })
-	if off {
-		names = append(names, server)
-		slices.Sort(names)
-	}
-	var value *string
-	if len(names) > 0 {
-		v := strings.Join(names, ",")
-		value = &v
-	}
-	return m.setMetadata(ctx, wsPath, MetadataMCPOff, value)
-}
-
 // splitNames splits a comma-separated list, dropping empty names.
 func splitNames(s string) []string {
 	var out []string
@@ -151,24 +110,64 @@ func (m *Manager) removeMetadata(ctx context.Context, p *project, branch string)
 	return m.configUnsetLocked(ctx, p, createdVar(branch))
 }
 
-// readMetadata returns the metadata keys of branch (lowercased) and their
-// values.
-func (m *Manager) readMetadata(ctx context.Context, p *project, branch string) (map[string]string, error) {
+// configList reads the project's own git config (the common git folder's,
+// includes not followed): each name as git reports it (section and key
+// lowercased, subsection as written) with its last value.
+func (m *Manager) configList(ctx context.Context, p *project) (map[string]string, error) {
 	out, err := m.git.run(ctx, p.Path, "config", "--local", "-z", "--list")
 	if err != nil {
 		return nil, err
 	}
+	cfg := map[string]string{}
+	for rec := range strings.SplitSeq(out, "\x00") {
+		if name, value, _ := strings.Cut(rec, "\n"); name != "" {
+			cfg[name] = value
+		}
+	}
+	return cfg, nil
+}
+
+// workspaceConfig is the project's git config as one workspace's read
+// found it: the workspace, its project, the branch checked out there ("" on
+// a detached HEAD) and the config (see configList).
+type workspaceConfig struct {
+	ws     Workspace
+	p      *project
+	branch string
+	cfg    map[string]string
+}
+
+// readConfigOf reads the project's git config for the workspace at wsPath.
+func (m *Manager) readConfigOf(ctx context.Context, wsPath string) (workspaceConfig, error) {
+	ws, p, err := m.resolve(wsPath)
+	if err != nil {
+		return workspaceConfig{}, err
+	}
+	// Metadata follows the branch, so it is read fresh.
+	branch, err := m.currentBranch(ctx, ws.Path)
+	if err != nil {
+		return workspaceConfig{}, classify(err, CodeInternal, "cannot read the branch of %s", ws.Path)
+	}
+	cfg, err := m.configList(ctx, p)
+	if err != nil {
+		return workspaceConfig{}, classify(err, CodeInternal, "cannot read the metadata of %s", ws.Path)
+	}
+	return workspaceConfig{ws: ws, p: p, branch: branch, cfg: cfg}, nil
+}
+
+// metadataOf returns the metadata keys of branch (lowercased) and their
+// values in the project's config cfg (see configList).
+func metadataOf(cfg map[string]string, branch string) map[string]string {
 	prefix := "branch." + branch + "." + metadataSection + "."
 	md := map[string]string{}
-	for rec := range strings.SplitSeq(out, "\x00") {
-		name, value, _ := strings.Cut(rec, "\n")
+	for name, value := range cfg {
 		key, ok := strings.CutPrefix(name, prefix)
 		if !ok || ValidateMetadataKey(key) != nil {
 			continue
 		}
 		md[key] = value
 	}
-	return md, nil
+	return md
 }
 
 // currentBranch reads the branch checked out in the worktree at path now,
@@ -192,21 +191,26 @@ func (m *Manager) currentBranch(ctx context.Context, path string) (string, error
 
 // Metadata returns the workspace's metadata, keys lowercased. "base" is
 // always there: when it was never recorded (e.g. a worktree made outside
-// the app) or the HEAD is detached, it is the project's DefaultBase.
+// the app) or the HEAD is detached, it is the project's DefaultBase. It
+// holds MetadataMCPOff, which is the worktree's, whatever is checked out.
 func (m *Manager) Metadata(ctx context.Context, wsPath string) (map[string]string, error) {
-	ws, p, err := m.resolve(wsPath)
+	c, err := m.readConfigOf(ctx, wsPath)
 	if err != nil {
 		return nil, err
 	}
-	branch, err := m.currentBranch(ctx, ws.Path)
-	if err != nil {
-		return nil, classify(err, CodeInternal, "cannot read the branch of %s", ws.Path)
-	}
+	ws, p := c.ws, c.p
 	md := map[string]string{}
-	if branch != "" {
-		if md, err = m.readMetadata(ctx, p, branch); err != nil {
-			return nil, classify(err, CodeInternal, "cannot read the metadata of %s", ws.Path)
-		}
+	if c.branch != "" {
+		md = metadataOf(c.cfg, c.branch)
+	}
+	// The servers switched off belong to the worktree, not to the branch.
+	delete(md, MetadataMCPOff)
+	off, err := m.mcpOff(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if len(off) > 0 {
+		md[MetadataMCPOff] = strings.Join(off, ",")
 	}
 	if md["base"] == "" {
 		base, err := m.defaultBase(ctx, p)

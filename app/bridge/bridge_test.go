@@ -276,12 +276,13 @@ func TestBridgeSettingsUpdateRunsAgainOnSettingsChangedMeanwhile(t *testing.T) {
 
 func TestBridgeRaisesAnswersCopiesAndEndsWithTheWindowProcess(t *testing.T) {
 	f := uitest.NewWorkspaces()
-	raise := make(chan struct{}, 1)
+	raise, closeIt := make(chan struct{}, 1), make(chan struct{}, 1)
 	answered, closed, copied := make(chan struct{}, 1), make(chan struct{}, 1), make(chan string, 1)
 	c, s := bridged(t, App{
 		Deps:     window.Deps{Workspaces: f, Settings: settings.NewStore(filepath.Join(t.TempDir(), "settings.json")), Tray: tray{}},
 		Window:   window.Spec{Kind: window.KindConfirm, Title: "Quit?"},
 		Raise:    raise,
+		Close:    closeIt,
 		Answered: func() { answered <- struct{}{} },
 		Closed:   func() { closed <- struct{}{} },
 		CopyText: func(text string) { copied <- text },
@@ -291,11 +292,22 @@ func TestBridgeRaisesAnswersCopiesAndEndsWithTheWindowProcess(t *testing.T) {
 	if err != nil || !s.Greeted() || h.Protocol != Protocol || h.Window.Key() != "confirm:Quit?" {
 		t.Fatalf("hello: %+v, %v (greeted %v)", h, err, s.Greeted())
 	}
-	raised := make(chan error, 1)
-	go func() { raised <- c.WaitRaise() }()
+	type signal struct {
+		close bool
+		err   error
+	}
+	got := make(chan signal, 1)
+	wait := func() signal {
+		go func() { s, err := c.WaitRaise(); got <- signal{s, err} }()
+		return <-got
+	}
 	raise <- struct{}{}
-	if err := <-raised; err != nil {
-		t.Fatalf("a raise: %v", err)
+	if s := wait(); s.err != nil || s.close {
+		t.Fatalf("a raise: %+v", s)
+	}
+	closeIt <- struct{}{}
+	if s := wait(); s.err != nil || !s.close {
+		t.Fatalf("a close: %+v, want close", s)
 	}
 	c.Answered()
 	<-answered

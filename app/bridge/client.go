@@ -123,9 +123,17 @@ func (c *Client) Elicited(a window.Answer) {
 // rather than raising this one.
 func (c *Client) Closed() { c.quiet("App.Closed", c.call("App.Closed", noArgs, nil)) }
 
-// WaitRaise returns when the window should come forward; an error when
-// the tray process has gone.
-func (c *Client) WaitRaise() error { return c.call("App.WaitRaise", noArgs, nil) }
+// WaitRaise returns when the window should come forward, or with close
+// set when it should close; an error when the tray process has gone.
+func (c *Client) WaitRaise() (close bool, err error) {
+	var s windowSignal
+	err = c.call("App.WaitRaise", noArgs, &s)
+	return s.Close, err
+}
+
+// windowSignal is App.WaitRaise's answer: null (an older app's too) to
+// come forward.
+type windowSignal struct{ Close bool }
 
 // workspacesClient is window.Workspaces over the bridge.
 type workspacesClient struct{ c *Client }

@@ -36,6 +36,9 @@ type App struct {
 	Closed func()
 	// Raise is signalled when the window should come forward.
 	Raise <-chan struct{}
+	// Close is signalled when the window should close (what it stands
+	// for went away, e.g. a question answered elsewhere).
+	Close <-chan struct{}
 }
 
 // Server serves an App to one window process.
@@ -332,6 +335,8 @@ func (s *Server) appMethods(m map[string]handler) {
 		select {
 		case <-a.Raise:
 			return nil, nil
+		case <-a.Close:
+			return windowSignal{Close: true}, nil
 		case <-s.conn.Done():
 			return nil, s.conn.Err()
 		}

@@ -44,6 +44,9 @@ type Options struct {
 	// Closed, when set, is told the key (Spec.Key) of each window that
 	// closes.
 	Closed func(key string)
+	// CloseElsewhere, when set, closes the window of key where Elsewhere
+	// opened it, if it is open there.
+	CloseElsewhere func(key string)
 }
 
 // UI is the windows of one process and the background work they started.
@@ -119,6 +122,17 @@ func (u *UI) Raise() {
 	for _, w := range u.windows {
 		w.Show()
 		w.RequestFocus()
+	}
+}
+
+// Close closes the window of key (Spec.Key), here or where Elsewhere
+// opened it, as its close button would; none open is no error.
+func (u *UI) Close(key string) {
+	if w, ok := u.windows[key]; ok {
+		w.Close()
+	}
+	if u.opts.CloseElsewhere != nil {
+		u.opts.CloseElsewhere(key)
 	}
 }
 

@@ -167,6 +167,10 @@ func TestAConfinedShellCommitsInItsWorktreeButCannotWriteTheRepositorysConfigHoo
 	common := filepath.Join(f.project, ".git")
 	other := filepath.Join(common, "worktrees", "b")
 	config := filepath.Join(common, "config")
+	// The tray's switch-off of an MCP server for a is kept there too.
+	if err := f.s.manager.SetMCPServerOff(t.Context(), f.a.Path, "fs", true); err != nil {
+		t.Fatal(err)
+	}
 	before := map[string][]byte{}
 	for _, p := range []string{config, filepath.Join(other, "HEAD"), filepath.Join(other, "gitdir")} {
 		b, err := os.ReadFile(p)
@@ -178,13 +182,14 @@ func TestAConfinedShellCommitsInItsWorktreeButCannotWriteTheRepositorysConfigHoo
 	out := f.run(t, f.a, fmt.Sprintf(`
 echo work > work.txt && git add work.txt && git commit -q -m work && echo COMMITTED
 git config core.hooksPath .githooks || echo REFUSED-git-config
+git config --remove-section 'codehydra-worktree.%[3]s' || echo REFUSED-mcpoff
 echo '[core] fsmonitor = x' >> %[1]s/config || echo REFUSED-config
 echo '#!/bin/sh' > %[1]s/hooks/post-checkout || echo REFUSED-hook
 mkdir %[1]s/hooks/sub || echo REFUSED-hook-folder
 echo 'ref: refs/heads/a' > %[2]s/HEAD || echo REFUSED-other-head
 echo x > %[2]s/config.worktree || echo REFUSED-other-config
-`, common, other))
-	wantLines(t, out, "COMMITTED", "REFUSED-git-config", "REFUSED-config", "REFUSED-hook\n", "REFUSED-hook-folder",
+`, common, other, f.a.Path))
+	wantLines(t, out, "COMMITTED", "REFUSED-git-config", "REFUSED-mcpoff", "REFUSED-config", "REFUSED-hook\n", "REFUSED-hook-folder",
 		"REFUSED-other-head", "REFUSED-other-config")
 	if got := testenv.Git(t, f.project, "log", "-1", "--format=%s", "a"); strings.TrimSpace(got) != "work" {
 		t.Errorf("branch a's last commit is %q, want the confined shell's", got)
