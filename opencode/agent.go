@@ -38,6 +38,8 @@ type agent struct {
 	detail string
 	port   int // the ready server's port, else 0
 	pid    int // the ready server's process, else 0
+	// marker is the ready server's agentIDEnv entry, else "".
+	marker string
 	// password is what the ready server demands (basic auth as
 	// serverUser), else "". A secret: never logged, never recorded.
 	password string
@@ -122,7 +124,7 @@ func (s *Supervisor) run(ctx context.Context, key string, a *agent) {
 		switch res {
 		case outStopped:
 			s.set(key, a, func() {
-				a.state, a.detail, a.port, a.pid, a.password, a.summary = workspace.AgentStateStopped, "", 0, 0, "", SessionSummary{}
+				a.state, a.detail, a.port, a.pid, a.marker, a.password, a.summary = workspace.AgentStateStopped, "", 0, 0, "", "", SessionSummary{}
 			})
 			return
 		case outRestart:
@@ -362,7 +364,7 @@ func (s *Supervisor) serveUntilEnd(ctx context.Context, key string, a *agent, r 
 	readyAt := s.opts.Now()
 	s.updateRecord(p, r.port, a.ws.Path)
 	s.set(key, a, func() {
-		a.state, a.detail, a.port, a.pid, a.password = workspace.AgentStateReady, "", r.port, p.pid, r.password
+		a.state, a.detail, a.port, a.pid, a.marker, a.password = workspace.AgentStateReady, "", r.port, p.pid, agentIDEnv+"="+p.agentID, r.password
 		a.summary = SessionSummary{Type: workspace.AgentNone}
 	})
 	s.log.Info("agent ready", slog.String("workspace", a.ws.Path), slog.Int("port", r.port), slog.Int("pid", p.pid))
@@ -386,7 +388,7 @@ func (s *Supervisor) serveUntilEnd(ctx context.Context, key string, a *agent, r 
 	s.set(key, a, func() {
 		// The server is gone or going: no longer ready, so that nobody
 		// reads "ready" without a port (or a type) meanwhile.
-		a.port, a.pid, a.password, a.summary = 0, 0, "", SessionSummary{}
+		a.port, a.pid, a.marker, a.password, a.summary = 0, 0, "", "", SessionSummary{}
 		a.state = workspace.AgentStateStarting
 		if res == outStopped {
 			a.state = workspace.AgentStateStopped

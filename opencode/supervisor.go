@@ -338,16 +338,18 @@ func (s *Supervisor) OpencodeServer(path string) (port int, password string, ok 
 }
 
 // AgentProcess returns the pid of the workspace's agent process (the root
-// of its process tree) and the port of its own server while it is ready,
-// else ok=false: what the previews look for the agent's children under.
-func (s *Supervisor) AgentProcess(path string) (pid, port int, ok bool) {
+// of its process tree), the port of its own server and the marker in the
+// environment of all it starts (CODEHYDRA_AGENT_ID=<id>) while it is
+// ready, else ok=false: what the previews look for the agent's children
+// by.
+func (s *Supervisor) AgentProcess(path string) (pid, port int, marker string, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a := s.agents[filepath.Clean(path)]
 	if a == nil || a.state != workspace.AgentStateReady || a.pid == 0 {
-		return 0, 0, false
+		return 0, 0, "", false
 	}
-	return a.pid, a.port, true
+	return a.pid, a.port, a.marker, true
 }
 
 // Output returns the last lines (up to OutputLines) that the workspace's

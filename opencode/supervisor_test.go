@@ -151,8 +151,8 @@ func TestAgentGetsDesignEnvironmentWorkdirAndFlags(t *testing.T) {
 	if !ok || port != st.Port || !healthy(t, s, ws.Path) {
 		t.Errorf("OpencodePort = %d, %v; status port %d", port, ok, st.Port)
 	}
-	if pid, p, ok := s.AgentProcess(ws.Path); !ok || p != port || pid != recs[0].PID {
-		t.Errorf("AgentProcess = %d, %d, %v; want the recorded pid %d and port %d", pid, p, ok, recs[0].PID, port)
+	if pid, p, marker, ok := s.AgentProcess(ws.Path); !ok || p != port || pid != recs[0].PID || marker != agentIDEnv+"="+recs[0].AgentID {
+		t.Errorf("AgentProcess = %d, %d, %q, %v; want the recorded pid %d, port %d and agent id %q", pid, p, marker, ok, recs[0].PID, port, recs[0].AgentID)
 	}
 	if st.Type != workspace.AgentNone || st.Detail != "" {
 		t.Errorf("status = %+v", st)

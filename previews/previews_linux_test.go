@@ -3,8 +3,10 @@ package previews
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
+	"codehydra/internal/netstat"
 	"codehydra/internal/testenv"
 	"codehydra/workspace"
 )
@@ -61,4 +63,50 @@ func TestEndpointsAreTheWorkspacesOwn(t *testing.T) {
 
 func endpoint(port int, source string) workspace.Endpoint {
 	return workspace.Endpoint{Port: port, URL: fmt.Sprintf("http://127.0.0.1:%d", port), Source: source}
+}
+
+// TestEndpointsFindServersThatLeftTheTree: a server that an agent's shell
+// put in the background before it ended (`python3 -m http.server 0 &`)
+// has left the agent's tree but carries its marker: it is that
+// workspace's endpoint, not another's, and a process with the marker of a
+// workspace not asked about counts for none.
+func TestEndpointsFindServersThatLeftTheTree(t *testing.T) {
+	agentA := testenv.StartServerTreeWith(t, t.TempDir(), testenv.TreeOptions{Escape: true})
+	agentB := testenv.StartServerTreeWith(t, t.TempDir(), testenv.TreeOptions{Escape: true})
+	stranger := testenv.StartServerTreeWith(t, t.TempDir(), testenv.TreeOptions{Escape: true})
+	inTree, err := netstat.Listening([]int{agentA.Pid, agentB.Pid, stranger.Pid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range inTree {
+		if l.Pid == agentA.EscapedPid || l.Pid == agentB.EscapedPid || l.Pid == stranger.EscapedPid {
+			t.Fatalf("the escaped server %+v is still in its tree: the test proves nothing", l)
+		}
+	}
+
+	f := New(Options{Agents: testenv.TreeAgents{"/ws/a": agentA, "/ws/b": agentB}})
+	got, err := f.Endpoints("/ws/a", "/ws/b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path  string
+		agent testenv.ServerTree
+	}{{"/ws/a", agentA}, {"/ws/b", agentB}} {
+		want := []workspace.Endpoint{endpoint(c.agent.ChildPort, "agent"), endpoint(c.agent.EscapedPort, "agent")}
+		slices.SortFunc(want, func(x, y workspace.Endpoint) int { return x.Port - y.Port })
+		eps := got[c.path]
+		for i := range eps {
+			if eps[i].Port == c.agent.EscapedPort && (eps[i].Pid != c.agent.EscapedPid || !strings.Contains(eps[i].Command, "http.server")) {
+				t.Errorf("%s: escaped endpoint %+v, want pid %d running http.server", c.path, eps[i], c.agent.EscapedPid)
+			}
+			eps[i].Pid, eps[i].Command = 0, ""
+		}
+		if !slices.Equal(eps, want) {
+			t.Errorf("%s: endpoints\n got %+v\nwant %+v (own port %d, stranger's %d)", c.path, eps, want, c.agent.OwnPort, stranger.EscapedPort)
+		}
+	}
+	if len(got) != 2 {
+		t.Errorf("endpoints of %d workspaces, want 2: %+v", len(got), got)
+	}
 }

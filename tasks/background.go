@@ -102,6 +102,10 @@ type Run struct {
 	Ports []int
 }
 
+// Marker is the entry (CODEHYDRA_TASK_RUN_ID=<id>) in the environment of
+// every process of the run.
+func (r Run) Marker() string { return markerEnv + "=" + r.ID }
+
 // Runs starts, lists, stops and reads the background runs of every
 // workspace.
 type Runs struct {

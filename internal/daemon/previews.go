@@ -28,7 +28,7 @@ func (s *server) runRoots(ws string) []previews.Root {
 	var roots []previews.Root
 	for _, r := range s.runs.List(ws) {
 		if r.State == tasks.StateRunning {
-			roots = append(roots, previews.Root{Pid: r.Pid, Source: "task:" + r.Name})
+			roots = append(roots, previews.Root{Pid: r.Pid, Source: "task:" + r.Name, Marker: r.Marker()})
 		}
 	}
 	return roots

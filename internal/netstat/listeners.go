@@ -15,6 +15,9 @@ type Listener struct {
 	// Command is its command line, arguments joined by spaces, cut to
 	// maxCommand bytes; "" when it cannot be read.
 	Command string
+	// Marker is the environment entry by which ListeningMarked found a
+	// process outside the trees (then Root is 0); "" for one in a tree.
+	Marker string
 }
 
 // ErrNotSupported is Listening's answer where it cannot look (every system

@@ -1,12 +1,14 @@
 package netstat
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"codehydra/internal/reap"
 )
@@ -23,8 +25,19 @@ import (
 // /proc/<pid>/fd. Only the network namespace of this process is read: a
 // port opened in another is not reachable at this 127.0.0.1 anyway. A
 // process that left its tree (a daemon that forked twice, a server put in
-// the background by a shell that then ended) is not found.
-func Listening(roots []int) ([]Listener, error) {
+// the background by a shell that then ended) is not found; ListeningMarked
+// finds it by its environment.
+func Listening(roots []int) ([]Listener, error) { return ListeningMarked(roots, nil) }
+
+// ListeningMarked is Listening that also finds the ports of the processes
+// outside the trees that carry one of markers ("NAME=value") in their
+// environment: those that left their tree but kept the environment it gave
+// them. Such a Listener's Root is 0 and its Marker the entry it carries,
+// the first of markers when it carries several. Only this user's processes
+// are looked at, only while some listening port is not found in the trees,
+// and the environment only of those outside the trees: a process that
+// cleared its environment is not found.
+func ListeningMarked(roots []int, markers []string) ([]Listener, error) {
 	socks, err := Sockets("/proc/net/tcp", "/proc/net/tcp6")
 	if err != nil {
 		return nil, fmt.Errorf("read the TCP sockets: %w", err)
@@ -68,6 +81,9 @@ func Listening(roots []int) ([]Listener, error) {
 			queue = append(queue, kids...)
 		}
 	}
+	if len(markers) > 0 && len(found) < len(distinct(ports)) {
+		escapees(markers, seen, ports, found)
+	}
 	out := make([]Listener, 0, len(found))
 	for _, l := range found {
 		l.Command, _ = reap.CommandLine(l.Pid)
@@ -78,6 +94,70 @@ func Listening(roots []int) ([]Listener, error) {
 	}
 	slices.SortFunc(out, func(a, b Listener) int { return cmp.Compare(a.Port, b.Port) })
 	return out, nil
+}
+
+// distinct are the ports of a socket table (inode → port), once each.
+func distinct(ports map[string]int) map[int]bool {
+	out := make(map[int]bool, len(ports))
+	for _, port := range ports {
+		out[port] = true
+	}
+	return out
+}
+
+// escapees adds to found the ports (of ports, inode → port) that this
+// user's processes outside seen hold when they carry one of markers, in
+// one pass over /proc. A port that several hold (a server's workers) goes
+// to the lowest pid.
+func escapees(markers []string, seen map[int]bool, ports map[string]int, found map[int]Listener) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	uid := uint32(os.Getuid())
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 1 || seen[pid] {
+			continue
+		}
+		var st syscall.Stat_t
+		if syscall.Stat("/proc/"+e.Name(), &st) != nil || st.Uid != uid {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil {
+			continue
+		}
+		marker, ok := firstMarker(env, markers)
+		if !ok {
+			continue
+		}
+		for _, port := range socketPorts(pid, ports) {
+			if l, ok := found[port]; !ok || (l.Root == 0 && pid < l.Pid) {
+				found[port] = Listener{Port: port, Pid: pid, Marker: marker}
+			}
+		}
+	}
+}
+
+// firstMarker is the first of markers that the environment env (entries
+// ended by NULs) holds.
+func firstMarker(env []byte, markers []string) (string, bool) {
+	best := len(markers)
+	for len(env) > 0 && best > 0 {
+		var entry []byte
+		entry, env, _ = bytes.Cut(env, []byte{0})
+		for i, m := range markers[:best] {
+			if string(entry) == m {
+				best = i
+				break
+			}
+		}
+	}
+	if best == len(markers) {
+		return "", false
+	}
+	return markers[best], true
 }
 
 // loopbackPort is the port of a table's local address ("ADDR:PORT" in hex)

@@ -51,6 +51,48 @@ func TestListeningFindsAServerInAProcessTree(t *testing.T) {
 	}
 }
 
+// TestListeningMarkedFindsAServerThatLeftItsTree: a server that a shell of
+// the tree put in the background before it ended is not in the tree; it
+// is found by its marker, with root 0, the marker, its pid and command,
+// and not by another marker.
+func TestListeningMarkedFindsAServerThatLeftItsTree(t *testing.T) {
+	tree := testenv.StartServerTreeWith(t, t.TempDir(), testenv.TreeOptions{Escape: true})
+	escaped := func(ls []Listener) (Listener, bool) {
+		i := slices.IndexFunc(ls, func(l Listener) bool { return l.Port == tree.EscapedPort })
+		if i < 0 {
+			return Listener{}, false
+		}
+		return ls[i], true
+	}
+	ls, err := Listening([]int{tree.Pid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, ok := escaped(ls); ok {
+		t.Fatalf("the escaped server is in its tree: %+v", l)
+	}
+
+	ls, err = ListeningMarked([]int{tree.Pid}, []string{"CODEHYDRA_AGENT_ID=another", tree.Marker})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, ok := escaped(ls)
+	if !ok || l.Pid != tree.EscapedPid || l.Root != 0 || l.Marker != tree.Marker || !strings.Contains(l.Command, "http.server") {
+		t.Errorf("the escaped server on %d: %+v, %v; want pid %d, root 0, marker %q, its command", tree.EscapedPort, l, ok, tree.EscapedPid, tree.Marker)
+	}
+	if !slices.ContainsFunc(ls, func(l Listener) bool { return l.Port == tree.ChildPort && l.Root == tree.Pid }) {
+		t.Errorf("the child's port %d is not found under its root: %+v", tree.ChildPort, ls)
+	}
+
+	ls, err = ListeningMarked([]int{tree.Pid}, []string{"CODEHYDRA_AGENT_ID=another"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, ok := escaped(ls); ok {
+		t.Fatalf("found by another marker: %+v", l)
+	}
+}
+
 // TestListeningSeesOnlyLoopbackReachablePorts: this process's listeners
 // on 127.0.0.1 and ::1 are found with it as the root; a closed one is not.
 func TestListeningSeesOnlyLoopbackReachablePorts(t *testing.T) {
@@ -135,6 +177,27 @@ func BenchmarkListening(b *testing.B) {
 	defer ln.Close()
 	for b.Loop() {
 		if _, err := Listening([]int{os.Getpid()}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkListeningMarked is the same poll when a marker is looked for
+// and a port is left after the trees, so that every process of this user
+// outside them is looked at: the most the previews' one look costs.
+func BenchmarkListeningMarked(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	other := exec.Command("sleep", "60")
+	if err := other.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = other.Process.Kill(); _ = other.Wait() }()
+	for b.Loop() {
+		if _, err := ListeningMarked([]int{other.Process.Pid}, []string{"CODEHYDRA_AGENT_ID=nobody"}); err != nil {
 			b.Fatal(err)
 		}
 	}
