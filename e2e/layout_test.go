@@ -60,6 +60,7 @@ var layout = map[string][]string{
 	"codehydra/internal/sse":                   {helpers},
 	"codehydra/internal/testenv":               {helpers},
 	"codehydra/internal/testenv/naivefs":       {helpers},
+	"codehydra/internal/tracectx":              {helpers},
 	"codehydra/internal/tty":                   {helpers},
 	"codehydra/opencode/internal/fakeopencode": {},
 	"codehydra/tasks/taskstest":                {helpers},
