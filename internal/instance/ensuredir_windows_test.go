@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"codehydra/internal/testenv"
 )
 
 // On Windows EnsureDir checks only that the folder is a real one: its
@@ -22,9 +24,7 @@ func TestEnsureDirMakesARealFolder(t *testing.T) {
 			}
 		}},
 		{name: "rejects a symlink", prepare: func(t *testing.T, dir string) {
-			if err := os.Symlink(t.TempDir(), dir); err != nil {
-				t.Fatal(err)
-			}
+			testenv.Symlink(t, t.TempDir(), dir)
 		}, wantErr: "not a folder"},
 		{name: "rejects a file", prepare: func(t *testing.T, dir string) {
 			if err := os.WriteFile(dir, nil, 0o600); err != nil {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"codehydra/internal/testenv"
 )
 
 func TestRunningAsksTheLockNotThePid(t *testing.T) {
@@ -144,17 +146,13 @@ func TestReadRefusesWhatIsNotTheUsersOwn(t *testing.T) {
 			if err := os.Rename(dir, real); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.Symlink(real, dir); err != nil {
-				t.Fatal(err)
-			}
+			testenv.Symlink(t, real, dir)
 		}, "is not a folder"},
 		{"a file that is a link", func(t *testing.T, _, path string) {
 			if err := os.Rename(path, path+".real"); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.Symlink(path+".real", path); err != nil {
-				t.Fatal(err)
-			}
+			testenv.Symlink(t, path+".real", path)
 		}, "is not a file"},
 		{"a remote mcpUrl", func(t *testing.T, _, path string) {
 			if err := Write(path, Info{PID: 1, MCPURL: "http://evil.example:4711/mcp", MCPPort: 4711}); err != nil {
