@@ -5,6 +5,7 @@
 # make soak  — the long fault, load and race tests with figures (for docs/RELIABILITY.md)
 # make bench — measure CodeHydra on this machine; writes the tables into docs/BENCHMARKS.md
 # make screenshots — remake the README's screenshots in docs/screenshots/
+# make test-windows — the tests of the Windows code paths, run under wine
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 
@@ -12,7 +13,7 @@ BINARY := codehydra
 GOBIN := $(shell go env GOPATH)/bin
 export PATH := $(GOBIN):$(PATH)
 
-.PHONY: all run test build lint setup icons clean bench screenshots fuzz-short soak cross
+.PHONY: all run test build lint setup icons clean bench screenshots fuzz-short soak cross test-windows
 
 all: build
 
@@ -44,6 +45,24 @@ NO_FYNE = go list -f '{{.ImportPath}} {{join .Deps " "}}' ./... | grep -v ' fyne
 cross:
 	CGO_ENABLED=1 GOOS=windows GOARCH=amd64 CC=x86_64-w64-mingw32-gcc go build -o $(or $(TMPDIR),/tmp)/$(BINARY).exe .
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 go vet $$($(NO_FYNE))
+
+# The tests of the packages with Windows code paths, cross-built and run
+# under wine 10 (make setup builds its root once: build/wine-setup.sh, and
+# a git.exe: build/wine-git.sh). Each test binary runs in a wine of its own
+# (wine.run, about 3 s to start), and every program start under wine is
+# slow, so this is a chosen set, not ./...: the lock and the runtime folder
+# (internal/instance), the folders (internal/paths), the job objects
+# (internal/proc), the settings' paths (internal/settings), opencode's
+# binary lookup and agent config (opencode), the log rotation
+# (internal/rotate), the links (wsfs), the gateway's servers (gateway) and
+# the status cache's file watching (workspace/statuscache). WINRUN_BIND
+# makes the module root visible to tests that read ../README.md.
+WINE_RUN = $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/codehydra/tools/wine.run
+WINDOWS_TESTS ?= ./internal/instance ./internal/paths ./internal/proc ./internal/settings ./opencode \
+	./internal/rotate ./wsfs ./gateway ./workspace/statuscache
+test-windows: setup
+	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 WINRUN_BIND=$(CURDIR) go test -count=1 -timeout 20m \
+		-exec $(WINE_RUN) $(WINDOWS_TESTS)
 
 # Every fuzzer for FUZZTIME; go test -fuzz takes one package and one fuzzer
 # at a time. The seed corpora are in <package>/testdata/fuzz/<fuzzer>/.
