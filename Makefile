@@ -43,7 +43,7 @@ test: setup lint cross fuzz-short
 # CPU).
 NO_FYNE = go list -f '{{.ImportPath}} {{join .Deps " "}}' ./... | grep -v ' fyne\.io/' | cut -d' ' -f1 | grep -vx codehydra/e2e
 cross:
-	CGO_ENABLED=1 GOOS=windows GOARCH=amd64 CC=x86_64-w64-mingw32-gcc go build -o $(or $(TMPDIR),/tmp)/$(BINARY).exe .
+	CGO_ENABLED=1 GOOS=windows GOARCH=amd64 CC=x86_64-w64-mingw32-gcc go build -o $(WINDOWS_EXE) .
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 go vet $$($(NO_FYNE))
 
 # The tests of the packages with Windows code paths, cross-built and run
@@ -56,13 +56,20 @@ cross:
 # binary lookup and agent config (opencode), the log rotation
 # (internal/rotate), the links (wsfs), the gateway's servers (gateway) and
 # the status cache's file watching (workspace/statuscache). WINRUN_BIND
-# makes the module root visible to tests that read ../README.md.
+# makes the module root visible to tests that read ../README.md. Then the
+# built codehydra.exe end to end (e2e/windows_test.go, from the Linux
+# side): serve, status, an MCP call, a workspace created and deleted, a
+# stop that leaves no process.
 WINE_RUN = $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/codehydra/tools/wine.run
+WINDOWS_EXE = $(or $(TMPDIR),/tmp)/$(BINARY).exe
 WINDOWS_TESTS ?= ./internal/instance ./internal/paths ./internal/proc ./internal/settings ./opencode \
 	./internal/rotate ./wsfs ./gateway ./workspace/statuscache
 test-windows: setup
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 WINRUN_BIND=$(CURDIR) go test -count=1 -timeout 20m \
 		-exec $(WINE_RUN) $(WINDOWS_TESTS)
+	CGO_ENABLED=1 GOOS=windows GOARCH=amd64 CC=x86_64-w64-mingw32-gcc go build -o $(WINDOWS_EXE) .
+	CODEHYDRA_WINDOWS_EXE=$(WINDOWS_EXE) CODEHYDRA_WINE_RUN=$(WINE_RUN) go test -count=1 -timeout 10m \
+		-run '^TestTheWindowsBuildServesUnderWine$$' ./e2e
 
 # Every fuzzer for FUZZTIME; go test -fuzz takes one package and one fuzzer
 # at a time. The seed corpora are in <package>/testdata/fuzz/<fuzzer>/.

@@ -27,6 +27,11 @@ RECIPE="suite=$SUITE include=wine,wine64 prefix=wineboot-i-no-mono-gecko"
 
 case "$WINROOT" in /?*/?*) ;; *) echo "WINROOT must be an absolute path two levels deep" >&2; exit 2 ;; esac
 
+# One setup at a time (make test and make test-windows may both run it).
+mkdir -p "$(dirname "$WINROOT")"
+exec 9>"$WINROOT.lock"
+flock 9
+
 if [ "$(cat "$WINROOT/.wine-ready" 2>/dev/null)" != "$RECIPE" ]; then
   t0=$(date +%s)
   command -v mmdebstrap >/dev/null 2>&1 || {
