@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"codehydra/internal/testenv"
 )
 
 func names(ts []Task) []string {
@@ -131,9 +133,7 @@ func TestFindDoesNotFollowATaskFileOutOfTheFolder(t *testing.T) {
 	outside := t.TempDir()
 	write(t, outside, "Makefile", "steal:\n\ttrue\n")
 	dir := t.TempDir()
-	if err := os.Symlink(filepath.Join(outside, "Makefile"), filepath.Join(dir, "Makefile")); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Symlink(t, filepath.Join(outside, "Makefile"), filepath.Join(dir, "Makefile"))
 	got, err := Find(dir)
 	if err == nil || len(got) != 0 {
 		t.Fatalf("a Makefile linking out was read: %v, %v", got, err)
