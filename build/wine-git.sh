@@ -13,6 +13,8 @@ set -eu
 WINROOT=${WINROOT:-/opt/winroot}
 DEST="$WINROOT/root/.wine/drive_c/git/cmd"
 [ -f "$WINROOT/.wine-ready" ] || { echo "run wine-setup.sh first" >&2; exit 2; }
+exec 9>"$WINROOT.git.lock"
+flock 9  # one build at a time
 [ -f "$DEST/git.exe" ] && { echo "git.exe already in $DEST"; exit 0; }
 t0=$(date +%s)
 

@@ -66,11 +66,17 @@ wine "$exe" serve --project "$REPO" >serve.out 2>&1 &
 serve=$!
 n=0; until [ -f "$RUNTIME/instance.json" ]; do n=$((n+1)); [ $n -lt 600 ] || { echo "no instance file" >fail; wineserver -k; exit 1; }; sleep 0.1; done
 cp "$RUNTIME/instance.json" instance.json
+# The project is added after the instance file is written.
+n=0; until grep -q "CodeHydra is running" serve.out; do n=$((n+1)); [ $n -lt 600 ] || { echo "serve never said it runs" >>fail; break; }; sleep 0.1; done
 wine "$exe" status --json >status.json 2>status.err || echo "status: $?" >>fail
 wine "$exe" workspace create try-it --project "$REPO" >create.out 2>&1 || echo "create: $?" >>fail
 touch ready
 n=0; until [ -f go ]; do n=$((n+1)); [ $n -lt 1200 ] || { echo "no go" >>fail; break; }; sleep 0.1; done
-wine "$exe" workspace delete try-it --project "$REPO" >delete.out 2>&1 || echo "delete: $?" >>fail
+ws=$(sed -n 's/^created workspace try-it at //p' create.out | tr -d '\r')
+wine "$exe" workspace delete "$ws" >delete.out 2>&1 || echo "delete: $?" >>fail
+# The delete goes on in the background: wait for the worktree to go.
+dir=$(printf '%s' "$ws" | sed 's/^Z://' | tr '\\' /)
+n=0; while [ -d "$dir" ]; do n=$((n+1)); [ $n -lt 600 ] || { echo "worktree $dir still there" >>fail; break; }; sleep 0.1; done
 kill -INT $serve
 wait $serve; echo $? >serve.rc
 [ ! -f "$RUNTIME/instance.json" ] || echo "instance file left after the stop" >>fail
@@ -174,5 +180,8 @@ wait $serve; echo $? >serve.rc
 	}
 	if list := testenv.Git(t, repo, "worktree", "list"); strings.Contains(list, "try-it") {
 		t.Errorf("the worktree is still listed after the delete:\n%s", list)
+	}
+	if branches := testenv.Git(t, repo, "branch", "--list", "try-it"); branches != "" {
+		t.Errorf("the workspace's branch is left after the delete: %q", branches)
 	}
 }
