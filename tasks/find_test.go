@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
+
+	"codehydra/internal/testenv"
 )
 
 func names(ts []Task) []string {
@@ -133,9 +133,7 @@ func TestFindDoesNotFollowATaskFileOutOfTheFolder(t *testing.T) {
 	outside := t.TempDir()
 	write(t, outside, "Makefile", "steal:\n\ttrue\n")
 	dir := t.TempDir()
-	if err := os.Symlink(filepath.Join(outside, "Makefile"), filepath.Join(dir, "Makefile")); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Symlink(t, filepath.Join(outside, "Makefile"), filepath.Join(dir, "Makefile"))
 	got, err := Find(dir)
 	if err == nil || len(got) != 0 {
 		t.Fatalf("a Makefile linking out was read: %v, %v", got, err)
@@ -180,22 +178,6 @@ func TestArgvAppendsArgsAsSeparateWords(t *testing.T) {
 		if (err != nil) != tc.wantErr || !slices.Equal(got, tc.want) {
 			t.Errorf("Argv(%s, %q) = %q, %v", tc.task, tc.args, got, err)
 		}
-	}
-}
-
-// A FIFO named Makefile must not hang the listing: opening it for
-// reading would wait for a writer forever.
-func TestFindDoesNotHangOnAFIFONamedMakefile(t *testing.T) {
-	dir := t.TempDir()
-	if err := syscall.Mkfifo(filepath.Join(dir, "Makefile"), 0o600); err != nil {
-		t.Skipf("mkfifo: %v", err)
-	}
-	done := make(chan error, 1)
-	go func() { _, err := Find(dir); done <- err }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Find hangs on a FIFO named Makefile")
 	}
 }
 

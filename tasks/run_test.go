@@ -1,3 +1,7 @@
+//go:build unix
+
+// The tasks here are sh scripts.
+
 package tasks
 
 import (

@@ -5,13 +5,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"codehydra/internal/testenv"
 )
 
 func TestRunningAsksTheLockNotThePid(t *testing.T) {
-	exited := exec.Command("true")
+	exited := exec.Command(os.Args[0], "-test.run=^$")
 	if err := exited.Run(); err != nil {
 		t.Fatal(err)
 	}
@@ -143,17 +146,13 @@ func TestReadRefusesWhatIsNotTheUsersOwn(t *testing.T) {
 			if err := os.Rename(dir, real); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.Symlink(real, dir); err != nil {
-				t.Fatal(err)
-			}
+			testenv.Symlink(t, real, dir)
 		}, "is not a folder"},
 		{"a file that is a link", func(t *testing.T, _, path string) {
 			if err := os.Rename(path, path+".real"); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.Symlink(path+".real", path); err != nil {
-				t.Fatal(err)
-			}
+			testenv.Symlink(t, path+".real", path)
 		}, "is not a file"},
 		{"a remote mcpUrl", func(t *testing.T, _, path string) {
 			if err := Write(path, Info{PID: 1, MCPURL: "http://evil.example:4711/mcp", MCPPort: 4711}); err != nil {
@@ -167,6 +166,9 @@ func TestReadRefusesWhatIsNotTheUsersOwn(t *testing.T) {
 		}, "is not this machine's loopback with port 4711"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			if runtime.GOOS == "windows" && strings.Contains(tt.want, "other users") {
+				t.Skip("Windows keeps no Unix modes to loosen: the folder's ACL, inherited from %LOCALAPPDATA%, admits no other user")
+			}
 			dir := filepath.Join(t.TempDir(), "run")
 			path := filepath.Join(dir, "instance.json")
 			if err := Write(path, good); err != nil {

@@ -46,7 +46,7 @@ func TestValidateChecksEditorAndTerminalCommands(t *testing.T) {
 	}{
 		{"empty picks the default", "", "", ""},
 		{"a command name", "code -n", "xterm", ""},
-		{"an absolute path and a placeholder", "/usr/bin/code --goto {path}", "/usr/bin/kitty --directory={path}", ""},
+		{"an absolute path and a placeholder", abs("/usr/bin/code") + " --goto {path}", abs("/usr/bin/kitty") + " --directory={path}", ""},
 		{"a relative editor path", "./bin/edit", "", "editorCommand"},
 		{"a relative terminal path", "", "bin/term", "terminalCommand"},
 		{"an open quote", `"code`, "", "editorCommand"},

@@ -14,7 +14,7 @@ func TestMCPServersValidation(t *testing.T) {
 		want   string // "" is valid
 	}{
 		{"stdio on PATH", "fs", MCPServer{Command: "npx", Args: []string{"-y", "pkg"}}, ""},
-		{"stdio absolute, workspace scope", "fs-2_a", MCPServer{Command: "/usr/bin/x", Scope: ScopeWorkspace, Confine: true}, ""},
+		{"stdio absolute, workspace scope", "fs-2_a", MCPServer{Command: abs("/usr/bin/x"), Scope: ScopeWorkspace, Confine: true}, ""},
 		{"https anywhere", "gh", MCPServer{URL: "https://api.example.com/mcp", Headers: map[string]string{"Authorization": "Bearer {env:GH_TOKEN}"}}, ""},
 		{"http on loopback", "local", MCPServer{URL: "http://127.0.0.1:3001/mcp"}, ""},
 		{"http on ::1", "local", MCPServer{URL: "http://[::1]:3001/mcp"}, ""},

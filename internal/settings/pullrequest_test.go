@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,7 @@ import (
 )
 
 func TestValidateChecksPRCommandAndRemotes(t *testing.T) {
+	app := abs("/home/me/app")
 	for _, tc := range []struct {
 		name   string
 		cmd    string
@@ -17,13 +19,13 @@ func TestValidateChecksPRCommandAndRemotes(t *testing.T) {
 	}{
 		{"unset is gh's", "", "", ""},
 		{"the default itself", DefaultPRCommandTitled, "upstream", ""},
-		{"every placeholder, inside words", `/opt/forge/bin/pr --head={branch} --into "{remote}/{base}" -m '{title}: {body}'`, "", ""},
+		{"every placeholder, inside words", abs("/opt/forge/bin/pr") + ` --head={branch} --into "{remote}/{base}" -m '{title}: {body}'`, "", ""},
 		{"a remote with a slash", "", "team/fork", ""},
 		{"blank", "   ", "", "prCommand is blank"},
 		{"an unknown placeholder", "gh pr create --head {branch} --reviewer {owner}", "", "unknown placeholder {owner}"},
 		{"a misspelt placeholder", "gh pr create --head {Branch}", "", "unknown placeholder {Branch}"},
 		{"a placeholder as the program", "{remote} pr", "", "starts with a placeholder"},
-		{"a placeholder in the program", "/opt/{remote}/pr", "", "starts with a placeholder"},
+		{"a placeholder in the program", abs("/opt/{remote}/pr"), "", "starts with a placeholder"},
 		{"a relative program", "./bin/pr {branch}", "", "relative path"},
 		{"an open quote", `gh pr create --title "{title}`, "", "cannot be read"},
 		{"a remote that reads as an option", "", "--upload-pack=evil", "starts with -"},
@@ -33,7 +35,7 @@ func TestValidateChecksPRCommandAndRemotes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := Default()
 			s.PRCommand = tc.cmd
-			s.ProjectSetup["/home/me/app"] = ProjectSetup{Remote: tc.remote}
+			s.ProjectSetup[app] = ProjectSetup{Remote: tc.remote}
 			err := s.Validate()
 			switch {
 			case tc.want == "" && err != nil:
@@ -41,7 +43,7 @@ func TestValidateChecksPRCommandAndRemotes(t *testing.T) {
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 				t.Fatalf("Validate() = %v, want an error holding %q", err, tc.want)
 			}
-			if tc.remote != "" && err != nil && !strings.Contains(err.Error(), `projectSetup["/home/me/app"].remote`) {
+			if tc.remote != "" && err != nil && !strings.Contains(err.Error(), fmt.Sprintf("projectSetup[%q].remote", app)) {
 				t.Errorf("the error %q does not name the project's key", err)
 			}
 		})
@@ -79,14 +81,14 @@ func TestExpandPRCommandKeepsEachValueInItsWord(t *testing.T) {
 
 func TestRemoteForIsTheProjectsOrOrigin(t *testing.T) {
 	s := Default()
-	s.ProjectSetup["/home/me/app"] = ProjectSetup{Remote: "upstream"}
-	s.ProjectSetup["/home/me/lib"] = ProjectSetup{Setup: "make"}
-	for path, want := range map[string]string{"/home/me/app": "upstream", "/home/me/app/": "upstream", "/home/me/lib": "origin", "/elsewhere": "origin"} {
+	s.ProjectSetup[abs("/home/me/app")] = ProjectSetup{Remote: "upstream"}
+	s.ProjectSetup[abs("/home/me/lib")] = ProjectSetup{Setup: "make"}
+	for path, want := range map[string]string{abs("/home/me/app"): "upstream", abs("/home/me/app") + string(filepath.Separator): "upstream", abs("/home/me/lib"): "origin", abs("/elsewhere"): "origin"} {
 		if got := s.RemoteFor(path); got != want {
 			t.Errorf("RemoteFor(%q) = %q, want %q", path, got, want)
 		}
 	}
-	if _, ok := s.SetupFor("/home/me/app"); ok {
+	if _, ok := s.SetupFor(abs("/home/me/app")); ok {
 		t.Error("a projectSetup with only a remote readies something, want nothing")
 	}
 }

@@ -15,8 +15,8 @@ import (
 func TestLoadDropsOnlyARelativeOpencodeBinAndKeepsEveryOtherSetting(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "settings.json")
-	original := `{"opencodeBin": "node_modules/.bin/opencode", "mcpPort": 4711, "projects": ["/src/a", "/src/b"],
-		"notifications": false, "future": {"kept": true}}`
+	original := absJSON(`{"opencodeBin": "node_modules/.bin/opencode", "mcpPort": 4711, "projects": ["/src/a", "/src/b"],
+		"notifications": false, "future": {"kept": true}}`)
 	testenv.WriteFile(t, path, original)
 	now := time.Date(2006, 11, 2, 15, 4, 5, 0, time.UTC)
 
@@ -25,7 +25,7 @@ func TestLoadDropsOnlyARelativeOpencodeBinAndKeepsEveryOtherSetting(t *testing.T
 	if !errors.As(err, &derr) {
 		t.Fatalf("Load error = %v, want *DroppedKeyError", err)
 	}
-	if got.OpencodeBin != "" || got.MCPPort != 4711 || !slices.Equal(got.Projects, []string{"/src/a", "/src/b"}) || got.Notifications {
+	if got.OpencodeBin != "" || got.MCPPort != 4711 || !slices.Equal(got.Projects, []string{abs("/src/a"), abs("/src/b")}) || got.Notifications {
 		t.Fatalf("Load = %+v, want the file's settings without opencodeBin", got)
 	}
 	backup := path + ".bad-20061102-150405"

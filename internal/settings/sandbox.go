@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 )
@@ -99,6 +100,15 @@ func (s Sandbox) Equal(o Sandbox) bool {
 		slices.Equal(s.Hidden, o.Hidden) && s.UnixSockets == o.UnixSockets
 }
 
+// someHome stands for the home folder where a "~/" path is checked: any
+// absolute path does, and on Windows an absolute path has a drive.
+func someHome() string {
+	if runtime.GOOS == "windows" {
+		return `C:\Users\home`
+	}
+	return "/home"
+}
+
 // ExpandHome returns p with a leading "~/" (or "~") replaced by home.
 func ExpandHome(p, home string) string {
 	if p == "~" {
@@ -133,7 +143,7 @@ func (s Settings) validateSandbox() []error {
 // checkSandboxPath reports a path that is neither absolute nor in the
 // home folder ("~/..."), or that is not clean.
 func checkSandboxPath(p string) error {
-	expanded := ExpandHome(p, "/home")
+	expanded := ExpandHome(p, someHome())
 	switch {
 	case strings.ContainsAny(p, "\x00\n\r"):
 		return fmt.Errorf("holds a NUL or a line break: remove it")

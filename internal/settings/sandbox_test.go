@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -16,7 +17,7 @@ func TestSandboxSettingsAreChecked(t *testing.T) {
 		{"off", func(s *Sandbox) { s.Mode = "off" }, ""},
 		{"unix sockets allowed", func(s *Sandbox) { s.UnixSockets = true }, ""},
 		{"unknown mode", func(s *Sandbox) { s.Mode = "strict" }, `sandbox.mode is "strict"`},
-		{"home paths", func(s *Sandbox) { s.Writable = []string{"~/.m2", "/srv/x"}; s.Readable = []string{"~"} }, ""},
+		{"home paths", func(s *Sandbox) { s.Writable = []string{"~/.m2", abs("/srv/x")}; s.Readable = []string{"~"} }, ""},
 		{"relative", func(s *Sandbox) { s.Writable = []string{"cache"} }, `sandbox.writable[0] "cache" is not an absolute path`},
 		{"another user's home", func(s *Sandbox) { s.Readable = []string{"~bob/x"} }, `sandbox.readable[0] "~bob/x" is not an absolute path`},
 		{"dot dot", func(s *Sandbox) { s.Hidden = []string{"~/a/../b"} }, `sandbox.hidden[0] "~/a/../b" holds . or ..`},
@@ -53,8 +54,9 @@ func TestUnixSocketsAreDeniedByDefaultAndTellApart(t *testing.T) {
 }
 
 func TestExpandHomeTakesOnlyTheUsersOwnTilde(t *testing.T) {
-	for in, want := range map[string]string{"~": "/h", "~/x/y": "/h/x/y", "/abs": "/abs", "~bob/x": "~bob/x", "x~/": "x~/"} {
-		if got := ExpandHome(in, "/h"); got != want {
+	home := abs("/h")
+	for in, want := range map[string]string{"~": home, "~/x/y": filepath.Join(home, "x", "y"), "/abs": "/abs", "~bob/x": "~bob/x", "x~/": "x~/"} {
+		if got := ExpandHome(in, home); got != want {
 			t.Errorf("ExpandHome(%q) = %q, want %q", in, got, want)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -58,7 +59,7 @@ func TestValidateRejectsOutOfRangeValues(t *testing.T) {
 	}{
 		{"defaults are valid", func(*Settings) {}, ""},
 		{"fixed ports are valid", func(s *Settings) { s.MCPPort, s.OpencodeBasePort = 1, 65535 }, ""},
-		{"absolute paths are valid", func(s *Settings) { s.WorktreeRoot, s.Projects = "/w", []string{"/p"} }, ""},
+		{"absolute paths are valid", func(s *Settings) { s.WorktreeRoot, s.Projects = abs("/w"), []string{abs("/p")} }, ""},
 		{"mcpPort negative", func(s *Settings) { s.MCPPort = -1 }, "mcpPort"},
 		{"mcpPort too big", func(s *Settings) { s.MCPPort = 65536 }, "mcpPort"},
 		{"opencodeBasePort too big", func(s *Settings) { s.OpencodeBasePort = 70000 }, "opencodeBasePort"},
@@ -107,7 +108,7 @@ func TestValidateRejectsOutOfRangeValues(t *testing.T) {
 		{"ports per workspace zero", func(s *Settings) { s.Ports.PerWorkspace = 0 }, "ports.perWorkspace"},
 		{"ports per workspace above 100", func(s *Settings) { s.Ports.PerWorkspace = 101 }, "ports.perWorkspace"},
 		{"ports per workspace wider than the range", func(s *Settings) { s.Ports = Ports{Range: "20000-20004", PerWorkspace: 10} }, "ports.perWorkspace"},
-		{"relative project", func(s *Settings) { s.Projects = []string{"/ok", "repo"} }, "projects[1]"},
+		{"relative project", func(s *Settings) { s.Projects = []string{abs("/ok"), "repo"} }, "projects[1]"},
 		{"empty project", func(s *Settings) { s.Projects = []string{""} }, "projects[0]"},
 	}
 	for _, tt := range tests {
@@ -167,7 +168,7 @@ func TestLoadReadsValidFiles(t *testing.T) {
 			s.PreventSleep = false
 			return s
 		}},
-		{"every key", `{"mcpPort":1,"opencodeBasePort":2,"opencodeBin":"/bin/oc","worktreeRoot":"/w","notifications":true,
+		{"every key", absJSON(`{"mcpPort":1,"opencodeBasePort":2,"opencodeBin":"/bin/oc","worktreeRoot":"/w","notifications":true,
 			"projects":["/a","/b"],"rateLimit":{"perSecond":1.5,"burst":3},"toolTimeoutSeconds":600,
 			"mcpSessionIdleSeconds":2,"mcpMaxSessions":7,"mcpMaxConnections":99,"taskTimeoutSeconds":5,
 			"logMaxMB":1,"workspaceCreateLimit":{"count":3,"minutes":60},"maxAgents":4,
@@ -175,17 +176,17 @@ func TestLoadReadsValidFiles(t *testing.T) {
 			"mcpServers":{"fs":{"command":"npx","args":["-y","x"],"env":{"T":"{env:T}"},"scope":"workspace","confine":true,"startAtLaunch":true},
 				"gh":{"url":"https://example.com/mcp","headers":{"Authorization":"Bearer {env:GH}"}}},"pinTools":true,"workspaceDeny":["vault/"],
 			"sandbox":{"mode":"required","writable":["~/.m2"],"readable":["/opt/sdk"],"hidden":[],"unixSockets":true},"preventSleep":false,
-			"escalation":{"mode":"parent-first","afterSeconds":30},"ports":{"range":"40000-40999","perWorkspace":5}}`, func() Settings {
-			return Settings{MCPPort: 1, OpencodeBasePort: 2, OpencodeBin: "/bin/oc", WorktreeRoot: "/w", Notifications: true,
-				Projects: []string{"/a", "/b"}, RateLimit: RateLimit{PerSecond: 1.5, Burst: 3}, ToolTimeoutSeconds: 600,
+			"escalation":{"mode":"parent-first","afterSeconds":30},"ports":{"range":"40000-40999","perWorkspace":5}}`), func() Settings {
+			return Settings{MCPPort: 1, OpencodeBasePort: 2, OpencodeBin: abs("/bin/oc"), WorktreeRoot: abs("/w"), Notifications: true,
+				Projects: []string{abs("/a"), abs("/b")}, RateLimit: RateLimit{PerSecond: 1.5, Burst: 3}, ToolTimeoutSeconds: 600,
 				MCPSessionIdleSeconds: 2, MCPMaxSessions: 7, MCPMaxConnections: 99, TaskTimeoutSeconds: 5,
 				LogMaxMB: 1, WorkspaceCreateLimit: CreateLimit{Count: 3, Minutes: 60, Descendants: 20}, MaxAgents: 4,
-				ProjectSetup: map[string]ProjectSetup{"/a": {Copy: []string{".env*"}, Setup: "make", SetupTimeoutSeconds: 9}},
+				ProjectSetup: map[string]ProjectSetup{abs("/a"): {Copy: []string{".env*"}, Setup: "make", SetupTimeoutSeconds: 9}},
 				MCPServers: map[string]MCPServer{
 					"fs": {Command: "npx", Args: []string{"-y", "x"}, Env: map[string]string{"T": "{env:T}"}, Scope: ScopeWorkspace, Confine: true, StartAtLaunch: true},
 					"gh": {URL: "https://example.com/mcp", Headers: map[string]string{"Authorization": "Bearer {env:GH}"}}},
 				PinTools: true, WorkspaceDeny: []string{"vault/"},
-				Sandbox: Sandbox{Mode: "required", Writable: []string{"~/.m2"}, Readable: []string{"/opt/sdk"}, Hidden: []string{},
+				Sandbox: Sandbox{Mode: "required", Writable: []string{"~/.m2"}, Readable: []string{abs("/opt/sdk")}, Hidden: []string{},
 					UnixSockets: true},
 				Escalation: Escalation{Mode: EscalateParentFirst, AfterSeconds: 30},
 				Ports:      Ports{Range: "40000-40999", PerWorkspace: 5}}
@@ -200,9 +201,9 @@ func TestLoadReadsValidFiles(t *testing.T) {
 			s.Sandbox.Mode = "off"
 			return s
 		}},
-		{"sandbox lists not named keep their defaults", `{"sandbox": {"mode": "auto", "writable": ["/srv/cache"]}}`, func() Settings {
+		{"sandbox lists not named keep their defaults", absJSON(`{"sandbox": {"mode": "auto", "writable": ["/srv/cache"]}}`), func() Settings {
 			s := Default()
-			s.Sandbox.Writable = []string{"/srv/cache"}
+			s.Sandbox.Writable = []string{abs("/srv/cache")}
 			return s
 		}},
 		{"unix sockets alone keep the mode and the lists", `{"sandbox": {"unixSockets": true}}`, func() Settings {
@@ -317,7 +318,7 @@ func TestSaveWritesPrivateFileThatLoadsBack(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sub", "settings.json")
 	s := Default()
 	s.MCPPort = 4242
-	s.Projects = []string{"/src/a"}
+	s.Projects = []string{abs("/src/a")}
 	if err := Save(path, s); err != nil {
 		t.Fatalf("Save: %v", err)
 	}
@@ -325,7 +326,8 @@ func TestSaveWritesPrivateFileThatLoadsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if perm := info.Mode().Perm(); perm != 0o600 {
+	// Windows keeps no Unix modes: the folder's inherited ACL guards it.
+	if perm := info.Mode().Perm(); runtime.GOOS != "windows" && perm != 0o600 {
 		t.Fatalf("mode = %o, want 600", perm)
 	}
 	got, err := Load(path)
@@ -423,19 +425,19 @@ func TestStoreUpdateSavesAndGetReturnsCopies(t *testing.T) {
 	if err := st.Load(); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.SaveProjects([]string{"/p1", "/p2"}); err != nil {
+	if err := st.SaveProjects([]string{abs("/p1"), abs("/p2")}); err != nil {
 		t.Fatalf("SaveProjects: %v", err)
 	}
 	got := st.Get()
 	got.Projects[0] = "/changed"
-	if st.Get().Projects[0] != "/p1" {
+	if st.Get().Projects[0] != abs("/p1") {
 		t.Fatal("Get returned settings sharing memory with the store")
 	}
 	onDisk, err := Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(onDisk.Projects, []string{"/p1", "/p2"}) {
+	if !reflect.DeepEqual(onDisk.Projects, []string{abs("/p1"), abs("/p2")}) {
 		t.Fatalf("saved projects = %v", onDisk.Projects)
 	}
 	if data, _ := os.ReadFile(path); !strings.Contains(string(data), `"keep": true`) {
@@ -509,7 +511,7 @@ func TestOpencodeBinMustNotBeARelativePath(t *testing.T) {
 	}{
 		{"", true},
 		{"opencode", true}, // looked up on PATH only
-		{"/usr/local/bin/opencode", true},
+		{abs("/usr/local/bin/opencode"), true},
 		{"./opencode", false},
 		{"node_modules/.bin/opencode", false},
 		{"../tools/opencode", false},

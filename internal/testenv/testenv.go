@@ -6,7 +6,9 @@ package testenv
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -286,4 +288,17 @@ func ProcessesWith(t testing.TB, env string) int {
 func Exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// Symlink makes newname a symbolic link to oldname, or skips the test where
+// the system says it did but made none: wine's CreateSymbolicLink is a stub
+// that reports success (make test-windows).
+func Symlink(t testing.TB, oldname, newname string) {
+	t.Helper()
+	if err := os.Symlink(oldname, newname); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(newname); errors.Is(err, fs.ErrNotExist) {
+		t.Skipf("no symbolic links here: os.Symlink(%s) reported success but made none (wine's CreateSymbolicLink is a stub)", newname)
+	}
 }

@@ -1,0 +1,197 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"codehydra/internal/instance"
+	"codehydra/internal/testenv"
+)
+
+// Set by make test-windows: the cross-built codehydra.exe and wine's
+// runner (build/wine-setup.sh).
+const (
+	windowsExeEnv = "CODEHYDRA_WINDOWS_EXE"
+	wineRunEnv    = "CODEHYDRA_WINE_RUN"
+)
+
+// winPath is the Windows path under which wine shows the Unix path p
+// (drive Z: is the Unix root).
+func winPath(p string) string { return `Z:` + strings.ReplaceAll(p, "/", `\`) }
+
+// TestTheWindowsBuildServesUnderWine runs the built codehydra.exe under
+// wine as a Windows user would: `serve` with a project, `status --json`, an
+// MCP call from Linux to its port, a workspace created and deleted with
+// the command line (git.exe), and a stop after which no process of it is
+// left: the runner returns only once its wineserver has no process.
+func TestTheWindowsBuildServesUnderWine(t *testing.T) {
+	exe, run := os.Getenv(windowsExeEnv), os.Getenv(wineRunEnv)
+	if exe == "" || run == "" {
+		t.Skipf("runs the Windows build under wine: make test-windows sets %s and %s", windowsExeEnv, wineRunEnv)
+	}
+	base := isolate(t)
+	repo := testenv.GitRepo(t, "repo") // beside base: the runner shows their parent to wine
+	env := map[string]string{}
+	// Not XDG_RUNTIME_DIR: wine's own Unix side needs it. The runtime
+	// folder is then %LOCALAPPDATA%\codehydra in the run's private prefix,
+	// whose instance file the script copies out for the Linux side.
+	for _, v := range []string{"XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"} {
+		env[v] = winPath(os.Getenv(v))
+	}
+	gitconfig := filepath.Join(base, "gitconfig")
+	testenv.WriteFile(t, gitconfig, "[user]\n\tname = Test\n\temail = test@example.com\n")
+	env["GIT_CONFIG_GLOBAL"] = winPath(gitconfig)
+	env["USERPROFILE"] = winPath(filepath.Join(base, "home"))
+
+	// The steps that must share one wineserver (the instance lock is
+	// its) run in one script; the test makes its MCP call in between,
+	// when the script says "ready", and lets it go on with the file "go".
+	steps := filepath.Join(base, "steps")
+	if err := os.Mkdir(steps, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// A copy where the runner shows it: the runner cannot show a folder
+	// such as /tmp, which its root has of its own.
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe = filepath.Join(base, "codehydra.exe")
+	if err := os.WriteFile(exe, data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	script := `set -u
+cd "$STEPS"
+exe=$EXE
+wine "$exe" serve --project "$REPO" >serve.out 2>&1 &
+serve=$!
+n=0; until [ -f "$RUNTIME/instance.json" ]; do n=$((n+1)); [ $n -lt 600 ] || { echo "no instance file" >fail; wineserver -k; exit 1; }; sleep 0.1; done
+cp "$RUNTIME/instance.json" instance.json
+# The project is added after the instance file is written.
+n=0; until grep -q "CodeHydra is running" serve.out; do n=$((n+1)); [ $n -lt 600 ] || { echo "serve never said it runs" >>fail; break; }; sleep 0.1; done
+wine "$exe" status --json >status.json 2>status.err || echo "status: $?" >>fail
+wine "$exe" workspace create try-it --project "$REPO" >create.out 2>&1 || echo "create: $?" >>fail
+touch ready
+n=0; until [ -f go ]; do n=$((n+1)); [ $n -lt 1200 ] || { echo "no go" >>fail; break; }; sleep 0.1; done
+ws=$(sed -n 's/^created workspace try-it at //p' create.out | tr -d '\r')
+wine "$exe" workspace delete "$ws" >delete.out 2>&1 || echo "delete: $?" >>fail
+# The delete goes on in the background: wait for the worktree to go.
+dir=$(printf '%s' "$ws" | sed 's/^Z://' | tr '\\' /)
+n=0; while [ -d "$dir" ]; do n=$((n+1)); [ $n -lt 600 ] || { echo "worktree $dir still there" >>fail; break; }; sleep 0.1; done
+kill -INT $serve
+wait $serve; echo $? >serve.rc
+[ ! -f "$RUNTIME/instance.json" ] || echo "instance file left after the stop" >>fail
+`
+	cmd := exec.Command(run, "--sh", script)
+	cmd.Dir = steps
+	cmd.Env = append(os.Environ(), "WINRUN_BIND="+filepath.Dir(base), "STEPS="+steps, "EXE="+exe,
+		"REPO="+winPath(repo), "RUNTIME=/root/.wine/drive_c/users/root/AppData/Local/codehydra") // the runner's user is root
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var out testenv.SyncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		// Let the script stop serve; kill the runner only if it hangs.
+		_ = os.WriteFile(filepath.Join(steps, "go"), nil, 0o600)
+		select {
+		case <-exited:
+		case <-time.After(2 * time.Minute):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	file := func(name string) string {
+		b, _ := os.ReadFile(filepath.Join(steps, name))
+		return string(b)
+	}
+	report := func() string {
+		var b strings.Builder
+		for _, f := range []string{"fail", "serve.out", "status.err", "create.out", "delete.out", "serve.rc"} {
+			b.WriteString("--- " + f + ":\n" + file(f) + "\n")
+		}
+		return b.String() + "--- runner:\n" + out.String()
+	}
+	testenv.WaitFor(t, "the script's ready", 5*time.Minute, func() bool {
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("the wine run ended early: %v\n%s", err, report())
+		default:
+		}
+		return testenv.Exists(filepath.Join(steps, "ready"))
+	})
+	if f := file("fail"); f != "" {
+		t.Fatalf("under wine: %s\n%s", f, report())
+	}
+
+	wt := strings.TrimSpace(file("create.out"))
+	if !strings.Contains(wt, "try-it") {
+		t.Errorf("workspace create said %q, want the new worktree\n%s", wt, report())
+	}
+
+	// From Linux, to the port the Windows program listens on.
+	info, err := instance.Read(filepath.Join(steps, "instance.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var status instance.Info
+	if err := json.Unmarshal([]byte(file("status.json")), &status); err != nil || status.PID != info.PID || status.MCPURL != info.MCPURL {
+		t.Errorf("status --json = %q, %v; want the instance file's pid %d and address %s\n%s", file("status.json"), err, info.PID, info.MCPURL, report())
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	client := sdk.NewClient(&sdk.Implementation{Name: "e2e-linux-side", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: info.MCPURL,
+		HTTPClient: &http.Client{Transport: bearer{token: info.Token}}}, nil)
+	if err != nil {
+		t.Fatalf("connect to %s: %v\n%s", info.MCPURL, err, report())
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "workspace_list"})
+	if err != nil || res.IsError {
+		t.Fatalf("workspace_list = %+v, %v", res, err)
+	}
+	listed, _ := json.Marshal(res.Content)
+	if !strings.Contains(string(listed), "try-it") {
+		t.Errorf("workspace_list from Linux = %s, want the workspace made under wine", listed)
+	}
+	cs.Close()
+
+	stopAsked := time.Now()
+	if err := os.WriteFile(filepath.Join(steps, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		exited <- err
+		if err != nil || file("fail") != "" {
+			t.Fatalf("the wine run: %v\n%s", err, report())
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("processes left 2 minutes after the stop: the wine run has not ended\n%s", report())
+	}
+	t.Logf("delete, stop and every process gone in %s", time.Since(stopAsked).Round(time.Millisecond))
+	if rc := strings.TrimSpace(file("serve.rc")); rc != "0" {
+		t.Errorf("serve exited with %s after SIGINT, want 0\n%s", rc, report())
+	}
+	if list := testenv.Git(t, repo, "worktree", "list"); strings.Contains(list, "try-it") {
+		t.Errorf("the worktree is still listed after the delete:\n%s", list)
+	}
+	if branches := testenv.Git(t, repo, "branch", "--list", "try-it"); branches != "" {
+		t.Errorf("the workspace's branch is left after the delete: %q", branches)
+	}
+}
