@@ -1,3 +1,7 @@
+//go:build unix
+
+// The teardowns of these tests are sh scripts.
+
 package prepare
 
 import (
