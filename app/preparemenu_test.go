@@ -81,7 +81,7 @@ func (f *failedSetupTray) submenu() string {
 
 func TestTrayOffersRetrySetupAndStartAnywayForAFailedSetup(t *testing.T) {
 	f := newFailedSetupTray(t)
-	head := `⚠ setup "sh -c echo npm ERR! missing script; exit 3" failed with exit code 3 (off)|` +
+	head := `⚠ setup "sh -c 'echo npm ERR! missing script; exit 3'" failed with exit code 3 (off)|` +
 		`    last output: npm ERR! missing script (off)|` + LabelRetrySetup + "|" + LabelStartAnyway + "|---|"
 	f.h.waitFor("the failed setup's items", func() bool { return strings.HasPrefix(f.submenu(), head) })
 	if got := f.submenu(); strings.Count(got, "⚠") != 1 {

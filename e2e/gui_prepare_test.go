@@ -64,7 +64,7 @@ func TestGUITrayStartsTheAgentOfAFailedSetupAnyway(t *testing.T) {
 	if want := app.PhaseFailed.Mark() + " broken (failed)"; entry.label != want {
 		t.Errorf("the entry is %q, want %q", entry.label, want)
 	}
-	if got := entry.children[0].label; got != `⚠ setup "sh -c echo npm ERR! Missing script: ci; exit 3" failed with exit code 3` {
+	if got := entry.children[0].label; got != `⚠ setup "sh -c 'echo npm ERR! Missing script: ci; exit 3'" failed with exit code 3` {
 		t.Errorf("the submenu starts with %q, want the setup's reason", got)
 	}
 	if got := entry.children[1].label; got != "    last output: npm ERR! Missing script: ci" {

@@ -127,15 +127,31 @@ func setupResult(ctx context.Context, c Command, err error, tail []string) error
 		se.Reason = "was stopped: CodeHydra is shutting down or the workspace went away"
 	case errors.As(err, &exit) && exit.ExitCode() >= 0:
 		se.ExitCode = exit.ExitCode()
-		se.Reason = fmt.Sprintf("%q failed with exit code %d", strings.Join(c.Argv, " "), se.ExitCode)
+		se.Reason = fmt.Sprintf("%s failed with exit code %d", commandLine(c.Argv), se.ExitCode)
 	case errors.As(err, &exit):
-		se.Reason = fmt.Sprintf("%q was ended by %s", strings.Join(c.Argv, " "), exit.ProcessState)
+		se.Reason = fmt.Sprintf("%s was ended by %s", commandLine(c.Argv), exit.ProcessState)
 	case errors.Is(err, proc.ErrNotConfined):
 		se.Reason = fmt.Sprintf("%q was not started: %v", c.Argv[0], err)
 	default:
 		se.Reason = fmt.Sprintf("could not start %q: %v", c.Argv[0], err)
 	}
 	return se
+}
+
+// commandLine is argv as the user would write it in the settings, in
+// double quotes: a word with a space or a shell character in single
+// quotes, so that `sh -c 'make; exit 3'` does not read as sh -c make.
+func commandLine(argv []string) string {
+	words := make([]string, len(argv))
+	for i, w := range argv {
+		words[i] = w
+		if w == "" || strings.ContainsFunc(w, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_./:=@%+,-", r))
+		}) {
+			words[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+		}
+	}
+	return `"` + strings.Join(words, " ") + `"`
 }
 
 // readLines passes each line of r to line (capped) and returns the last

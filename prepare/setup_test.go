@@ -128,3 +128,20 @@ func TestWhatASetupLeftRunningInItsGroupEndsWithIt(t *testing.T) {
 		})
 	}
 }
+
+func TestACommandLineInAMessageQuotesTheWordsThatNeedIt(t *testing.T) {
+	for _, c := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"make", "down"}, `"make down"`},
+		{[]string{"sh", "-c", "echo busy; exit 3"}, `"sh -c 'echo busy; exit 3'"`},
+		{[]string{"sh", "-c", "echo it's"}, `"sh -c 'echo it'\''s'"`},
+		{[]string{"npm", "run", "dev", "--", "--port=$CODEHYDRA_PORT"}, `"npm run dev -- '--port=$CODEHYDRA_PORT'"`},
+		{[]string{"x", ""}, `"x ''"`},
+	} {
+		if got := commandLine(c.argv); got != c.want {
+			t.Errorf("commandLine(%q) = %s, want %s", c.argv, got, c.want)
+		}
+	}
+}
