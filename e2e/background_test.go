@@ -76,6 +76,18 @@ func TestBackgroundTasksEndWithTheirWorkspaceAndTheApp(t *testing.T) {
 	}
 
 	lead, child := start(deleted)
+	// A running dev server does not make its workspace look busy: only
+	// the agent's sessions do (the fake opencode here has none).
+	raw, err := callPatiently(t, app, deleted, mcp.ToolGetStatus, map[string]any{})
+	var status struct {
+		Agent struct {
+			Type   string
+			Counts struct{ Busy int }
+		}
+	}
+	if err != nil || json.Unmarshal(raw, &status) != nil || (status.Agent.Type != "none" && status.Agent.Type != "idle") || status.Agent.Counts.Busy != 0 {
+		t.Fatalf("with its dev server running, the workspace's status is %s (%v), want nothing busy", raw, err)
+	}
 	if _, err := callPatiently(t, app, deleted, mcp.ToolDelete, map[string]any{}); err != nil {
 		t.Fatal(err)
 	}
