@@ -79,6 +79,16 @@ func TestAnAgentsOwnDeleteWhoseTeardownFailsKeepsTheWorkspace(t *testing.T) {
 		t.Errorf("the log does not say why the delete failed:\n%s", logs)
 	}
 
+	// Only the user overrules a failed teardown.
+	code, msg := errCode(t, call(t, h.sessionAs(h.tokenOf(ws.Path), ws.Path), ToolDelete, map[string]any{"force": true}))
+	if code != workspace.CodeForbidden || !strings.Contains(msg, "only the user") {
+		t.Fatalf("an agent's forced delete answered %s %q, want forbidden", code, msg)
+	}
+	h.waitBackground()
+	if _, err := h.mgr.Resolve(ws.Path); err != nil {
+		t.Fatalf("an agent's forced delete removed the workspace: %v", err)
+	}
+
 	teardown = "true"
 	okJSON(t, call(t, h.sessionAs(h.tokenOf(ws.Path), ws.Path), ToolDelete, nil), &out)
 	h.waitBackground()

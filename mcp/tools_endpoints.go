@@ -25,8 +25,8 @@ func listEndpointsTool() toolDef {
 			Title: "List a workspace's endpoints",
 			Description: "Lists the TCP ports that your workspace's processes listen on at 127.0.0.1 (a dev server to open " +
 				"in a browser): those of the processes your agent started (source agent) and of its background task runs " +
-				"(source task:<name>), each with its URL, pid and command line. The agent's own server is left out, and a " +
-				"process that detached from the process that started it is not found. Linux only; elsewhere an error says so.",
+				"(source task:<name>), each with its URL, pid and command line, also a server put in the background that left " +
+				"the process that started it. The agent's own server is left out. Linux only; elsewhere an error says so.",
 			Annotations: readOnly(),
 		},
 		handler:        typed((*Server).listEndpoints),

@@ -191,7 +191,7 @@ type (
 		// DeleteBranch asks to delete a branch that existed before the
 		// workspace too; keepBranch wins.
 		DeleteBranch bool `json:"deleteBranch,omitempty" jsonschema:"also delete the branch when it existed before the workspace (default false: such a branch is kept); keepBranch wins"`
-		Force        bool `json:"force,omitempty" jsonschema:"delete even when the project's teardown command fails (it still runs); default false: a failed teardown keeps the workspace"`
+		Force        bool `json:"force,omitempty" jsonschema:"the user's token only: delete even when the project's teardown command fails (it still runs); default false: a failed teardown keeps the workspace"`
 	}
 
 	deleteOutput struct {
@@ -227,6 +227,12 @@ func (s *Server) deleteWorkspace(ctx context.Context, req *sdk.CallToolRequest, 
 				"deleteBranch: the branch of this workspace existed before it, so it is the user's, and only the user (the tray, or the user's token) may delete it; nothing was deleted (delete without deleteBranch to keep the branch)"))
 		}
 		opts.DeleteBranch = false
+	}
+	if in.Force && !callerOf(req).isUser() {
+		// The teardown is the user's guard (unpushed work, a database
+		// still in use); only the user overrules it.
+		return nil, deleteOutput{}, fail(workspace.Errorf(workspace.CodeForbidden,
+			"force: only the user (the tray's Delete anyway, or the user's token) may delete a workspace whose teardown fails; nothing was deleted (delete without force: a failed teardown keeps the workspace, and the tray says why)"))
 	}
 	if !s.reserveBackground() {
 		return nil, deleteOutput{}, fail(workspace.Errorf(workspace.CodeInternal, "CodeHydra is shutting down; delete the workspace after it restarts"))

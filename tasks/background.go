@@ -337,6 +337,18 @@ func (r *Runs) stopEach(ctx context.Context, runs []*bgRun) error {
 	return errors.Join(errs...)
 }
 
+// Forget drops the ended runs of the workspace, and their output: call it
+// once the workspace is gone (a running run is kept; stop it first).
+func (r *Runs) Forget(workspace string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, b := range r.runs {
+		if k.workspace == workspace && b.info.State != StateRunning {
+			delete(r.runs, k)
+		}
+	}
+}
+
 // running is the runs of the workspace ("": of all) that have not ended.
 func (r *Runs) running(workspace string) []*bgRun {
 	r.mu.Lock()

@@ -385,3 +385,27 @@ func TestABackgroundRunIsConfinedToItsSandbox(t *testing.T) {
 		t.Errorf("the confined run wrote outside its grants\n%s", out.Text)
 	}
 }
+
+func TestForgetDropsAGoneWorkspacesEndedRunsAndKeepsOthers(t *testing.T) {
+	runs := newRuns(t, RunsOptions{})
+	ws, other := t.TempDir(), t.TempDir()
+	for _, w := range []string{ws, other} {
+		if _, err := runs.Start(t.Context(), StartOptions{Workspace: w, Name: "quick", Argv: []string{"sh", "-c", "echo done"}, Dir: w}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.WaitFor(t, "both runs to end", 10*time.Second, func() bool {
+		return len(runs.List(ws)) == 1 && runs.List(ws)[0].State != StateRunning &&
+			len(runs.List(other)) == 1 && runs.List(other)[0].State != StateRunning
+	})
+	runs.Forget(ws)
+	if got := runs.List(ws); len(got) != 0 {
+		t.Fatalf("after Forget the workspace still lists %+v", got)
+	}
+	if _, err := runs.Output(ws, "quick", -1, 100); err == nil {
+		t.Fatal("after Forget the workspace's run output can still be read")
+	}
+	if got := runs.List(other); len(got) != 1 {
+		t.Fatalf("Forget of one workspace dropped another's runs: %+v", got)
+	}
+}

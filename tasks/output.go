@@ -33,7 +33,9 @@ type tail struct {
 	total int64
 }
 
-func newTail(max int) *tail { return &tail{max: max, buf: make([]byte, 0, 2*max)} }
+// newTail keeps the last max bytes; its buffer grows as output comes, up
+// to twice max.
+func newTail(max int) *tail { return &tail{max: max} }
 
 // ReadFrom copies r into the tail until r ends.
 func (t *tail) ReadFrom(r io.Reader) (int64, error) {
@@ -59,9 +61,13 @@ func (t *tail) write(p []byte) {
 		t.buf = append(t.buf[:0], p[len(p)-t.max:]...)
 		return
 	}
+	if need := len(t.buf) + len(p); need > cap(t.buf) && cap(t.buf) < 2*t.max {
+		grown := make([]byte, len(t.buf), min(2*t.max, max(2*cap(t.buf), need, 4<<10)))
+		t.buf = grown[:copy(grown, t.buf)]
+	}
 	if len(t.buf)+len(p) > cap(t.buf) {
 		// Keep the last max-len(p) bytes, so that p fits and the buffer
-		// never grows past its capacity.
+		// never grows past twice max.
 		keep := t.buf[len(t.buf)-min(len(t.buf), t.max-len(p)):]
 		t.buf = t.buf[:copy(t.buf, keep)]
 	}

@@ -90,10 +90,10 @@ func (s *server) followWorkspaces(ctx context.Context, events <-chan workspace.E
 				s.prep.Added(e.Workspace, e.Created)
 			case workspace.EventWorkspaceRemoved:
 				s.prep.Removed(e.Workspace.Path)
-				s.stopRuns(ctx, e.Workspace.Path)
 				if err := s.sup.StopAgent(ctx, e.Workspace.Path); err != nil {
 					s.log.Warn("stopping the agent of a removed workspace", "path", e.Workspace.Path, "err", err)
 				}
+				s.forgetRuns(ctx, e.Workspace.Path)
 				s.gateway.ForgetWorkspace(e.Workspace.Path)
 				s.gateway.Rechoose(e.Workspace.Path)
 				if err := os.RemoveAll(workspaceTemp(e.Workspace.Path)); err != nil {

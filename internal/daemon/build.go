@@ -211,6 +211,14 @@ func (s *server) stopRuns(ctx context.Context, path string) {
 	}
 }
 
+// forgetRuns stops the background tasks of a workspace that went and
+// forgets them, their output too: a workspace made later at the same
+// path must not see them.
+func (s *server) forgetRuns(ctx context.Context, path string) {
+	s.stopRuns(ctx, path)
+	s.runs.Forget(path)
+}
+
 // agentChanged tells the app that the agent of the workspace at path
 // changed (its status, or its preparation's).
 func (s *server) agentChanged(path string) {

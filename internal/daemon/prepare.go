@@ -60,9 +60,11 @@ func (a preparedAgents) Wake(ctx context.Context, path string) error {
 	return a.Supervisor.Wake(ctx, path)
 }
 
-// StopAgent stops the workspace's background tasks, then its agent: the
+// StopAgent stops the workspace's agent, then its background tasks: the
 // first step of a delete (and of a project's removal), before the
-// worktree goes and the teardown runs.
+// worktree goes and the teardown runs. The agent goes first, so that it
+// cannot start a task after its tasks were stopped.
 func (a preparedAgents) StopAgent(ctx context.Context, path string) error {
-	return errors.Join(a.runs.StopAll(ctx, path), a.Supervisor.StopAgent(ctx, path))
+	agentErr := a.Supervisor.StopAgent(ctx, path)
+	return errors.Join(agentErr, a.runs.StopAll(ctx, path))
 }
