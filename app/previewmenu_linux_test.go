@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,7 +69,7 @@ func TestTheSubmenuOpensEachEndpointAndStartsAndStopsTheDevServer(t *testing.T) 
 	f, ws, agents := uitest.OneWorkspace(uitest.AgentIdle)
 	agent := testenv.StartServerTree(t, t.TempDir())
 	dev := &devServers{started: make(chan string, 1)}
-	finder := previews.New(previews.Options{Agents: testenv.TreeAgents{ws.Path: agent}, Runs: dev.roots})
+	finder := &countedPreviews{Previews: previews.New(previews.Options{Agents: testenv.TreeAgents{ws.Path: agent}, Runs: dev.roots})}
 	h := newHarness(t, Deps{Workspaces: f, Agents: agents, Previews: finder, DevServers: dev})
 	h.tray.previewEvery = 20 * time.Millisecond
 	var opened [][]string
@@ -97,9 +98,10 @@ func TestTheSubmenuOpensEachEndpointAndStartsAndStopsTheDevServer(t *testing.T) 
 		t.Fatalf("the agent's own server is offered:\n%s", strings.Join(sub(), "\n"))
 	}
 
-	// No change, no new menu.
+	// No change, no new menu: a read after two whole reads that found
+	// what the menu shows.
 	built := h.menusBuilt()
-	time.Sleep(10 * h.tray.previewEvery)
+	finder.waitReads(h, 3)
 	if n := h.menusBuilt(); n != built {
 		t.Errorf("%d menus built while nothing changed", n-built)
 	}
@@ -138,6 +140,24 @@ func TestTheSubmenuOpensEachEndpointAndStartsAndStopsTheDevServer(t *testing.T) 
 	})
 }
 
+// countedPreviews counts the tray's reads of its Previews.
+type countedPreviews struct {
+	Previews
+	reads atomic.Int32
+}
+
+func (c *countedPreviews) Endpoints(paths ...string) (map[string][]workspace.Endpoint, error) {
+	c.reads.Add(1)
+	return c.Previews.Endpoints(paths...)
+}
+
+// waitReads waits until the tray has begun n more reads than now; reads
+// come one after another, so the first n-1 of them are done.
+func (c *countedPreviews) waitReads(h *harness, n int32) {
+	from := c.reads.Load()
+	h.waitFor(fmt.Sprintf("%d more reads of the previews", n), func() bool { return c.reads.Load() >= from+n })
+}
+
 // unreadable are previews that cannot be read, as on a system without
 // /proc.
 type unreadable struct{}
@@ -150,12 +170,17 @@ func (unreadable) Endpoints(...string) (map[string][]workspace.Endpoint, error) 
 // cannot be read, the submenu has no Open item, and Start dev server still.
 func TestEndpointsThatCannotBeReadLeaveTheDevServerItems(t *testing.T) {
 	f, _, agents := uitest.OneWorkspace(uitest.AgentIdle)
-	h := newHarness(t, Deps{Workspaces: f, Agents: agents, Previews: unreadable{}, DevServers: &devServers{started: make(chan string, 1)}})
+	finder := &countedPreviews{Previews: unreadable{}}
+	h := newHarness(t, Deps{Workspaces: f, Agents: agents, Previews: finder, DevServers: &devServers{started: make(chan string, 1)}})
 	h.tray.previewEvery = 20 * time.Millisecond
 	h.startTray()
 	h.waitFor("Start dev server", func() bool { return find(h.view.menu(), "○ feat (idle)", LabelStartDevServer) != nil })
-	time.Sleep(5 * h.tray.previewEvery)
+	// Failed reads keep the dev server's item.
+	finder.waitReads(h, 3)
 	h.drain()
+	if find(h.view.menu(), "○ feat (idle)", LabelStartDevServer) == nil {
+		t.Error("failed reads of the endpoints took Start dev server away")
+	}
 	if sub := labels(find(h.view.menu(), "○ feat (idle)").ChildMenu); slices.ContainsFunc(sub, func(l string) bool { return strings.HasPrefix(l, "Open http") }) {
 		t.Errorf("an Open item without endpoints:\n%s", strings.Join(sub, "\n"))
 	}

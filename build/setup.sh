@@ -37,7 +37,7 @@ PACKAGES=(
 	libxi-dev libxxf86vm-dev pkg-config git
 	xvfb dbus-x11 xdotool xclip imagemagick xfce4-panel
 	libgl1-mesa-dri libglib2.0-bin x11-utils
-	gcc-mingw-w64-x86-64
+	gcc-mingw-w64-x86-64 python3
 	mmdebstrap libz-mingw-w64-dev
 )
 

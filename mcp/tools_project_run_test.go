@@ -3,7 +3,6 @@ package mcp
 import (
 	"fmt"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -20,9 +19,7 @@ func withProjectRun(run *string) harnessOption {
 }
 
 func TestProjectRunIsTheSettingsDevServerListedAndRunInTheBackground(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed")
-	}
+	testenv.NeedPython3(t)
 	run := ""
 	h := newHarness(t, withProjectRun(&run))
 	ws := h.create("dev")

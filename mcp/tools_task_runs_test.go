@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -54,9 +53,7 @@ func listRuns(t *testing.T, cs *sdk.ClientSession) []taskRun {
 }
 
 func TestABackgroundTaskAnswersAtOnceAndServesOnTheWorkspacesPortUntilStopped(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed")
-	}
+	testenv.NeedPython3(t)
 	h := newHarness(t)
 	ws := runsWorkspace(h, "serve")
 	port := testenv.FreePort(t)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -78,9 +77,7 @@ func worktree(t *testing.T, first int) string {
 }
 
 func TestABackgroundRunServesOnItsWorkspacesPortUntilStopped(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed")
-	}
+	testenv.NeedPython3(t)
 	port := testenv.FreePort(t)
 	ws := worktree(t, port)
 	var mu sync.Mutex

@@ -65,9 +65,7 @@ func StartServerTree(t testing.TB, dir string) ServerTree {
 // stays in the tree's process group, so that it is killed with it.
 func StartServerTreeWith(t testing.TB, dir string, o TreeOptions) ServerTree {
 	t.Helper()
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed")
-	}
+	NeedPython3(t)
 	args := []string{"-u", "-c", serverTreeScript}
 	if o.Escape {
 		args = append(args, "escape")

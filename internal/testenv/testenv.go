@@ -236,6 +236,19 @@ func CannotRun(t testing.TB, env, format string, args ...any) {
 	t.Skipf(format, args...)
 }
 
+// RequirePythonEnv makes a missing python3 fail the tests that run a dev
+// server with it (make test sets it).
+const RequirePythonEnv = "CODEHYDRA_REQUIRE_PYTHON"
+
+// NeedPython3 skips the test when python3 (whose http.server the tests'
+// dev servers are) is not on the PATH, unless RequirePythonEnv forbids it.
+func NeedPython3(t testing.TB) {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		CannotRun(t, RequirePythonEnv, "python3 is not installed (build/setup.sh installs it)")
+	}
+}
+
 // FreePort returns a loopback port that was free a moment ago: for tests of
 // code that must bind a given port, or must find nothing listening there.
 func FreePort(t testing.TB) int {
