@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"fmt"
-	"image"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -93,7 +92,7 @@ func TestGUIStartDevServerShowsItsAddressInTheTray(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("GET %s/ = %s, want 200", url, resp.Status)
 	}
-	shotWorkspaceSubmenu(t, d, filepath.Join(guiShotDir(t), "dev-server-menu.png"))
+	shotTrayMenu(t, d, filepath.Join(guiShotDir(t), "dev-server-menu.png"), 2)
 
 	tray.clickIn(t, "feature-x", app.LabelStopDevServer)
 	submenu("the address gone and Start dev server back", func(ws *trayItem, url string) bool {
@@ -102,33 +101,4 @@ func TestGUIStartDevServerShowsItsAddressInTheTray(t *testing.T) {
 	if _, err := http.Get(url + "/"); err == nil || !strings.Contains(err.Error(), "refused") {
 		t.Errorf("the stopped dev server still answers at %s (%v)", url, err)
 	}
-}
-
-// shotWorkspaceSubmenu opens the tray menu as a user does, with a
-// right-click on the panel's icon, then the first workspace's submenu with
-// the keyboard (two Downs past its project, one Right), and takes a
-// screenshot of the screen into path. Unlike shotTrayMenu it sends the
-// keys once: a second round would walk past the workspace. A menu that
-// does not open is logged, not failed.
-func shotWorkspaceSubmenu(t *testing.T, d *guiDesktop, path string) {
-	t.Helper()
-	d.xdotool(t, "mousemove", "--sync", "12", "16", "click", "3")
-	below := image.Rect(0, 40, 400, 300)
-	opened := testenv.Poll(10*time.Second, 200*time.Millisecond, func() bool {
-		st, err := d.screenshot(path, below)
-		return err == nil && st.drawn()
-	})
-	if !opened {
-		t.Logf("no tray menu drawn below the panel after a right-click on its icon")
-		return
-	}
-	// GTK takes the keyboard a moment after the menu shows.
-	time.Sleep(time.Second)
-	d.xdotool(t, "key", "Down", "Down", "Right")
-	time.Sleep(time.Second)
-	if _, err := d.screenshot(path, below); err != nil {
-		t.Logf("screenshot: %v", err)
-	}
-	t.Logf("screenshot of the open submenu: %s", path)
-	d.xdotool(t, "key", "Escape", "Escape")
 }
