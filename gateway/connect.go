@@ -179,7 +179,8 @@ func (s *server) command(ctx context.Context, ws string, probe bool) (proc.Optio
 		}
 		env = append(env, k+"="+v)
 	}
-	o := proc.Options{Path: prog, Args: args, Env: append(env, MarkerEnv+"="+rand.Text())}
+	marker := MarkerEnv + "=" + rand.Text()
+	o := proc.Options{Path: prog, Args: args, Env: append(env, marker), Marker: marker}
 	if ws != "" && s.cfg.PerWorkspace() {
 		// Not in the workspace: npx, uvx and the like would run a copy of
 		// the server that the repository ships (node_modules/.bin), and a

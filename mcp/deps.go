@@ -102,6 +102,7 @@ type Hibernation interface {
 // tasks.Runs implements it.
 type TaskRuns interface {
 	Start(ctx context.Context, o tasks.StartOptions) (tasks.Run, error)
+	Hold(workspace, name string) (release func(), err error)
 	List(workspace string) []tasks.Run
 	Stop(ctx context.Context, workspace, idOrName string) (tasks.Run, error)
 	Output(workspace, idOrName string, offset int64, max int) (tasks.OutputPage, error)

@@ -194,7 +194,6 @@ type Server struct {
 	bg       sync.WaitGroup
 
 	// The tasks running, one per workspace and task (workspace_run_task).
-	taskRuns runningTasks
 }
 
 // New builds a server; it does not bind a port yet (see Listen).

@@ -49,23 +49,28 @@ func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 // runs is the background runs, or the error that there are none here.
 func (s *Server) runs() (TaskRuns, error) {
 	if s.opts.Runs == nil {
-		return nil, workspace.Errorf(workspace.CodeInternal, "this CodeHydra runs no tasks in the background")
+		return nil, workspace.Errorf(workspace.CodeInternal, "this CodeHydra runs no tasks")
 	}
 	return s.opts.Runs, nil
 }
 
-// runsInBackground reports whether task runs in the background in the
-// workspace at path.
-func (s *Server) runsInBackground(path, task string) bool {
-	if s.opts.Runs == nil {
-		return false
+// holdTask reserves task of the workspace at path for a run in the
+// foreground: a conflict while it runs there already, in the foreground or
+// the background (tasks.Runs.Hold).
+func (s *Server) holdTask(path, task string) (release func(), err error) {
+	runs, err := s.runs()
+	if err != nil {
+		return nil, err
 	}
-	for _, r := range s.opts.Runs.List(path) {
-		if r.Name == task && r.State == tasks.StateRunning {
-			return true
-		}
+	release, err = runs.Hold(path, task)
+	switch {
+	case errors.Is(err, tasks.ErrAlreadyRunning):
+		return nil, workspace.Errorf(workspace.CodeConflict,
+			"%s is already running in this workspace; wait for that run to end (or cancel it, or workspace_stop_task a background run) and try again", task)
+	case errors.Is(err, tasks.ErrClosed):
+		return nil, workspace.Errorf(workspace.CodeConflict, "CodeHydra is quitting; the task was not run")
 	}
-	return false
+	return release, err
 }
 
 // startInBackground starts argv, the command of task, as a background run

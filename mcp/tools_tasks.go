@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -127,19 +126,15 @@ func (s *Server) runTask(ctx context.Context, req *sdk.CallToolRequest, in runTa
 	if err != nil {
 		return nil, runTaskOutput{}, fail(err)
 	}
-	release, ok := s.taskRuns.start(ws.Path, task.Name)
-	if !ok || s.runsInBackground(ws.Path, task.Name) {
-		if ok {
-			release()
-		}
-		return nil, runTaskOutput{}, fail(workspace.Errorf(workspace.CodeConflict,
-			"%s is already running in this workspace; wait for that run to end (or cancel it, or workspace_stop_task a background run) and try again", task.Name))
-	}
-	defer release()
 	if in.Background {
 		out, err := s.startInBackground(ctx, ws.Path, task.Name, argv)
 		return nil, out, err
 	}
+	release, err := s.holdTask(ws.Path, task.Name)
+	if err != nil {
+		return nil, runTaskOutput{}, fail(err)
+	}
+	defer release()
 	// The server's shutdown ends the run too, not only the client.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -242,30 +237,4 @@ func progressOf(ctx context.Context, req *sdk.CallToolRequest) func(tasks.Progre
 		// A lost notification costs the client one update; the run goes on.
 		_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: p.Elapsed.Seconds(), Message: msg})
 	}
-}
-
-// runningTasks holds the tasks running, by workspace and task name.
-type runningTasks struct {
-	mu      sync.Mutex
-	running map[[2]string]bool
-}
-
-// start reserves the run of task in the workspace at path; it reports
-// false when that task runs there already. release ends the reservation.
-func (r *runningTasks) start(path, task string) (release func(), ok bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	key := [2]string{path, task}
-	if r.running[key] {
-		return nil, false
-	}
-	if r.running == nil {
-		r.running = map[[2]string]bool{}
-	}
-	r.running[key] = true
-	return func() {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		delete(r.running, key)
-	}, true
 }

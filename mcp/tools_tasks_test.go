@@ -149,18 +149,21 @@ func TestRunTaskCancelledByTheClientEndsItsProcesses(t *testing.T) {
 	// The run is over once the server has released it (its processes
 	// may end a moment before it does, or after: the rest of the tree is
 	// killed as the run ends); then the task may run again.
-	waitFor(t, "the server to release the cancelled run", func() bool { return !h.srv.taskRuns.holds(ws, "make:sleep") })
+	waitFor(t, "the server to release the cancelled run", func() bool { return !held(h.srv, ws, "make:sleep") })
 	testenv.WriteFile(t, filepath.Join(ws, "Makefile"), strings.Replace(taskMakefile, "sleep 300 &", "true &", 1))
 	if out := runTask(t, cs, "make:sleep"); out.ExitCode == nil || *out.ExitCode != 0 {
 		t.Fatalf("the task after a cancelled run: %+v", out)
 	}
 }
 
-// holds reports whether a run of task in the workspace at path is going on.
-func (r *runningTasks) holds(path, task string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.running[[2]string{path, task}]
+// held reports whether a run of task in the workspace at path is going on.
+func held(s *Server, path, task string) bool {
+	release, err := s.opts.Runs.Hold(path, task)
+	if err != nil {
+		return true
+	}
+	release()
+	return false
 }
 
 func TestRunTaskTwiceAtOnceIsAConflict(t *testing.T) {
@@ -177,6 +180,12 @@ func TestRunTaskTwiceAtOnceIsAConflict(t *testing.T) {
 	code, msg := errCode(t, call(t, h.session(ws), ToolRunTask, map[string]any{"name": "make:sleep"}))
 	if code != workspace.CodeConflict {
 		t.Fatalf("second run: %s: %s", code, msg)
+	}
+	// Nor does the tray start it in the background meanwhile (its Start
+	// dev server goes to the same runs).
+	if _, err := h.srv.opts.Runs.Start(t.Context(), tasks.StartOptions{Workspace: ws, Name: "make:sleep", Dir: ws,
+		Argv: []string{"sleep", "60"}}); !errors.Is(err, tasks.ErrAlreadyRunning) {
+		t.Fatalf("a background start while it runs in the foreground: %v, want already running", err)
 	}
 	// Another task of the same workspace is no conflict.
 	if out := runTask(t, h.session(ws), "make:fail"); out.ExitCode == nil {

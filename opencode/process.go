@@ -99,10 +99,11 @@ func startProcess(ctx context.Context, sp *reap.Spawner, spec processSpec) (*pro
 	// never names the port.
 	stdout, stderr := &lineWriter{line: p.onStdout}, &lineWriter{line: p.out.add}
 	pr, err := proc.Start(ctx, proc.Options{
-		Path: spec.bin,
-		Args: []string{"serve", "--hostname", "127.0.0.1", "--port", fmt.Sprint(spec.port)},
-		Dir:  spec.dir,
-		Env:  append(slices.Clip(spec.env), agentIDEnv+"="+agentID),
+		Path:   spec.bin,
+		Args:   []string{"serve", "--hostname", "127.0.0.1", "--port", fmt.Sprint(spec.port)},
+		Dir:    spec.dir,
+		Env:    append(slices.Clip(spec.env), agentIDEnv+"="+agentID),
+		Marker: agentIDEnv + "=" + agentID,
 		// A grandchild that inherited stdout would keep the wait going
 		// after opencode itself is gone; this bounds it, and the tree is
 		// killed afterwards.

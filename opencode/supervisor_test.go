@@ -520,15 +520,20 @@ func TestStopAgentKillsItsWholeProcessGroup(t *testing.T) {
 	tests := []struct {
 		name string
 		env  []string
+		// child names the variable that asks the fake for the child
+		// whose end the test waits for.
+		child string
 	}{
-		{"agent obeys SIGTERM", nil},
-		{"agent ignores SIGTERM", []string{"FAKEOC_IGNORE_TERM=1"}},
+		{"agent obeys SIGTERM", nil, "FAKEOC_GRANDCHILD_PIDFILE"},
+		{"agent ignores SIGTERM", []string{"FAKEOC_IGNORE_TERM=1"}, "FAKEOC_GRANDCHILD_PIDFILE"},
+		// What left the group (setsid) is found by the agent's marker.
+		{"a child left the group", nil, "FAKEOC_ESCAPEE_PIDFILE"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, tt.env...)
 			gc := filepath.Join(f.dir, "grandchild.pid")
-			f.env = append(f.env, "FAKEOC_GRANDCHILD_PIDFILE="+gc)
+			f.env = append(f.env, tt.child+"="+gc)
 			o := f.options()
 			o.StopTimeout = 300 * time.Millisecond
 			s := f.start(o)

@@ -112,8 +112,10 @@ type Runs struct {
 	o       RunsOptions
 	spawner *reap.Spawner
 
-	mu     sync.Mutex
-	runs   map[runKey]*bgRun
+	mu   sync.Mutex
+	runs map[runKey]*bgRun
+	// held are the tasks that run in the foreground (Hold).
+	held   map[runKey]bool
 	closed bool
 }
 
@@ -150,11 +152,35 @@ func NewRuns(o RunsOptions) *Runs {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Runs{o: o, spawner: reap.NewSpawner(ErrClosed), runs: map[runKey]*bgRun{}}
+	return &Runs{o: o, spawner: reap.NewSpawner(ErrClosed), runs: map[runKey]*bgRun{}, held: map[runKey]bool{}}
+}
+
+// Hold reserves the task name of workspace for a run in the foreground
+// (RunAndWait), so that a task runs once at a time per workspace, whether
+// in the foreground or the background: it fails with ErrAlreadyRunning
+// while the task runs in the background or is held already, and Start
+// fails so while it is held. release ends the reservation.
+func (r *Runs) Hold(workspace, name string) (release func(), err error) {
+	key := runKey{workspace, name}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.closed:
+		return nil, ErrClosed
+	case r.held[key] || r.runs[key] != nil && r.runs[key].info.State == StateRunning:
+		return nil, fmt.Errorf("%s: %w", name, ErrAlreadyRunning)
+	}
+	r.held[key] = true
+	return sync.OnceFunc(func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		delete(r.held, key)
+	}), nil
 }
 
 // Start starts o.Argv in the background and returns once it runs. A task
-// that runs in its workspace already is refused with ErrAlreadyRunning.
+// that runs in its workspace already, in the background or held for the
+// foreground (Hold), is refused with ErrAlreadyRunning.
 // The run's processes form a tree of their own that ends only with Stop,
 // StopAll, Close, or by itself; on Linux the run's first process dies
 // with CodeHydra, and Reap ends the rest at the next launch.
@@ -172,14 +198,15 @@ func (r *Runs) Start(ctx context.Context, o StartOptions) (Run, error) {
 	case r.closed:
 		r.mu.Unlock()
 		return Run{}, ErrClosed
-	case old != nil && old.info.State == StateRunning:
+	case old != nil && old.info.State == StateRunning || r.held[key]:
 		r.mu.Unlock()
 		return Run{}, fmt.Errorf("%s: %w", o.Name, ErrAlreadyRunning)
 	}
 	r.runs[key] = b
 	r.mu.Unlock()
 
-	p, err := start(ctx, launch{argv: o.Argv, dir: o.Dir, workspace: o.Workspace, env: append(slices.Clip(o.Env), markerEnv+"="+id),
+	marker := markerEnv + "=" + id
+	p, err := start(ctx, launch{argv: o.Argv, dir: o.Dir, workspace: o.Workspace, env: append(slices.Clip(o.Env), marker), marker: marker,
 		sandbox: o.Sandbox, spawner: r.spawner, maxOutput: r.o.MaxOutput})
 	r.mu.Lock()
 	if err != nil {

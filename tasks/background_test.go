@@ -123,19 +123,22 @@ func TestABackgroundRunServesOnItsWorkspacesPortUntilStopped(t *testing.T) {
 	}
 }
 
-// groupScript starts a child that ignores SIGTERM, records both pids and
-// waits.
-const groupScript = `(trap '' TERM; exec sleep 300) & echo $! > child.pid; echo $$ > shell.pid; echo started; wait`
+// groupScript starts a child that ignores SIGTERM and another that does
+// too and leaves the group (setsid), records the pids and waits.
+const groupScript = `(trap '' TERM; exec sleep 300) & echo $! > child.pid; ` +
+	`setsid sh -c 'trap "" TERM; echo $$ > escapee.pid; exec sleep 300' & ` +
+	`echo $$ > shell.pid; while [ ! -s escapee.pid ]; do sleep 0.01; done; echo started; wait`
 
 func TestStopEndsTheWholeGroupEvenAChildThatIgnoresSIGTERM(t *testing.T) {
 	ws := t.TempDir()
 	r := newRuns(t, RunsOptions{Grace: 300 * time.Millisecond})
 	run := startRun(t, r, ws, "make:group", groupScript)
 	child := taskstest.PID(t, filepath.Join(ws, "child.pid"))
+	left := escapee(t, ws, run.Pid)
 	if got := stopRun(t, r, ws, "make:group"); got.ID != run.ID || got.State != StateStopped {
 		t.Fatalf("stopped %+v", got)
 	}
-	for _, pid := range []int{run.Pid, child} {
+	for _, pid := range []int{run.Pid, child, left} {
 		testenv.WaitFor(t, fmt.Sprintf("process %d gone", pid), 5*time.Second, func() bool { return !taskstest.Alive(pid) })
 	}
 	if entries, _ := os.ReadDir(r.o.Dir); len(entries) != 0 {
@@ -209,6 +212,40 @@ func TestATaskRunsOnceAtATimePerWorkspace(t *testing.T) {
 	list := r.List(ws)
 	if len(list) != 2 || list[0].ID != again.ID || list[0].ID == first.ID || list[1].Name != "make:other" {
 		t.Fatalf("List = %+v; want the new run of make:dev in place of the stopped one, and make:other", list)
+	}
+}
+
+// A run in the foreground holds its task: the tray's Start of the same
+// task (a background run) waits for its end, and the other way round.
+func TestAHeldTaskDoesNotStartInTheBackgroundNorTheOtherWayRound(t *testing.T) {
+	ws := t.TempDir()
+	r := newRuns(t, RunsOptions{})
+	release, err := r.Hold(ws, "make:dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Start(t.Context(), StartOptions{Workspace: ws, Name: "make:dev", Dir: ws, Argv: []string{"sleep", "60"}}); !errors.Is(err, ErrAlreadyRunning) {
+		t.Fatalf("Start of a held task: %v, want ErrAlreadyRunning", err)
+	}
+	if _, err := r.Hold(ws, "make:dev"); !errors.Is(err, ErrAlreadyRunning) {
+		t.Fatalf("a second Hold: %v, want ErrAlreadyRunning", err)
+	}
+	if rel, err := r.Hold(ws, "make:other"); err != nil {
+		t.Fatalf("another task: %v", err)
+	} else {
+		rel()
+	}
+	release()
+	release() // a second release changes nothing
+	startRun(t, r, ws, "make:dev", "exec sleep 60")
+	if _, err := r.Hold(ws, "make:dev"); !errors.Is(err, ErrAlreadyRunning) {
+		t.Fatalf("Hold of a task running in the background: %v, want ErrAlreadyRunning", err)
+	}
+	stopRun(t, r, ws, "make:dev")
+	if rel, err := r.Hold(ws, "make:dev"); err != nil {
+		t.Fatalf("Hold after the run was stopped: %v", err)
+	} else {
+		rel()
 	}
 }
 
@@ -308,7 +345,7 @@ func runCrashingApp() {
 		fmt.Println("start:", err)
 		os.Exit(2)
 	}
-	for !testenv.Exists(filepath.Join(spec.Workspace, "child.pid")) {
+	for !testenv.Exists(filepath.Join(spec.Workspace, "escapee.pid")) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	fmt.Println("READY")
@@ -330,6 +367,7 @@ func TestReapEndsWhatTheRunsOfACrashedAppLeft(t *testing.T) {
 		t.Fatalf("record %+v", rec)
 	}
 	child := taskstest.PID(t, filepath.Join(ws, "child.pid"))
+	left := escapee(t, ws, rec.PID)
 
 	// The app crashes hard: its run's shell gets the death signal, the
 	// child that ignores it stays.
@@ -347,6 +385,7 @@ func TestReapEndsWhatTheRunsOfACrashedAppLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.WaitFor(t, "the left-over child reaped", 5*time.Second, func() bool { return !taskstest.Alive(child) })
+	testenv.WaitFor(t, "the child that left the group reaped", 5*time.Second, func() bool { return !taskstest.Alive(left) })
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("records left after Reap: %v", entries)
 	}

@@ -111,6 +111,9 @@ type launch struct {
 	sandbox   *sandbox.Policy
 	spawner   *reap.Spawner
 	maxOutput int
+	// marker, when set, is the entry of env that marks the run's
+	// processes (see proc.Options.Marker).
+	marker string
 }
 
 // process is a task's started process and the tail of its output.
@@ -137,6 +140,7 @@ func start(ctx context.Context, l launch) (*process, error) {
 		Stdout: pw, Stderr: pw,
 		Sandbox: l.sandbox,
 		Spawner: l.spawner,
+		Marker:  l.marker,
 	})
 	pw.Close()
 	if err != nil {

@@ -48,6 +48,12 @@ type Options struct {
 	// reap.Spawner); without it the process outlives a crashed app until
 	// a reaper or the user ends it.
 	Spawner *reap.Spawner
+	// Marker, when set, is an entry (NAME=value, random per process) of
+	// Env that everything the process starts inherits. On Linux and macOS
+	// Terminate, Kill, Stop and the process's end then reach the processes
+	// that carry it and left the tree (setsid, a daemon) too; a job object
+	// keeps them on Windows.
+	Marker string
 }
 
 // Process is a started process and the tree it heads.
@@ -82,6 +88,9 @@ func Start(ctx context.Context, o Options) (*Process, error) {
 			return nil, fmt.Errorf("start %s: %w", o.Path, err)
 		}
 		path = lp
+	}
+	if o.Marker != "" && !slices.Contains(o.Env, o.Marker) {
+		return nil, fmt.Errorf("start %s: the marker is not in its environment", o.Path)
 	}
 	cmd := exec.Command(path, o.Args...)
 	cmd.Args[0] = o.Path
@@ -130,7 +139,7 @@ func Start(ctx context.Context, o Options) (*Process, error) {
 		return nil, fmt.Errorf("start %s: %w", o.Path, err)
 	}
 	p := &Process{cmd: cmd, name: o.Path, done: make(chan struct{})}
-	p.tree, err = newTree(cmd.Process)
+	p.tree, err = newTree(cmd.Process, o.Marker)
 	if err != nil {
 		// A tree that would outlive CodeHydra is not started at all.
 		killPid(cmd.Process)

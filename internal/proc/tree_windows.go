@@ -22,7 +22,7 @@ type tree struct {
 	released *bool
 }
 
-func newTree(p *os.Process) (tree, error) {
+func newTree(p *os.Process, _ string) (tree, error) {
 	job, err := windows.CreateJobObject(nil, nil)
 	if err != nil {
 		return tree{}, fmt.Errorf("create job object: %w", err)

@@ -36,6 +36,9 @@ func StartTime(pid int) (uint64, error) {
 	return uint64(tv.Sec)*1e6 + uint64(tv.Usec), nil
 }
 
+// groupOf is the process group of the live process pid.
+func groupOf(pid int) (int, error) { return unix.Getpgid(pid) }
+
 // environHas reports whether pid's environment holds the entry kv, read
 // through KERN_PROCARGS2. An environment that cannot be read (another
 // user's process, one that is gone) does not.
@@ -61,11 +64,32 @@ func MarkedMembers(pgid int, marker string) []*os.Process {
 	if err != nil {
 		return nil
 	}
+	return marked(kps, marker, func(kp unix.KinfoProc) bool { return kp.Eproc.Pgid == int32(pgid) })
+}
+
+// Marked returns the live processes of any group whose environment holds
+// marker, this process never among them: also those that left the group
+// of the child the marker was given to (setsid, a daemon). They are
+// checked as in MarkedMembers. The caller releases them.
+func Marked(marker string) []*os.Process {
+	if marker == "" {
+		return nil
+	}
+	kps, err := unix.SysctlKinfoProcSlice("kern.proc.all")
+	if err != nil {
+		return nil
+	}
+	return marked(kps, marker, func(unix.KinfoProc) bool { return true })
+}
+
+// marked returns the live processes of kps that in says yes to and whose
+// environment holds marker, this process never among them.
+func marked(kps []unix.KinfoProc, marker string, in func(unix.KinfoProc) bool) []*os.Process {
 	self := os.Getpid()
 	var procs []*os.Process
 	for _, kp := range kps {
 		pid := int(kp.Proc.P_pid)
-		if pid == self || kp.Eproc.Pgid != int32(pgid) || kp.Proc.P_stat == statZombie {
+		if pid == self || !in(kp) || kp.Proc.P_stat == statZombie {
 			continue
 		}
 		before, err := StartTime(pid)

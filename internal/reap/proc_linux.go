@@ -63,6 +63,15 @@ func (st procStat) exited() bool { return st.state == 'Z' || st.state == 'X' }
 
 var errProcessExited = errors.New("process has exited")
 
+// groupOf is the process group of the live process pid.
+func groupOf(pid int) (int, error) {
+	st, err := readProcStat(pid)
+	if err != nil {
+		return 0, err
+	}
+	return st.pgrp, nil
+}
+
 // StartTime returns when the live process pid started, in clock ticks
 // since boot. With the boot id it tells a process from a later one that
 // was given the same pid.
@@ -103,6 +112,23 @@ func MarkedMembers(pgid int, marker string) []*os.Process {
 	if pgid <= 1 {
 		return nil
 	}
+	return marked(marker, func(st procStat) bool { return st.pgrp == pgid })
+}
+
+// Marked returns the live processes of any group whose environment holds
+// marker, this process never among them: also those that left the group
+// of the child the marker was given to (setsid, a daemon). Each is checked
+// after it was opened, as in MarkedMembers. The caller releases them.
+func Marked(marker string) []*os.Process {
+	if marker == "" {
+		return nil
+	}
+	return marked(marker, func(procStat) bool { return true })
+}
+
+// marked returns the live processes that in says yes to and whose
+// environment holds marker, this process never among them.
+func marked(marker string, in func(procStat) bool) []*os.Process {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -114,7 +140,7 @@ func MarkedMembers(pgid int, marker string) []*os.Process {
 		if err != nil || pid == self {
 			continue
 		}
-		if st, err := readProcStat(pid); err != nil || st.pgrp != pgid || st.exited() {
+		if st, err := readProcStat(pid); err != nil || !in(st) || st.exited() {
 			continue
 		}
 		p, err := os.FindProcess(pid)
@@ -122,7 +148,7 @@ func MarkedMembers(pgid int, marker string) []*os.Process {
 			continue
 		}
 		st, err := readProcStat(pid)
-		if err != nil || st.pgrp != pgid || st.exited() || !environHas(pid, marker) {
+		if err != nil || !in(st) || st.exited() || !environHas(pid, marker) {
 			p.Release()
 			continue
 		}

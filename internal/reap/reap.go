@@ -4,8 +4,8 @@
 // starts inherits, and has a record in a folder of records while it runs.
 // After CodeHydra crashed or was killed, the next launch reads the records
 // and signals only the processes it can prove to be the child's: of this
-// boot, of a dead owner, with the recorded start time, in the recorded
-// group and carrying the marker. Spawner keeps Linux's Pdeathsig tied to
+// boot, of a dead owner, with the recorded start time, carrying the
+// marker. Spawner keeps Linux's Pdeathsig tied to
 // the app's life rather than to a thread's.
 package reap
 
@@ -149,12 +149,15 @@ func ownerRuns(r Proof) bool {
 }
 
 // reap kills the orphan of r, a record of this boot, and reports whether
-// it found any process to kill. Only the processes of the child's group
-// whose environment carries the record's marker are signalled — SIGTERM,
-// then SIGKILL after the stop timeout — whether the recorded leader still
-// runs or not: the child itself, and what it started (a language server, a
-// tool, what npx ran) that its death did not end. A stranger that took the
-// group's id after they all ended, or joined it, carries no marker.
+// it found any process to kill. Only the processes whose environment
+// carries the record's marker are signalled — SIGTERM, then SIGKILL after
+// the stop timeout — whether the recorded leader still runs or not: the
+// child itself, and what it started (a language server, a tool, what npx
+// ran) that its death did not end, in the child's group or one it left
+// for (a server started with setsid). A stranger that took the group's id
+// after they all ended, or joined it, carries no marker: the marker is
+// random per child, and only what the child started inherits it. A
+// recorded leader that still runs must still lead the recorded group.
 func (rp Reaper) reap(r Proof) bool {
 	pgid := cmp.Or(r.PGID, r.PID)
 	marker := rp.MarkerEnv + "=" + r.Marker
@@ -166,6 +169,12 @@ func (rp Reaper) reap(r Proof) bool {
 			log.Info(rp.Kind + " record names a process started after it; leaving it alone")
 			return false
 		}
+		if g, err := groupOf(r.PID); err != nil || g != pgid {
+			// The child leads its group for life; a leader elsewhere
+			// is not the child, whatever its environment says.
+			log.Info(rp.Kind + " record names a process that does not lead the recorded group; leaving it alone")
+			return false
+		}
 		if rp.IsChild != nil {
 			if cl, err := CommandLine(r.PID); err != nil || !rp.IsChild(strings.Fields(cl)) {
 				log.Info(rp.Kind + " record names a process that is not one; leaving it alone")
@@ -173,23 +182,23 @@ func (rp Reaper) reap(r Proof) bool {
 			}
 		}
 	}
-	if signalMarked(pgid, marker, nil) == 0 {
+	if SignalMarked(marker, nil) == 0 {
 		return false
 	}
 	log.Info("reaping the processes of an orphaned " + rp.Kind)
-	signalMarked(pgid, marker, syscall.SIGTERM)
+	SignalMarked(marker, syscall.SIGTERM)
 	deadline := time.Now().Add(rp.StopTimeout)
-	for signalMarked(pgid, marker, nil) > 0 && time.Now().Before(deadline) {
+	for SignalMarked(marker, nil) > 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	signalMarked(pgid, marker, syscall.SIGKILL)
+	SignalMarked(marker, syscall.SIGKILL)
 	return true
 }
 
-// signalMarked sends sig (none if nil) to the live processes of group pgid
-// that carry marker, and returns how many there were.
-func signalMarked(pgid int, marker string, sig os.Signal) int {
-	procs := MarkedMembers(pgid, marker)
+// SignalMarked sends sig (none if nil) to the live processes that carry
+// marker (see Marked), and returns how many there were.
+func SignalMarked(marker string, sig os.Signal) int {
+	procs := Marked(marker)
 	for _, p := range procs {
 		if sig != nil {
 			_ = p.Signal(sig)

@@ -17,6 +17,8 @@
 //	FAKEOC_UNMARKED_PIDFILE  start such a child without CODEHYDRA_AGENT_ID
 //	                     in its environment (a process of the group that
 //	                     does not carry the agent's marker) and write its pid
+//	FAKEOC_ESCAPEE_PIDFILE  start such a child, with the marker, in a session
+//	                     and group of its own (setsid; not on Windows)
 //	FAKEOC_IGNORE_TERM   "1": ignore SIGTERM (so only SIGKILL ends it)
 //	FAKEOC_HEARTBEAT     event stream heartbeat interval (default 10s)
 //	FAKEOC_PRINT_FIRST   a line to print on stdout before its own listening
@@ -202,9 +204,10 @@ func recordStart() error {
 		os.Exit(5)
 	}
 	for _, child := range []struct {
-		pidFile string
-		marked  bool
-	}{{os.Getenv("FAKEOC_GRANDCHILD_PIDFILE"), true}, {os.Getenv("FAKEOC_UNMARKED_PIDFILE"), false}} {
+		pidFile       string
+		marked, leave bool
+	}{{os.Getenv("FAKEOC_GRANDCHILD_PIDFILE"), true, false}, {os.Getenv("FAKEOC_UNMARKED_PIDFILE"), false, false},
+		{os.Getenv("FAKEOC_ESCAPEE_PIDFILE"), true, true}} {
 		if child.pidFile == "" {
 			continue
 		}
@@ -220,6 +223,9 @@ func recordStart() error {
 		}
 		c.Env = append(c.Env, "FAKEOC_ROLE=grandchild")
 		c.Stdout, c.Stderr = os.Stdout, os.Stderr
+		if child.leave {
+			leaveGroup(c)
+		}
 		if err := c.Start(); err != nil {
 			return err
 		}
