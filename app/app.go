@@ -27,9 +27,11 @@ import (
 )
 
 // ErrNoDisplay is returned by Run when there is no display to show a UI on
-// (on Linux and the BSDs: neither DISPLAY nor WAYLAND_DISPLAY is set). The
-// caller should say so and run headless.
-var ErrNoDisplay = errors.New("no display: neither DISPLAY nor WAYLAND_DISPLAY is set, or DISPLAY names an X server that is not running")
+// (on Linux and the BSDs: neither DISPLAY nor WAYLAND_DISPLAY is set; on
+// Windows: no window can be made, as in a service's session or under wine
+// without X). Its text says which. The caller should say so and run
+// headless.
+var ErrNoDisplay = errors.New("no display: " + noDisplay)
 
 // DefaultAppID is the Fyne application ID used when Deps.AppID is empty.
 const DefaultAppID = "io.github.codehydra"

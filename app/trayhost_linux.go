@@ -18,6 +18,9 @@ const (
 	sniHostProp    = "IsStatusNotifierHostRegistered"
 )
 
+// noDisplay says why hasDisplay found none.
+const noDisplay = "neither DISPLAY nor WAYLAND_DISPLAY is set, or DISPLAY names an X server that is not running"
+
 // xSocketDir holds the sockets of the local X servers, X<N> for display :N.
 const xSocketDir = "/tmp/.X11-unix"
 

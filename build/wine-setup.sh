@@ -30,7 +30,7 @@ case "$WINROOT" in /?*/?*) ;; *) echo "WINROOT must be an absolute path two leve
 # One setup at a time (make test and make test-windows may both run it).
 mkdir -p "$(dirname "$WINROOT")"
 exec 9>"$WINROOT.lock"
-flock 9
+flock -n 9 || { echo "waiting for another build of $WINROOT (make test's is in the background: its log is beside it)"; flock 9; }
 
 if [ "$(cat "$WINROOT/.wine-ready" 2>/dev/null)" != "$RECIPE" ]; then
   t0=$(date +%s)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,8 @@ func winPath(p string) string { return `Z:` + strings.ReplaceAll(p, "/", `\`) }
 // wine as a Windows user would: `serve` with a project, `status --json`, an
 // MCP call from Linux to its port, a workspace created and deleted with
 // the command line (git.exe), and a stop after which no process of it is
-// left: the runner returns only once its wineserver has no process.
+// left: the runner returns only once its wineserver has no process. Then
+// the tray app, with no display, must run headless (not panic in GLFW).
 func TestTheWindowsBuildServesUnderWine(t *testing.T) {
 	exe, run := os.Getenv(windowsExeEnv), os.Getenv(wineRunEnv)
 	if exe == "" || run == "" {
@@ -90,10 +92,21 @@ n=0; while [ -d "$dir" ]; do n=$((n+1)); [ $n -lt 600 ] || { echo "worktree $dir
 kill -INT $serve
 wait $serve; echo $? >serve.rc
 [ ! -f "$RUNTIME/instance.json" ] || echo "instance file left after the stop" >>fail
+# The tray app (no command) where no window can be made: it runs headless.
+wine "$exe" --project "$REPO" >app.out 2>&1 &
+app=$!
+n=0; until grep -q "running headless" app.out; do n=$((n+1)); [ $n -lt 600 ] || { echo "the app did not say it runs headless" >>fail; break; }; sleep 0.1; done
+kill -INT $app
+wait $app; echo $? >app.rc
 `
 	cmd := exec.Command(run, "--sh", script)
 	cmd.Dir = steps
-	cmd.Env = append(os.Environ(), "WINRUN_BIND="+filepath.Dir(base), "STEPS="+steps, "EXE="+exe,
+	// No display: wine then can make no window, as in a Windows service's
+	// session, and the tray app must run headless.
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(v string) bool {
+		return strings.HasPrefix(v, "DISPLAY=") || strings.HasPrefix(v, "WAYLAND_DISPLAY=")
+	})
+	cmd.Env = append(cmd.Env, "WINRUN_BIND="+filepath.Dir(base), "STEPS="+steps, "EXE="+exe,
 		"REPO="+winPath(repo), "RUNTIME=/root/.wine/drive_c/users/root/AppData/Local/codehydra") // the runner's user is root
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
@@ -121,7 +134,7 @@ wait $serve; echo $? >serve.rc
 	}
 	report := func() string {
 		var b strings.Builder
-		for _, f := range []string{"fail", "serve.out", "status.err", "create.out", "delete.out", "serve.rc"} {
+		for _, f := range []string{"fail", "serve.out", "status.err", "create.out", "delete.out", "serve.rc", "app.out", "app.rc"} {
 			b.WriteString("--- " + f + ":\n" + file(f) + "\n")
 		}
 		return b.String() + "--- runner:\n" + out.String()
@@ -187,6 +200,9 @@ wait $serve; echo $? >serve.rc
 	t.Logf("delete, stop and every process gone in %s", time.Since(stopAsked).Round(time.Millisecond))
 	if rc := strings.TrimSpace(file("serve.rc")); rc != "0" {
 		t.Errorf("serve exited with %s after SIGINT, want 0\n%s", rc, report())
+	}
+	if rc := strings.TrimSpace(file("app.rc")); rc != "0" || !strings.Contains(file("app.out"), "No display found") {
+		t.Errorf("the tray app with no display: exit %s, want 0 after it ran headless\n%s", rc, report())
 	}
 	if list := testenv.Git(t, repo, "worktree", "list"); strings.Contains(list, "try-it") {
 		t.Errorf("the worktree is still listed after the delete:\n%s", list)

@@ -24,7 +24,7 @@ import (
 func (s *server) runApp(ctx context.Context) error {
 	err := app.Run(ctx, s.appDeps())
 	if errors.Is(err, app.ErrNoDisplay) {
-		fmt.Fprintln(s.opts.Stdout, "No display found (neither DISPLAY nor WAYLAND_DISPLAY is set, or DISPLAY's X server is not running): running headless. Stop it with Ctrl+C.")
+		fmt.Fprintf(s.opts.Stdout, "No display found (%v): running headless. Stop it with Ctrl+C.\n", err)
 		s.log.Info("no display; running headless")
 		<-ctx.Done()
 		return nil

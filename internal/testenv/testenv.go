@@ -278,7 +278,7 @@ func ProcessesWith(t testing.TB, env string) int {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		t.Skip("needs /proc")
+		t.Skip("needs /proc (Linux) to find processes by their environment; on Windows the job object ends them (internal/proc's tests)")
 	}
 	n := 0
 	for _, e := range entries {
@@ -314,4 +314,22 @@ func Symlink(t testing.TB, oldname, newname string) {
 	if _, err := os.Lstat(newname); errors.Is(err, fs.ErrNotExist) {
 		t.Skipf("no symbolic links here: os.Symlink(%s) reported success but made none (wine's CreateSymbolicLink is a stub)", newname)
 	}
+}
+
+// UnderWine reports whether the test runs under wine (make test-windows).
+func UnderWine() bool { return underWine }
+
+// WineSlack is how much longer than on Linux a wait may take under wine,
+// where every program start (each git command) takes a second or more on a
+// loaded machine, against milliseconds on Linux.
+const WineSlack = 10
+
+// Patient returns d, or under wine d×WineSlack: for a bound that says that
+// something happens at all (a change the code missed never shows), not how
+// fast; what is measured for speed is measured on Linux.
+func Patient(d time.Duration) time.Duration {
+	if underWine {
+		return d * WineSlack
+	}
+	return d
 }

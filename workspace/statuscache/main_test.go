@@ -21,8 +21,9 @@ func TestMain(m *testing.M) {
 }
 
 // soon bounds a wait for what the code under test does in the background
-// without a deadline of its own (a warm-up, a goroutine ending).
-const soon = 5 * time.Second
+// without a deadline of its own (a warm-up, a goroutine ending); longer
+// under wine (testenv.Patient).
+var soon = testenv.Patient(5 * time.Second)
 
 // fixture is a workspace manager and the cache to run over it.
 type fixture struct {

@@ -1,0 +1,5 @@
+//go:build !windows
+
+package testenv
+
+const underWine = false
