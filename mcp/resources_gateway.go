@@ -279,6 +279,10 @@ func (s *Server) forwardGateway(ctx context.Context, method, server string, req 
 	var res sdk.Result
 	if err == nil {
 		gw := s.opts.Gateway
+		// A question during a read or get goes where one during a call of
+		// an older client goes: that client, the tray, or declined.
+		ss, _ := req.GetSession().(*sdk.ServerSession)
+		callCtx := context.WithValue(callCtx, askerKey{}, s.asker(callCtx, ss, server, ws.Path))
 		switch r := req.(type) {
 		case *sdk.ReadResourceRequest:
 			res, err = gw.ReadResource(callCtx, ws.Path, r.Params.URI)

@@ -164,6 +164,9 @@ type Server struct {
 	tools        map[string]toolDef
 	gw           *gatewayTools // nil without Options.Gateway
 	tel          *telemetry    // nil: telemetry off
+	// held are the gateway calls waiting for their clients' answers
+	// (roundtrip.go).
+	held *heldCalls
 
 	port atomic.Int32
 
@@ -250,6 +253,7 @@ func New(opts Options) (*Server, error) {
 	s.mcp = sdk.NewServer(&sdk.Implementation{Name: "codehydra", Title: "CodeHydra", Version: opts.Version}, sopts)
 	s.tools = s.registerTools()
 	s.gw = newGatewayTools(s)
+	s.held = newHeldCalls(func() time.Time { return s.now() })
 	s.mcp.AddReceivingMiddleware(s.toolCallMiddleware)
 	if s.gw != nil {
 		s.mcp.AddSendingMiddleware(s.gw.notifyMiddleware)

@@ -390,8 +390,16 @@ func (g *gatewayTools) register(t *sdk.Tool) {
 	g.s.mcp.AddTool(t, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		gt, _ := g.lookup(name)
 		ws := callerWorkspace(ctx).Path
-		ctx = context.WithValue(ctx, askerKey{}, g.s.asker(ctx, req.Session, gt.Server, ws))
-		res, err := g.s.opts.Gateway.Call(ctx, ws, name, req.Params.Arguments)
+		call := func(ctx context.Context, ask Asker) (*sdk.CallToolResult, error) {
+			return g.s.opts.Gateway.Call(context.WithValue(ctx, askerKey{}, ask), ws, name, req.Params.Arguments)
+		}
+		var res *sdk.CallToolResult
+		var err error
+		if req.Params.RequestState != "" || len(req.Params.InputResponses) > 0 || (asksInResults(req) && formCapable(req)) {
+			res, err = g.s.callAskingInResults(ctx, req, gt.Server, ws, call)
+		} else {
+			res, err = call(ctx, g.s.asker(ctx, req.Session, gt.Server, ws))
+		}
 		if err == nil && res == nil {
 			err = errors.New("the gateway answered nothing")
 		}
