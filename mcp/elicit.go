@@ -3,7 +3,8 @@ package mcp
 // Questions from the gateway's servers: a server that asks the user
 // something during a call (elicitation/create) is answered by the user of
 // the client that made the call, when that client can ask (it declared the
-// elicitation capability), else by the user directly through Options.
+// elicitation capability; one on 2026-07-28 is asked in the call's
+// result, see roundtrip.go), else by the user directly through Options.
 // Elicitor (the tray's window), else declined. The gateway package finds
 // the call a question belongs to and hands it to that call's Asker.
 

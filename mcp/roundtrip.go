@@ -176,7 +176,12 @@ func (s *Server) heldAsker(callCtx context.Context, h *heldCall, fallback Asker,
 			log.Info("a gateway server's question is not passed to its client: too many calls wait for their clients' answers", slog.Int("max", maxHeld), slog.Int("maxPerCaller", maxHeldPerCaller))
 			return fallback(ctx, params)
 		}
-		h.events <- heldEvent{round: round, params: params, exp: exp}
+		select {
+		case h.events <- heldEvent{round: round, params: params, exp: exp}:
+		case <-ctx.Done():
+			s.held.release(h)
+			return nil, ctx.Err()
+		}
 		t := time.NewTimer(timeout)
 		defer t.Stop()
 		select {
