@@ -58,6 +58,9 @@ func (s *Server) toolCallMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 					return next(ctx, method, req)
 				}
 				res, err := s.forwardGateway(ctx, method, server, req)
+				if q, ok := res.(askedInResult); ok {
+					return next(context.WithValue(ctx, askedKey{}, q.Result), method, req)
+				}
 				if err != nil || res != nil {
 					return res, err
 				}

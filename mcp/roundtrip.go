@@ -78,6 +78,8 @@ type heldCall struct {
 	answers chan *sdk.ElicitResult
 	// turn lets one question at a time be open.
 	turn chan struct{}
+	// question makes the input_required result of its kind.
+	question func(sdk.InputRequestMap, string) sdk.Result
 	// round numbers its questions; guarded by heldCalls.mu.
 	round int
 }
@@ -87,50 +89,67 @@ type heldEvent struct {
 	round  int
 	params *sdk.ElicitParams
 	exp    time.Time
-	res    *sdk.CallToolResult
+	res    sdk.Result
 	err    error
 }
 
-// heldRun is a gateway tool's call, with the Asker its questions go
-// to.
-type heldRun func(ctx context.Context, ask Asker) (*sdk.CallToolResult, error)
+// heldRun is a gateway tool's call (or a prompt's get, a resource's
+// read), with the Asker its questions go to.
+type heldRun func(ctx context.Context, ask Asker) (sdk.Result, error)
 
-// asksInResults says the client of req is on the 2026-07-28 protocol or
-// later, where the SDK answers a call with its inputRequests rather than
-// asking the client itself: a session that never initialized speaks the
-// newest, as the SDK takes it.
-func asksInResults(req *sdk.CallToolRequest) bool {
-	if req.Session == nil {
-		return false
-	}
-	p := req.Session.InitializeParams()
-	return p == nil || p.ProtocolVersion >= protocolRoundTrips
+// roundTrip is a gateway request of a client that may be asked in
+// results.
+type roundTrip struct {
+	// who, session and caps are the client's.
+	who     caller
+	session *sdk.ServerSession
+	caps    *sdk.ClientCapabilities
+	// name and args are what a requestState is bound to: the tool (or
+	// method and prompt or URI) and its arguments.
+	name string
+	args json.RawMessage
+	// state and responses are what a retry brings.
+	state     string
+	responses sdk.InputResponseMap
+	// server and ws are the gateway server and the caller's workspace.
+	server, ws string
+	// question makes the input_required result of the request's kind.
+	question func(sdk.InputRequestMap, string) sdk.Result
 }
 
-// formCapable says the client of req declared form questions (or the
-// bare capability that meant form before URL questions came).
-func formCapable(req *sdk.CallToolRequest) bool {
-	c := req.ClientCapabilities()
-	if c == nil || c.Elicitation == nil {
+// asksInResults says the client is on the 2026-07-28 protocol or later,
+// where the SDK answers a request with its inputRequests rather than
+// asking the client itself (a session that never initialized speaks the
+// newest, as the SDK takes it), and declared form questions (or the bare
+// capability that meant form before URL questions came); or the request
+// is a retry, which brings an answer.
+func (rt roundTrip) asksInResults() bool {
+	if rt.state != "" || len(rt.responses) > 0 {
+		return true
+	}
+	if rt.session == nil || rt.caps == nil || rt.caps.Elicitation == nil {
 		return false
 	}
-	return c.Elicitation.Form != nil || c.Elicitation.URL == nil
+	if p := rt.session.InitializeParams(); p != nil && p.ProtocolVersion < protocolRoundTrips {
+		return false
+	}
+	return rt.caps.Elicitation.Form != nil || rt.caps.Elicitation.URL == nil
 }
 
-// callAskingInResults runs a gateway call of a client that is asked in
-// results: a first call starts the gateway's call, held; a call with a
+// callAskingInResults runs a gateway request of a client that is asked in
+// results: a first request starts the gateway's call, held; one with a
 // requestState answers its question. Either returns the held call's next
 // question, or its result.
-func (s *Server) callAskingInResults(ctx context.Context, req *sdk.CallToolRequest, server, ws string, call heldRun) (*sdk.CallToolResult, error) {
-	bind := binding(callerFrom(ctx), req.Params.Name, req.Params.Arguments)
-	if req.Params.RequestState != "" || len(req.Params.InputResponses) > 0 {
-		h, err := s.held.answer(req.Params.RequestState, bind, req.Params.InputResponses)
+func (s *Server) callAskingInResults(ctx context.Context, rt roundTrip, call heldRun) (sdk.Result, error) {
+	bind := binding(rt.who, rt.name, rt.args)
+	if rt.state != "" || len(rt.responses) > 0 {
+		h, err := s.held.answer(rt.state, bind, rt.responses)
 		if err != nil {
 			return nil, err
 		}
 		return s.held.wait(ctx, h)
 	}
-	h := &heldCall{id: rand.Text(), bind: bind, owner: callerFrom(ctx).name() + "\x00" + callerFrom(ctx).nonce,
+	h := &heldCall{id: rand.Text(), bind: bind, owner: rt.who.name() + "\x00" + rt.who.nonce, question: rt.question,
 		events: make(chan heldEvent, 2), answers: make(chan *sdk.ElicitResult, 1), turn: make(chan struct{}, 1)}
 	// The call outlives this request, which ends with its first question,
 	// but not the call's time.
@@ -142,10 +161,10 @@ func (s *Server) callAskingInResults(ctx context.Context, req *sdk.CallToolReque
 		hctx, cancel = context.WithCancel(hctx)
 	}
 	h.cancel = cancel
-	fallback := s.asker(hctx, req.Session, server, ws)
+	fallback := s.asker(hctx, rt.session, rt.server, rt.ws)
 	go func() {
 		defer cancel()
-		res, err := call(hctx, s.heldAsker(hctx, h, fallback, server, ws))
+		res, err := call(hctx, s.heldAsker(hctx, h, fallback, rt.server, rt.ws))
 		// Nobody waits when its last question was not answered in time.
 		select {
 		case h.events <- heldEvent{res: res, err: err}:
@@ -230,17 +249,14 @@ func (hc *heldCalls) release(h *heldCall) {
 
 // wait returns h's next question as an input_required result, or its end.
 // The end of ctx (the client's cancel, the request's time) cancels h.
-func (hc *heldCalls) wait(ctx context.Context, h *heldCall) (*sdk.CallToolResult, error) {
+func (hc *heldCalls) wait(ctx context.Context, h *heldCall) (sdk.Result, error) {
 	defer context.AfterFunc(ctx, h.cancel)()
 	select {
 	case ev := <-h.events:
 		if ev.params == nil {
 			return ev.res, ev.err
 		}
-		return &sdk.CallToolResult{
-			InputRequests: sdk.InputRequestMap{questionID(ev.round): ev.params},
-			RequestState:  hc.sign(h.id, ev.round, ev.exp, h.bind),
-		}, nil
+		return h.question(sdk.InputRequestMap{questionID(ev.round): ev.params}, hc.sign(h.id, ev.round, ev.exp, h.bind)), nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -330,3 +346,10 @@ func (hc *heldCalls) verify(state, bind string) (id string, round int, err error
 	}
 	return parts[0], round, nil
 }
+
+// askedInResult is a prompt's or resource's input_required result, which
+// forwardGateway hands to the SDK's handler (see refuseResource) so that
+// the SDK marks it so.
+type askedInResult struct{ sdk.Result }
+
+type askedKey struct{}

@@ -390,16 +390,26 @@ func (g *gatewayTools) register(t *sdk.Tool) {
 	g.s.mcp.AddTool(t, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		gt, _ := g.lookup(name)
 		ws := callerWorkspace(ctx).Path
-		call := func(ctx context.Context, ask Asker) (*sdk.CallToolResult, error) {
-			return g.s.opts.Gateway.Call(context.WithValue(ctx, askerKey{}, ask), ws, name, req.Params.Arguments)
+		call := func(ctx context.Context, ask Asker) (sdk.Result, error) {
+			res, err := g.s.opts.Gateway.Call(context.WithValue(ctx, askerKey{}, ask), ws, name, req.Params.Arguments)
+			if res == nil {
+				return nil, err // not a typed nil
+			}
+			return res, err
 		}
-		var res *sdk.CallToolResult
+		rt := roundTrip{who: callerFrom(ctx), session: req.Session, caps: req.ClientCapabilities(), name: name, args: req.Params.Arguments,
+			state: req.Params.RequestState, responses: req.Params.InputResponses, server: gt.Server, ws: ws,
+			question: func(q sdk.InputRequestMap, state string) sdk.Result {
+				return &sdk.CallToolResult{InputRequests: q, RequestState: state}
+			}}
+		var r sdk.Result
 		var err error
-		if req.Params.RequestState != "" || len(req.Params.InputResponses) > 0 || (asksInResults(req) && formCapable(req)) {
-			res, err = g.s.callAskingInResults(ctx, req, gt.Server, ws, call)
+		if rt.asksInResults() {
+			r, err = g.s.callAskingInResults(ctx, rt, call)
 		} else {
-			res, err = call(ctx, g.s.asker(ctx, req.Session, gt.Server, ws))
+			r, err = call(ctx, g.s.asker(ctx, req.Session, gt.Server, ws))
 		}
+		res, _ := r.(*sdk.CallToolResult)
 		if err == nil && res == nil {
 			err = errors.New("the gateway answered nothing")
 		}
