@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -141,6 +142,9 @@ func eraClient(t *testing.T, up *askServer, o mcp.Options, copts *sdk.ClientOpti
 	o.Gateway = g
 	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cs := serveMCP(t, o).connect(t, sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, copts), "", protocol)
+	if got := cs.InitializeResult().ProtocolVersion; got != protocol {
+		t.Fatalf("the client speaks %s to CodeHydra, want %s", got, protocol)
+	}
 	testenv.WaitFor(t, "up__ask listed", 30*time.Second, func() bool { return slices.Contains(listed(t, cs), "up__ask") })
 	return cs
 }
@@ -170,7 +174,7 @@ func callAsk(t *testing.T, cs *sdk.ClientSession) string {
 var adaName = &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}
 
 func TestAServersQuestionReachesTheClientInItsOwnEraAndItsAnswerTheServer(t *testing.T) {
-	for _, client := range []string{eraOld} {
+	for _, client := range []string{eraOld, eraNew} {
 		for _, server := range []string{eraOld, eraNew} {
 			for _, answer := range []*sdk.ElicitResult{adaName, {Action: "decline"}} {
 				want := "accept Ada"
@@ -236,15 +240,15 @@ func TestAServersQuestionOfEitherEraNotAnsweredInTimeIsAnsweredCancel(t *testing
 	}
 }
 
-// A prompt or a resource that asks is answered the same way, by a client
-// of the older era.
+// A prompt or a resource that asks is answered the same way.
 func TestAServersQuestionDuringAPromptOrAReadReachesTheClient(t *testing.T) {
-	for _, server := range []string{eraOld, eraNew} {
-		t.Run(server, func(t *testing.T) {
+	for _, tc := range [][2]string{{eraOld, eraOld}, {eraOld, eraNew}, {eraNew, eraOld}, {eraNew, eraNew}} {
+		client, server := tc[0], tc[1]
+		t.Run("client "+client+", server "+server, func(t *testing.T) {
 			up := newAskServer(t, server)
 			var asked []string
 			var mu sync.Mutex
-			cs := eraClient(t, up, mcp.Options{}, answering(adaName, &asked, &mu), eraOld)
+			cs := eraClient(t, up, mcp.Options{}, answering(adaName, &asked, &mu), client)
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
 			testenv.WaitFor(t, "the server's prompt listed", 20*time.Second, func() bool {
@@ -262,6 +266,160 @@ func TestAServersQuestionDuringAPromptOrAReadReachesTheClient(t *testing.T) {
 			if answers, eras := up.got(); !slices.Equal(answers, []string{"accept Ada", "accept Ada"}) || !slices.Equal(eras, []string{server, server}) {
 				t.Fatalf("the server got %v in eras %v", answers, eras)
 			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(asked) != 2 {
+				t.Fatalf("the client was asked %q, want the server's question twice", asked)
+			}
 		})
+	}
+}
+
+// rawNewClient is a client on 2026-07-28 that declared elicitation but
+// answers input_required results itself (the SDK's loop is off).
+func rawNewClient(t *testing.T, up *askServer, o mcp.Options) *sdk.ClientSession {
+	t.Helper()
+	return eraClient(t, up, o, &sdk.ClientOptions{MultiRoundTrip: &sdk.MultiRoundTripOptions{Disabled: true},
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return nil, fmt.Errorf("asked in a request, not in a result")
+		}}, eraNew)
+}
+
+// firstQuestion calls up__ask with arguments and returns its question's
+// id and the requestState, failing unless the result is input_required.
+func firstQuestion(t *testing.T, cs *sdk.ClientSession, arguments map[string]any) (string, string) {
+	t.Helper()
+	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "up__ask", Arguments: arguments})
+	if err != nil || !res.NeedsInput() || len(res.InputRequests) != 1 || res.RequestState == "" {
+		t.Fatalf("up__ask = %+v, %v; want one question, input_required", res, err)
+	}
+	for id, q := range res.InputRequests {
+		if p, ok := q.(*sdk.ElicitParams); !ok || p.Message != "What is your name?" {
+			t.Fatalf("the question is %+v, want the server's", q)
+		}
+		if strings.Contains(res.RequestState, upstreamState) {
+			t.Fatalf("the requestState %q shows the server's own", res.RequestState)
+		}
+		return id, res.RequestState
+	}
+	return "", ""
+}
+
+// retry calls up__ask again with answer to question id and state, and
+// returns its result's text, or its error message.
+func retry(t *testing.T, cs *sdk.ClientSession, arguments map[string]any, id, state string, answer *sdk.ElicitResult) string {
+	t.Helper()
+	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "up__ask", Arguments: arguments,
+		InputResponses: sdk.InputResponseMap{id: answer}, RequestState: state})
+	if err != nil {
+		t.Fatalf("up__ask again: %v", err)
+	}
+	if res.NeedsInput() {
+		t.Fatalf("up__ask again asked again: %+v", res)
+	}
+	return text(t, res)
+}
+
+// A requestState holds for its own call, once: a made-up or altered one,
+// one sent with other arguments, and one answered already are refused,
+// and the server gets the one rightful answer.
+func TestARequestStateIsRefusedForgedForAnotherCallOrReplayed(t *testing.T) {
+	for _, server := range []string{eraOld, eraNew} {
+		t.Run(server, func(t *testing.T) {
+			up := newAskServer(t, server)
+			cs := rawNewClient(t, up, mcp.Options{})
+			args := map[string]any{"k": "v"}
+			id, state := firstQuestion(t, cs, args)
+			for _, tc := range []struct {
+				name, state string
+				args        map[string]any
+			}{
+				{"made up", "aGVsZDEuMS45OTk5OTk5OTk5.AAAA", args},
+				{"altered", "A" + state[1:], args},
+				{"for other arguments", state, map[string]any{"k": "w"}},
+			} {
+				if out := retry(t, cs, tc.args, id, tc.state, adaName); !strings.Contains(out, "invalid-input") || !strings.Contains(out, "requestState") {
+					t.Errorf("%s: the retry answered %q, want invalid-input naming the requestState", tc.name, out)
+				}
+			}
+			if out := retry(t, cs, args, id, state, adaName); out != "got: accept Ada" {
+				t.Fatalf("the rightful answer got %q, want the server's answer to Ada", out)
+			}
+			if out := retry(t, cs, args, id, state, &sdk.ElicitResult{Action: "decline"}); !strings.Contains(out, "answered already") {
+				t.Fatalf("the replayed state got %q, want it refused", out)
+			}
+			if answers, _ := up.got(); !slices.Equal(answers, []string{"accept Ada"}) {
+				t.Fatalf("the server got %v, want the one rightful answer", answers)
+			}
+		})
+	}
+}
+
+// A held call whose client does not come back ends: its question is
+// answered cancel at ElicitTimeout, and a late answer is refused.
+func TestAHeldCallWhoseClientNeverAnswersEndsAtTheQuestionsTimeout(t *testing.T) {
+	for _, server := range []string{eraOld, eraNew} {
+		t.Run(server, func(t *testing.T) {
+			up := newAskServer(t, server)
+			cs := rawNewClient(t, up, mcp.Options{ElicitTimeout: 300 * time.Millisecond})
+			id, state := firstQuestion(t, cs, map[string]any{})
+			testenv.WaitFor(t, "the server answered cancel", 10*time.Second, func() bool {
+				answers, _ := up.got()
+				return slices.Equal(answers, []string{"cancel"})
+			})
+			if out := retry(t, cs, map[string]any{}, id, state, adaName); !strings.Contains(out, "invalid-input") {
+				t.Fatalf("the late answer got %q, want it refused", out)
+			}
+		})
+	}
+}
+
+// Past maxHeldPerCaller held calls of one token, a question goes to the
+// tray; a client on 2026-07-28 that did not declare elicitation has the
+// tray asked at once.
+func TestPastTheHeldBoundAndForAClientThatCannotAskTheTrayIsAsked(t *testing.T) {
+	up := newAskServer(t, eraNew)
+	tray := &fakeElicitor{answer: adaName}
+	cs := rawNewClient(t, up, mcp.Options{Elicitor: tray})
+	for range 8 {
+		firstQuestion(t, cs, map[string]any{})
+	}
+	if out := callAsk(t, cs); out != "got: accept Ada" || len(tray.questions()) != 1 {
+		t.Fatalf("the ninth call got %q with %d tray questions, want the tray's answer", out, len(tray.questions()))
+	}
+
+	plain := eraClient(t, up, mcp.Options{Elicitor: tray}, nil, eraNew)
+	if out := callAsk(t, plain); out != "got: accept Ada" || len(tray.questions()) != 2 {
+		t.Fatalf("a client that cannot ask got %q with %d tray questions, want the tray's answer", out, len(tray.questions()))
+	}
+}
+
+// A prompt's or a resource's question reaches a client on 2026-07-28 as
+// an input_required result, as the protocol marks it.
+func TestAPromptsOrAReadsQuestionIsAnInputRequiredResult(t *testing.T) {
+	up := newAskServer(t, eraNew)
+	cs := rawNewClient(t, up, mcp.Options{})
+	testenv.WaitFor(t, "the server's prompt listed", 20*time.Second, func() bool {
+		res, err := cs.ListPrompts(t.Context(), nil)
+		return err == nil && len(res.Prompts) == 1
+	})
+	p, err := cs.GetPrompt(t.Context(), &sdk.GetPromptParams{Name: "up__greet"})
+	if err != nil || !p.NeedsInput() || len(p.InputRequests) != 1 || p.RequestState == "" {
+		t.Fatalf("prompts/get = %+v, %v; want input_required with one question", p, err)
+	}
+	r, err := cs.ReadResource(t.Context(), &sdk.ReadResourceParams{URI: mcp.GatewayResourceURI("up", "ask://name")})
+	if err != nil || !r.NeedsInput() || len(r.InputRequests) != 1 || r.RequestState == "" {
+		t.Fatalf("resources/read = %+v, %v; want input_required with one question", r, err)
+	}
+	// A prompt's state does not answer the read's question.
+	_, err = cs.ReadResource(t.Context(), &sdk.ReadResourceParams{URI: mcp.GatewayResourceURI("up", "ask://name"),
+		InputResponses: sdk.InputResponseMap{"q1": adaName}, RequestState: p.RequestState})
+	if err == nil || !strings.Contains(err.Error(), "requestState") {
+		t.Fatalf("a read answered with the prompt's state: %v", err)
+	}
+	r, err = cs.ReadResource(t.Context(), &sdk.ReadResourceParams{URI: mcp.GatewayResourceURI("up", "ask://name"),
+		InputResponses: sdk.InputResponseMap{"q1": adaName}, RequestState: r.RequestState})
+	if err != nil || len(r.Contents) != 1 || r.Contents[0].Text != "got: accept Ada" {
+		t.Fatalf("the read's answer got %+v, %v; want the server's answer to Ada", r, err)
 	}
 }
