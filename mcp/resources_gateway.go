@@ -318,11 +318,7 @@ func (s *Server) readOrGet(ctx context.Context, method, server string, who calle
 			return askedInResult{&sdk.ReadResourceResult{InputRequests: q, RequestState: state}}
 		}
 		run = func(ctx context.Context, ask Asker) (sdk.Result, error) {
-			res, err := gw.ReadResource(context.WithValue(ctx, askerKey{}, ask), ws, r.Params.URI)
-			if res == nil {
-				return nil, err
-			}
-			return res, err
+			return asResult(gw.ReadResource(context.WithValue(ctx, askerKey{}, ask), ws, r.Params.URI))
 		}
 	case *sdk.GetPromptRequest:
 		rt.caps, rt.name, rt.state, rt.responses = r.ClientCapabilities(), method+" "+r.Params.Name, r.Params.RequestState, r.Params.InputResponses
@@ -331,11 +327,7 @@ func (s *Server) readOrGet(ctx context.Context, method, server string, who calle
 			return askedInResult{&sdk.GetPromptResult{InputRequests: q, RequestState: state}}
 		}
 		run = func(ctx context.Context, ask Asker) (sdk.Result, error) {
-			res, err := gw.GetPrompt(context.WithValue(ctx, askerKey{}, ask), ws, r.Params.Name, r.Params.Arguments)
-			if res == nil {
-				return nil, err
-			}
-			return res, err
+			return asResult(gw.GetPrompt(context.WithValue(ctx, askerKey{}, ask), ws, r.Params.Name, r.Params.Arguments))
 		}
 	default:
 		return nil, nil

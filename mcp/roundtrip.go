@@ -97,6 +97,17 @@ type heldEvent struct {
 // read), with the Asker its questions go to.
 type heldRun func(ctx context.Context, ask Asker) (sdk.Result, error)
 
+// asResult is res as an sdk.Result: nil, not a typed nil, when res is.
+func asResult[T any, P interface {
+	*T
+	sdk.Result
+}](res P, err error) (sdk.Result, error) {
+	if res == nil {
+		return nil, err
+	}
+	return res, err
+}
+
 // roundTrip is a gateway request of a client that may be asked in
 // results.
 type roundTrip struct {

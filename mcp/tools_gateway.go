@@ -394,11 +394,7 @@ func (g *gatewayTools) register(t *sdk.Tool) {
 		gt, _ := g.lookup(name)
 		ws := callerWorkspace(ctx).Path
 		call := func(ctx context.Context, ask Asker) (sdk.Result, error) {
-			res, err := g.s.opts.Gateway.Call(context.WithValue(ctx, askerKey{}, ask), ws, name, req.Params.Arguments)
-			if res == nil {
-				return nil, err // not a typed nil
-			}
-			return res, err
+			return asResult(g.s.opts.Gateway.Call(context.WithValue(ctx, askerKey{}, ask), ws, name, req.Params.Arguments))
 		}
 		rt := roundTrip{who: callerFrom(ctx), session: req.Session, caps: req.ClientCapabilities(), name: name, args: req.Params.Arguments,
 			state: req.Params.RequestState, responses: req.Params.InputResponses, server: gt.Server, ws: ws,
