@@ -160,6 +160,7 @@ func (g *Gateway) ReadResource(ctx context.Context, wsPath, uri string) (*sdk.Re
 		return nil, err
 	}
 	s.calls.Add(1)
+	defer s.calling(sess, mcp.AskerOf(ctx))()
 	res, err := sess.ReadResource(ctx, &sdk.ReadResourceParams{Meta: tracectx.Inject(ctx, nil), URI: inner})
 	if err != nil {
 		return nil, s.forwardError(ctx, i, sess, "read "+inner, err)
@@ -184,6 +185,7 @@ func (g *Gateway) GetPrompt(ctx context.Context, wsPath, prompt string, args map
 		return nil, err
 	}
 	s.calls.Add(1)
+	defer s.calling(sess, mcp.AskerOf(ctx))()
 	res, err := sess.GetPrompt(ctx, &sdk.GetPromptParams{Meta: tracectx.Inject(ctx, nil), Name: inner, Arguments: args})
 	if err != nil {
 		return nil, s.forwardError(ctx, i, sess, "get prompt "+inner, err)

@@ -3,7 +3,8 @@ package mcp
 // Questions from the gateway's servers: a server that asks the user
 // something during a call (elicitation/create) is answered by the user of
 // the client that made the call, when that client can ask (it declared the
-// elicitation capability), else by the user directly through Options.
+// elicitation capability; one on 2026-07-28 is asked in the call's
+// result, see roundtrip.go), else by the user directly through Options.
 // Elicitor (the tray's window), else declined. The gateway package finds
 // the call a question belongs to and hands it to that call's Asker.
 
@@ -67,13 +68,7 @@ const (
 // request's event stream a question to the client travels on.
 func (s *Server) asker(callCtx context.Context, ss *sdk.ServerSession, server, ws string) Asker {
 	return func(ctx context.Context, params *sdk.ElicitParams) (*sdk.ElicitResult, error) {
-		timeout := s.opts.ElicitTimeout
-		// The server answers the call after the question: the question
-		// ends early enough to leave it a tenth of the call's time, or
-		// its answer would come after the call had timed out.
-		if dl, ok := callCtx.Deadline(); ok {
-			timeout = min(timeout, time.Until(dl)-s.opts.CallTimeout/10)
-		}
+		timeout := s.questionTimeout(callCtx)
 		qctx, cancel := context.WithTimeout(callCtx, timeout)
 		defer cancel()
 		// The gateway server may withdraw its question.
@@ -107,6 +102,19 @@ func (s *Server) asker(callCtx context.Context, ss *sdk.ServerSession, server, w
 		log.Info("a gateway server asked the user", slog.String("via", via), slog.String("answer", res.Action))
 		return res, nil
 	}
+}
+
+// questionTimeout is how long a question asked during the call of
+// callCtx waits for its answer: ElicitTimeout, and the server answers the
+// call after the question, so it ends early enough to leave the server a
+// tenth of the call's time, or its answer would come after the call had
+// timed out.
+func (s *Server) questionTimeout(callCtx context.Context) time.Duration {
+	timeout := s.opts.ElicitTimeout
+	if dl, ok := callCtx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl)-s.opts.CallTimeout/10)
+	}
+	return timeout
 }
 
 // canElicit says whether the client of ss can be asked a form question

@@ -147,12 +147,19 @@ func (g *gatewayTools) add(what, key string, register func()) (ok bool) {
 
 // refuseResource and refusePrompt are the handlers the SDK is given; a
 // read or get of a gateway item takes forwardGateway instead, so they are
-// never reached.
-func (g *gatewayTools) refuseResource(context.Context, *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+// reached only with its question for a client asked in results
+// (askedInResult), which the SDK then marks input_required.
+func (g *gatewayTools) refuseResource(ctx context.Context, _ *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+	if q, ok := ctx.Value(askedKey{}).(*sdk.ReadResourceResult); ok {
+		return q, nil
+	}
 	return nil, errors.New("a gateway resource is read through the gateway")
 }
 
-func (g *gatewayTools) refusePrompt(context.Context, *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+func (g *gatewayTools) refusePrompt(ctx context.Context, _ *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+	if q, ok := ctx.Value(askedKey{}).(*sdk.GetPromptResult); ok {
+		return q, nil
+	}
 	return nil, errors.New("a gateway prompt is got through the gateway")
 }
 
@@ -166,9 +173,10 @@ func (g *gatewayTools) catalog(server string) (GatewayCatalog, bool) {
 
 // filterList takes out of a resources/list, resources/templates/list or
 // prompts/list answer for ss (whose token's workspace is ws) the items of
-// the servers ws does not see, and records what ss was shown.
+// the servers ws does not see, and records what ss was shown (nil: a
+// stateless request, nothing to record).
 func (g *gatewayTools) filterList(ss *sdk.ServerSession, ws string, res sdk.Result) {
-	if g == nil || ss == nil {
+	if g == nil {
 		return
 	}
 	off := g.off(ws)
@@ -278,12 +286,8 @@ func (s *Server) forwardGateway(ctx context.Context, method, server string, req 
 	}
 	var res sdk.Result
 	if err == nil {
-		gw := s.opts.Gateway
+		res, err = s.readOrGet(callCtx, method, server, who, ws.Path, req)
 		switch r := req.(type) {
-		case *sdk.ReadResourceRequest:
-			res, err = gw.ReadResource(callCtx, ws.Path, r.Params.URI)
-		case *sdk.GetPromptRequest:
-			res, err = gw.GetPrompt(callCtx, ws.Path, r.Params.Name, r.Params.Arguments)
 		case *sdk.SubscribeRequest:
 			err = s.gw.subscribe(callCtx, r.Session, ws.Path, policy, r.Params.URI, true)
 		case *sdk.UnsubscribeRequest:
@@ -297,6 +301,41 @@ func (s *Server) forwardGateway(ctx context.Context, method, server string, req 
 		return nil, s.rpcError(&rec, err)
 	}
 	return res, nil
+}
+
+// readOrGet reads a resource or gets a prompt (req) through the gateway,
+// for who (whose workspace is ws); a question of the server on the way
+// goes where one during a tool call goes. Other requests: nil.
+func (s *Server) readOrGet(ctx context.Context, method, server string, who caller, ws string, req sdk.Request) (sdk.Result, error) {
+	gw := s.opts.Gateway
+	ss, _ := req.GetSession().(*sdk.ServerSession)
+	rt := roundTrip{who: who, session: ss, server: server, ws: ws}
+	var run heldRun
+	switch r := req.(type) {
+	case *sdk.ReadResourceRequest:
+		rt.caps, rt.name, rt.state, rt.responses = r.ClientCapabilities(), method+" "+r.Params.URI, r.Params.RequestState, r.Params.InputResponses
+		rt.question = func(q sdk.InputRequestMap, state string) sdk.Result {
+			return askedInResult{&sdk.ReadResourceResult{InputRequests: q, RequestState: state}}
+		}
+		run = func(ctx context.Context, ask Asker) (sdk.Result, error) {
+			return asResult(gw.ReadResource(context.WithValue(ctx, askerKey{}, ask), ws, r.Params.URI))
+		}
+	case *sdk.GetPromptRequest:
+		rt.caps, rt.name, rt.state, rt.responses = r.ClientCapabilities(), method+" "+r.Params.Name, r.Params.RequestState, r.Params.InputResponses
+		rt.args, _ = json.Marshal(r.Params.Arguments)
+		rt.question = func(q sdk.InputRequestMap, state string) sdk.Result {
+			return askedInResult{&sdk.GetPromptResult{InputRequests: q, RequestState: state}}
+		}
+		run = func(ctx context.Context, ask Asker) (sdk.Result, error) {
+			return asResult(gw.GetPrompt(context.WithValue(ctx, askerKey{}, ask), ws, r.Params.Name, r.Params.Arguments))
+		}
+	default:
+		return nil, nil
+	}
+	if rt.asksInResults() {
+		return s.callAskingInResults(ctx, rt, run)
+	}
+	return run(ctx, s.asker(ctx, ss, server, ws))
 }
 
 // rpcError is the JSON-RPC error of a forwarded request's failure: the

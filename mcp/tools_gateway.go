@@ -228,9 +228,9 @@ func (g *gatewayTools) view(ws string, kind listKind) string {
 
 // shown filters the answer of a tools/list for ss, whose token's
 // workspace is ws: the tools of servers ws does not see leave it. It
-// records what ss was shown.
+// records what ss was shown (nil: a stateless request, nothing to record).
 func (g *gatewayTools) shown(ss *sdk.ServerSession, ws string, res *sdk.ListToolsResult) {
-	if g == nil || ss == nil {
+	if g == nil {
 		return
 	}
 	if off := g.off(ws); len(off) > 0 && res != nil {
@@ -245,6 +245,9 @@ func (g *gatewayTools) shown(ss *sdk.ServerSession, ws string, res *sdk.ListTool
 
 // saw records that ss, whose workspace is ws, was shown the list kind.
 func (g *gatewayTools) saw(ss *sdk.ServerSession, ws string, kind listKind) {
+	if ss == nil {
+		return
+	}
 	seen := g.view(ws, kind)
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -390,8 +393,22 @@ func (g *gatewayTools) register(t *sdk.Tool) {
 	g.s.mcp.AddTool(t, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		gt, _ := g.lookup(name)
 		ws := callerWorkspace(ctx).Path
-		ctx = context.WithValue(ctx, askerKey{}, g.s.asker(ctx, req.Session, gt.Server, ws))
-		res, err := g.s.opts.Gateway.Call(ctx, ws, name, req.Params.Arguments)
+		call := func(ctx context.Context, ask Asker) (sdk.Result, error) {
+			return asResult(g.s.opts.Gateway.Call(context.WithValue(ctx, askerKey{}, ask), ws, name, req.Params.Arguments))
+		}
+		rt := roundTrip{who: callerFrom(ctx), session: req.Session, caps: req.ClientCapabilities(), name: name, args: req.Params.Arguments,
+			state: req.Params.RequestState, responses: req.Params.InputResponses, server: gt.Server, ws: ws,
+			question: func(q sdk.InputRequestMap, state string) sdk.Result {
+				return &sdk.CallToolResult{InputRequests: q, RequestState: state}
+			}}
+		var r sdk.Result
+		var err error
+		if rt.asksInResults() {
+			r, err = g.s.callAskingInResults(ctx, rt, call)
+		} else {
+			r, err = call(ctx, g.s.asker(ctx, req.Session, gt.Server, ws))
+		}
+		res, _ := r.(*sdk.CallToolResult)
 		if err == nil && res == nil {
 			err = errors.New("the gateway answered nothing")
 		}
