@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -351,5 +352,39 @@ func TestBridgeLetsTheNewestClientFallBackToASession(t *testing.T) {
 	}
 	if _, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "grow", Arguments: map[string]any{}}); err != nil {
 		t.Fatalf("a call in the session: %v\nstderr: %s", err, stderr)
+	}
+}
+
+// A server's JSON-RPC error answered with a 4xx status reaches the
+// client as the server wrote it, under the request's id: here a server
+// with sessions only refuses a stateless tools/call, naming the versions
+// it takes.
+func TestBridgePassesTheServersRefusalOnAsItIs(t *testing.T) {
+	s := newBridgeServer(t)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var stderr testenv.SyncBuffer
+	go func() {
+		Run(t.Context(), inR, outW, &stderr, s.find(""))
+		outW.Close()
+	}()
+	go func() {
+		_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"grow","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`+"\n")
+	}()
+	var answer struct {
+		ID    json.RawMessage `json:"id"`
+		Error struct {
+			Code int64 `json:"code"`
+			Data struct {
+				Supported []string `json:"supported"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	if err := json.NewDecoder(outR).Decode(&answer); err != nil {
+		t.Fatalf("read the answer: %v\nstderr: %s", err, &stderr)
+	}
+	inW.Close()
+	if string(answer.ID) != "7" || answer.Error.Code != sdk.CodeUnsupportedProtocolVersion || !slices.Contains(answer.Error.Data.Supported, "2025-11-25") {
+		t.Fatalf("answer %+v, want the server's unsupported-version error for id 7, naming 2025-11-25", answer)
 	}
 }
