@@ -78,6 +78,33 @@ func (s *bridgeServer) restart(token string) {
 	s.handler.Store(&h)
 }
 
+// progressAndCancel calls the tool slow as cs, checks that its progress
+// reaches the client, cancels it and checks that the cancellation reaches
+// the server's handler.
+func (s *bridgeServer) progressAndCancel(t *testing.T, cs *sdk.ClientSession, progress <-chan string, stderr *testenv.SyncBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	params := &sdk.CallToolParams{Name: "slow", Arguments: map[string]any{}}
+	params.SetProgressToken("p1")
+	callErr := make(chan error, 1)
+	go func() { _, err := cs.CallTool(ctx, params); callErr <- err }()
+	select {
+	case msg := <-progress:
+		if msg != "halfway" {
+			t.Fatalf("progress message %q", msg)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no progress reached the client\nstderr: %s", stderr)
+	}
+	cancel()
+	select {
+	case <-s.cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the cancellation did not reach the server\nstderr: %s", stderr)
+	}
+	<-callErr
+}
+
 func (s *bridgeServer) find(ws string) func() (Target, error) {
 	return func() (Target, error) {
 		return Target{URL: s.http.URL + mcp.Path, Token: s.token.Load().(string), Workspace: ws}, nil
@@ -124,26 +151,7 @@ func TestBridgePassesProgressCancellationAndListChanges(t *testing.T) {
 
 	// Progress reaches the client; the client's cancellation reaches the
 	// server's handler.
-	ctx, cancel := context.WithCancel(t.Context())
-	params := &sdk.CallToolParams{Name: "slow", Arguments: map[string]any{}}
-	params.SetProgressToken("p1")
-	callErr := make(chan error, 1)
-	go func() { _, err := cs.CallTool(ctx, params); callErr <- err }()
-	select {
-	case msg := <-progress:
-		if msg != "halfway" {
-			t.Fatalf("progress message %q", msg)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("no progress reached the client\nstderr: %s", stderr)
-	}
-	cancel()
-	select {
-	case <-s.cancelled:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("the cancellation did not reach the server\nstderr: %s", stderr)
-	}
-	<-callErr
+	s.progressAndCancel(t, cs, progress, stderr)
 
 	// A change of the tool list, sent outside any request, reaches the
 	// client on the stream the bridge keeps open.
@@ -302,26 +310,7 @@ func TestBridgePassesTheStatelessProtocolRequestByRequest(t *testing.T) {
 		t.Fatalf("protocol %q through the bridge, want 2026-07-28\nstderr: %s", got, stderr)
 	}
 
-	ctx, cancel := context.WithCancel(t.Context())
-	params := &sdk.CallToolParams{Name: "slow", Arguments: map[string]any{}}
-	params.SetProgressToken("p1")
-	callErr := make(chan error, 1)
-	go func() { _, err := cs.CallTool(ctx, params); callErr <- err }()
-	select {
-	case msg := <-progress:
-		if msg != "halfway" {
-			t.Fatalf("progress message %q", msg)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("no progress reached the client\nstderr: %s", stderr)
-	}
-	cancel()
-	select {
-	case <-s.cancelled:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("the cancellation did not reach the server\nstderr: %s", stderr)
-	}
-	<-callErr
+	s.progressAndCancel(t, cs, progress, stderr)
 
 	s.restart("token-2")
 	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "grow", Arguments: map[string]any{}})
