@@ -164,14 +164,18 @@ func TestEveryStatelessRequestShowsItsOwnToken(t *testing.T) {
 
 func TestARequestDeclaringTheStatelessEraBadlyGetsAClearError(t *testing.T) {
 	h := newHarness(t)
+	// Each is answered 400 with a JSON-RPC error saying what is wrong.
 	cases := []struct {
 		name, header, body, want string
-		status                   int
+		// named: with the Mcp-Method and Mcp-Name headers.
+		named bool
 	}{
-		{"_meta without the header", "", statelessCall(ToolProjectList), "header is required", http.StatusBadRequest},
-		{"the header without _meta", ProtocolStateless, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`, metaProtocolVersion, http.StatusBadRequest},
-		{"header and _meta that differ", "2026-08-01", statelessCall(ToolProjectList), "does not match", http.StatusBadRequest},
-		{"initialize", ProtocolStateless, initializeBody, "_meta", http.StatusBadRequest},
+		{"_meta without the header", "", statelessCall(ToolProjectList), "header is required", false},
+		{"the header without _meta", ProtocolStateless, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`, metaProtocolVersion, false},
+		{"header and _meta that differ", "2026-08-01", statelessCall(ToolProjectList), "does not match", false},
+		{"initialize", ProtocolStateless, initializeBody, "_meta", false},
+		{"no Mcp-Method", ProtocolStateless, statelessCall(ToolProjectList), "Mcp-Method", false},
+		{"a version the server does not know", "2027-01-01", strings.ReplaceAll(statelessCall(ToolProjectList), ProtocolStateless, "2027-01-01"), `"supported":["2026-07-28","2025-11-25"`, true},
 	}
 	for _, c := range cases {
 		hdr := mcpHeaders()
@@ -179,11 +183,15 @@ func TestARequestDeclaringTheStatelessEraBadlyGetsAClearError(t *testing.T) {
 		if c.header != "" {
 			hdr.Set(protocolHeader, c.header)
 		}
+		if c.named {
+			hdr.Set("Mcp-Method", "tools/call")
+			hdr.Set("Mcp-Name", ToolProjectList)
+		}
 		resp := h.rawRequest(http.MethodPost, Path, hdr, strings.NewReader(c.body))
 		var body bytes.Buffer
 		_, _ = body.ReadFrom(resp.Body)
-		if resp.StatusCode != c.status || !strings.Contains(body.String(), c.want) {
-			t.Errorf("%s: HTTP %d %s, want %d saying %q", c.name, resp.StatusCode, body.String(), c.status, c.want)
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body.String(), c.want) {
+			t.Errorf("%s: HTTP %d %s, want 400 saying %q", c.name, resp.StatusCode, body.String(), c.want)
 		}
 	}
 	hdr := mcpHeaders()
