@@ -30,8 +30,8 @@ import (
 )
 
 func main() {
-	if os.Getenv(bareEnv) == "1" {
-		os.Exit(runBareServer())
+	if mode := os.Getenv(bareEnv); mode != "" {
+		os.Exit(runBareServer(mode == "stateless"))
 	}
 	os.Exit(run())
 }
@@ -43,6 +43,10 @@ type options struct {
 	quick    bool
 	only     string
 	sizes    []int
+	// gc are further garbage collector settings to measure serve with,
+	// side by side with its own (part cpu), e.g. "GOGC=100" or
+	// "GOGC=400 GOMEMLIMIT=24MiB".
+	gc []string
 }
 
 func run() int {
@@ -51,7 +55,13 @@ func run() int {
 	flag.StringVar(&o.cacheDir, "cache", filepath.Join(os.TempDir(), "codehydra-bench-cache"), "where generated repositories are kept between runs")
 	flag.BoolVar(&o.quick, "quick", false, "small sizes and short runs, to check that the bench works")
 	flag.StringVar(&o.only, "only", "", "run only these parts (comma-separated: status, create, server, cpu, gui, gateway, sandbox, hibernate) and print; with -out given, write only the sections of their own (gateway, sandbox, hibernate)")
+	gc := flag.String("gc", "", "also measure the CPU per call of serve with these garbage collector settings, side by side (comma-separated; each e.g. \"GOGC=100\" or \"GOGC=400 GOMEMLIMIT=24MiB\")")
 	flag.Parse()
+	if *gc != "" {
+		for _, s := range strings.Split(*gc, ",") {
+			o.gc = append(o.gc, strings.TrimSpace(s))
+		}
+	}
 	if o.only != "" && !flagGiven("out") {
 		o.out = ""
 	}
