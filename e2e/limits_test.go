@@ -26,7 +26,7 @@ func TestServeLimitsMCPSessionsAsTheSettingsSay(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	dial := func() (*mcp.Remote, error) {
-		return mcp.Dial(ctx, mcp.DialOptions{URL: app.info.MCPURL, Token: app.info.Token})
+		return mcp.Dial(ctx, mcp.DialOptions{URL: app.info.MCPURL, Token: app.info.Token, Protocol: mcp.ProtocolSessions})
 	}
 
 	first, err := dial()

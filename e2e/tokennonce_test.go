@@ -36,7 +36,7 @@ func TestAWorkspaceMadeAgainAtItsPathGetsANewTokenAndTheOldOneIsRefused(t *testi
 		t.Fatalf("mcp-config printed %q, the agent has %q", got, old)
 	}
 	app.poll(t, "the agent to connect with its token", func() bool { return agentMCPStatus(t, agentRecord(t, one)) == "connected" })
-	open, err := mcp.Dial(t.Context(), mcp.DialOptions{URL: app.info.MCPURL, Token: old, WorkspacePath: one})
+	open, err := mcp.Dial(t.Context(), mcp.DialOptions{URL: app.info.MCPURL, Token: old, WorkspacePath: one, Protocol: mcp.ProtocolSessions})
 	if err != nil {
 		t.Fatalf("dial with the workspace's token: %v", err)
 	}

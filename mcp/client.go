@@ -17,11 +17,6 @@ import (
 	"codehydra/workspace"
 )
 
-// clientProtocolVersion is the version the Remote client asks for. The
-// server keeps sessions (Mcp-Session-Id), which the newest, sessionless
-// protocol does not have; asking for it would cost a refused round trip.
-const clientProtocolVersion = "2025-11-25"
-
 // DialOptions say where a Remote connects.
 type DialOptions struct {
 	// URL and Token come from the instance file of the running app.
@@ -31,10 +26,17 @@ type DialOptions struct {
 	WorkspacePath string
 	// Version is reported as the client version.
 	Version string
+	// Protocol is the protocol version to ask for: "" for the newest
+	// (stateless), ProtocolSessions for a session as before 2026-07-28.
+	Protocol string
 }
 
-// Remote is one MCP session with a running CodeHydra, as the command line
-// uses it: call a tool, get its JSON or a *ToolError.
+// Remote is one MCP client of a running CodeHydra, as the command line
+// uses it: call a tool, get its JSON or a *ToolError. It speaks the
+// newest protocol, stateless: a command costs server/discover and one
+// POST per call, and holds none of the server's session places. A
+// CodeHydra from before 2026-07-28 answers discover with its own
+// versions, and the client opens a session with it instead.
 type Remote struct {
 	session   *sdk.ClientSession
 	transport *http.Transport
@@ -48,7 +50,7 @@ type ToolError struct {
 
 func (e *ToolError) Error() string { return e.Message + " (" + string(e.Code) + ")" }
 
-// Dial opens a session with the MCP server at o.URL.
+// Dial connects to the MCP server at o.URL.
 func Dial(ctx context.Context, o DialOptions) (*Remote, error) {
 	header := http.Header{}
 	header.Set("Authorization", "Bearer "+o.Token)
@@ -68,7 +70,7 @@ func Dial(ctx context.Context, o DialOptions) (*Remote, error) {
 		HTTPClient:           hc,
 		MaxRetries:           -1,
 		DisableStandaloneSSE: true,
-	}, &sdk.ClientSessionOptions{ProtocolVersion: clientProtocolVersion})
+	}, &sdk.ClientSessionOptions{ProtocolVersion: o.Protocol})
 	if err != nil {
 		base.CloseIdleConnections()
 		if why := ht.refusal(); why != "" {
@@ -105,7 +107,8 @@ func (r *Remote) Call(ctx context.Context, tool string, args any) (json.RawMessa
 	return json.RawMessage(text), nil
 }
 
-// Close ends the session (the server forgets it) and drops connections.
+// Close ends the client (and a session, with a CodeHydra that keeps
+// them) and drops its connections.
 func (r *Remote) Close() error {
 	err := r.session.Close()
 	r.transport.CloseIdleConnections()

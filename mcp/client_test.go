@@ -38,6 +38,21 @@ func TestRemoteCallsToolsAndReportsToolErrors(t *testing.T) {
 	if got := te.Error(); got != te.Message+" (project-not-found)" {
 		t.Fatalf("Error() = %q", got)
 	}
+	// The newest protocol: the command line keeps no session.
+	if n := h.srv.Sessions(); n != 0 {
+		t.Fatalf("%d sessions, want none", n)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	r, err = Dial(ctx, DialOptions{URL: h.srv.URL(), Token: h.token.Value(), WorkspacePath: ws.Path, Protocol: ProtocolSessions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Call(ctx, ToolGetStatus, nil); err != nil {
+		t.Fatal(err)
+	}
 	if n := h.srv.Sessions(); n != 1 {
 		t.Fatalf("%d sessions, want 1", n)
 	}
@@ -57,8 +72,17 @@ func TestDialFailsWithWrongToken(t *testing.T) {
 func TestDialSaysWhyTheServerRefusedTheSession(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.MaxSessions = 1 })
 	h.session("")
-	_, err := Dial(context.Background(), DialOptions{URL: h.srv.URL(), Token: h.token.Value()})
+	_, err := Dial(context.Background(), DialOptions{URL: h.srv.URL(), Token: h.token.Value(), Protocol: ProtocolSessions})
 	if err == nil || !strings.Contains(err.Error(), "too many MCP sessions are open (limit 1)") || !strings.Contains(err.Error(), "mcpMaxSessions") {
 		t.Fatalf("Dial past the session cap: %v, want the server's reason", err)
+	}
+	// The newest protocol opens no session, so the cap does not apply.
+	r, err := Dial(context.Background(), DialOptions{URL: h.srv.URL(), Token: h.token.Value()})
+	if err != nil {
+		t.Fatalf("a stateless Dial with every session place taken: %v", err)
+	}
+	defer r.Close()
+	if _, err := r.Call(context.Background(), ToolProjectList, nil); err != nil {
+		t.Fatalf("a stateless call with every session place taken: %v", err)
 	}
 }

@@ -238,7 +238,7 @@ func (h *harness) sessionNotified(token, wsPath string, changed chan<- struct{})
 		Endpoint:   h.srv.URL(),
 		HTTPClient: &http.Client{Transport: &headerTransport{base: newTransport(h.t), header: hdr}},
 		MaxRetries: -1,
-	}, &sdk.ClientSessionOptions{ProtocolVersion: clientProtocolVersion})
+	}, &sdk.ClientSessionOptions{ProtocolVersion: ProtocolSessions})
 	if err != nil {
 		h.t.Fatalf("connect: %v", err)
 	}

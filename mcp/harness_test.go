@@ -178,7 +178,7 @@ func (h *harness) sessionWith(rt http.RoundTripper) *sdk.ClientSession {
 		HTTPClient:           &http.Client{Transport: rt},
 		MaxRetries:           -1,
 		DisableStandaloneSSE: true,
-	}, &sdk.ClientSessionOptions{ProtocolVersion: clientProtocolVersion})
+	}, &sdk.ClientSessionOptions{ProtocolVersion: ProtocolSessions})
 	if err != nil {
 		h.t.Fatalf("connect: %v", err)
 	}

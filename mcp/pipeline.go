@@ -36,8 +36,9 @@ func (s *Server) toolCallMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 		ctx = tracectx.Extract(ctx, requestMeta(req), requestHeader(req))
 		ctx, end := s.tel.startRequest(ctx, method)
 		defer func() { end(err) }()
-		if ss, ok := req.GetSession().(*sdk.ServerSession); ok {
-			takePlace(ctx, ss)
+		takePlace(ctx, sessionOf(ctx, req))
+		if ss, ok := req.GetSession().(*sdk.ServerSession); ok && method == "subscriptions/listen" && isStateless(ctx) {
+			defer s.places.listening(ss, callerOf(req))()
 		}
 		call, ok := req.(*sdk.CallToolRequest)
 		if method != "tools/call" || !ok {
@@ -48,8 +49,7 @@ func (s *Server) toolCallMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 			case "resources/list", "resources/templates/list", "prompts/list":
 				res, err := next(ctx, method, req)
 				if err == nil {
-					ss, _ := req.GetSession().(*sdk.ServerSession)
-					s.gw.filterList(ss, callerOf(req).ws.Path, res)
+					s.gw.filterList(sessionOf(ctx, req), callerOf(req).ws.Path, res)
 				}
 				return res, err
 			case "resources/read", "prompts/get", "resources/subscribe", "resources/unsubscribe":
@@ -71,8 +71,7 @@ func (s *Server) toolCallMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 			s.gw.awaitFirst(ctx)
 			res, err := next(ctx, method, req)
 			if lr, ok := res.(*sdk.ListToolsResult); ok && err == nil {
-				ss, _ := req.GetSession().(*sdk.ServerSession)
-				s.gw.shown(ss, callerOf(req).ws.Path, lr)
+				s.gw.shown(sessionOf(ctx, req), callerOf(req).ws.Path, lr)
 			}
 			return res, err
 		}

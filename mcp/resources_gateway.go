@@ -166,9 +166,10 @@ func (g *gatewayTools) catalog(server string) (GatewayCatalog, bool) {
 
 // filterList takes out of a resources/list, resources/templates/list or
 // prompts/list answer for ss (whose token's workspace is ws) the items of
-// the servers ws does not see, and records what ss was shown.
+// the servers ws does not see, and records what ss was shown (nil: a
+// stateless request, nothing to record).
 func (g *gatewayTools) filterList(ss *sdk.ServerSession, ws string, res sdk.Result) {
-	if g == nil || ss == nil {
+	if g == nil {
 		return
 	}
 	off := g.off(ws)

@@ -187,7 +187,7 @@ func (h *harness) listChanges(token string) (cs *sdk.ClientSession, resources, p
 		Endpoint:   h.srv.URL(),
 		HTTPClient: &http.Client{Transport: &headerTransport{base: newTransport(h.t), header: http.Header{"Authorization": {"Bearer " + token}}}},
 		MaxRetries: -1,
-	}, &sdk.ClientSessionOptions{ProtocolVersion: clientProtocolVersion})
+	}, &sdk.ClientSessionOptions{ProtocolVersion: ProtocolSessions})
 	if err != nil {
 		h.t.Fatalf("connect: %v", err)
 	}

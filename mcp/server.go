@@ -311,12 +311,15 @@ func orDefault[T ~int | ~int64 | ~float64](v *T, def T) {
 	}
 }
 
-// newHTTPServer wraps the SDK's Streamable HTTP handler in the access
+// newHTTPServer wraps the SDK's Streamable HTTP handlers in the access
 // checks, outermost first: refuse while closing, Host, Origin, then on the
-// endpoint the token, the body limit, the session cap and the
-// after-response hooks.
+// endpoint the token, the connection's place and the body limit. Then
+// each request goes to the side of its protocol era (era.go): the
+// stateless handler, or the session cap and the session handler. The
+// after-response hooks run on both.
 func (s *Server) newHTTPServer(sdkLogger *slog.Logger) *http.Server {
-	streamable := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.mcp }, &sdk.StreamableHTTPOptions{
+	server := func(*http.Request) *sdk.Server { return s.mcp }
+	sessions := sdk.NewStreamableHTTPHandler(server, &sdk.StreamableHTTPOptions{
 		Logger:              sdkLogger,
 		MaxRequestBodyBytes: s.opts.MaxBody,
 		// Counted from the end of a session's last POST: an open event
@@ -325,8 +328,17 @@ func (s *Server) newHTTPServer(sdkLogger *slog.Logger) *http.Server {
 		// DisableLocalhostProtection stays false: the SDK's DNS-rebinding
 		// check runs behind checkHost as a second line.
 	})
+	stateless := sdk.NewStreamableHTTPHandler(server, &sdk.StreamableHTTPOptions{
+		Stateless:           true,
+		Logger:              sdkLogger,
+		MaxRequestBodyBytes: s.opts.MaxBody,
+		// The POST is the whole call: a client that gives up on it
+		// cancels the call, as notifications/cancelled does in a session.
+		PropagateRequestCancellation: true,
+	})
 	mux := http.NewServeMux()
-	mux.Handle(Path, checkToken(s.ids, s.gate.requireAuthPlace(limitBody(s.opts.MaxBody, s.limitSessions(s.trackCalls(streamable))))))
+	mux.Handle(Path, checkToken(s.ids, s.gate.requireAuthPlace(limitBody(s.opts.MaxBody,
+		byEra(s.trackCalls(stateless), s.limitSessions(s.trackCalls(sessions)))))))
 	return &http.Server{
 		Handler:           s.refuseWhenClosing(checkHost(&s.port, checkOrigin(mux))),
 		ConnState:         s.trackNewConns,
@@ -439,11 +451,14 @@ func (s *Server) URL() string {
 	return "http://" + net.JoinHostPort(a.IP.String(), strconv.Itoa(a.Port)) + Path
 }
 
-// Sessions counts the MCP sessions currently open.
+// Sessions counts the MCP sessions currently open (of clients of
+// protocol 2025-11-25 and before: a stateless request opens none).
 func (s *Server) Sessions() int {
 	n := 0
-	for range s.mcp.Sessions() {
-		n++
+	for ss := range s.mcp.Sessions() {
+		if ss.ID() != "" {
+			n++
+		}
 	}
 	return n
 }

@@ -153,7 +153,7 @@ func TestShutdownWithOpenSessionsLeavesNoGoroutines(t *testing.T) {
 			// One client keeps the standalone event stream (a GET that
 			// never ends by itself) open.
 			DisableStandaloneSSE: i != 0,
-		}, &sdk.ClientSessionOptions{ProtocolVersion: clientProtocolVersion})
+		}, &sdk.ClientSessionOptions{ProtocolVersion: ProtocolSessions})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -76,6 +76,26 @@ type sessionPlaces struct {
 	all    int
 	byName map[string]int
 	open   map[*sessionPlace]*sdk.ServerSession
+	// listens are the stateless era's subscriptions/listen streams under
+	// way, by the session each lives in, with their callers: they hold no
+	// place, but end with their workspace as a session does.
+	listens map[*sdk.ServerSession]caller
+}
+
+// listening keeps ss, whose subscriptions/listen who made, among the
+// streams closeStaleSessions ends, until the returned func is called.
+func (sp *sessionPlaces) listening(ss *sdk.ServerSession, who caller) (done func()) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if sp.listens == nil {
+		sp.listens = map[*sdk.ServerSession]caller{}
+	}
+	sp.listens[ss] = who
+	return func() {
+		sp.mu.Lock()
+		defer sp.mu.Unlock()
+		delete(sp.listens, ss)
+	}
 }
 
 // reserveSession takes a place for a session about to be opened by who,
@@ -150,23 +170,25 @@ func (p *sessionPlace) endRequest() {
 }
 
 // closeStaleSessions closes every session opened with a workspace token
-// that would be refused now: its workspace is gone, or another workspace
-// (a new registration) has its path.
+// that would be refused now, and every listen stream of such a token: its
+// workspace is gone, or another workspace (a new registration) has its
+// path.
 func (s *Server) closeStaleSessions() {
 	sp := &s.places
 	sp.mu.Lock()
-	held := make(map[*sessionPlace]*sdk.ServerSession, len(sp.open))
+	held := make(map[*sdk.ServerSession]caller, len(sp.open)+len(sp.listens))
 	for p, ss := range sp.open {
-		if !p.who.isUser() {
-			held[p] = ss
-		}
+		held[ss] = p.who
+	}
+	for ss, who := range sp.listens {
+		held[ss] = who
 	}
 	sp.mu.Unlock()
-	for p, ss := range held {
-		if s.ids.current(p.who) {
+	for ss, who := range held {
+		if who.isUser() || s.ids.current(who) {
 			continue
 		}
-		s.log.Info("closing an MCP session of a workspace that is gone", slog.String("workspace", p.who.name()))
+		s.log.Info("closing an MCP session of a workspace that is gone", slog.String("workspace", who.name()))
 		_ = ss.Close()
 	}
 }

@@ -228,9 +228,9 @@ func (g *gatewayTools) view(ws string, kind listKind) string {
 
 // shown filters the answer of a tools/list for ss, whose token's
 // workspace is ws: the tools of servers ws does not see leave it. It
-// records what ss was shown.
+// records what ss was shown (nil: a stateless request, nothing to record).
 func (g *gatewayTools) shown(ss *sdk.ServerSession, ws string, res *sdk.ListToolsResult) {
-	if g == nil || ss == nil {
+	if g == nil {
 		return
 	}
 	if off := g.off(ws); len(off) > 0 && res != nil {
@@ -245,6 +245,9 @@ func (g *gatewayTools) shown(ss *sdk.ServerSession, ws string, res *sdk.ListTool
 
 // saw records that ss, whose workspace is ws, was shown the list kind.
 func (g *gatewayTools) saw(ss *sdk.ServerSession, ws string, kind listKind) {
+	if ss == nil {
+		return
+	}
 	seen := g.view(ws, kind)
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -58,7 +58,7 @@ func (h *harness) progressSession(wsPath string, got func(*sdk.ProgressNotificat
 	cs, err := client.Connect(context.Background(), &sdk.StreamableClientTransport{
 		Endpoint: h.srv.URL(), HTTPClient: &http.Client{Transport: &headerTransport{base: newTransport(h.t), header: hdr}},
 		MaxRetries: -1, DisableStandaloneSSE: true,
-	}, &sdk.ClientSessionOptions{ProtocolVersion: clientProtocolVersion})
+	}, &sdk.ClientSessionOptions{ProtocolVersion: ProtocolSessions})
 	if err != nil {
 		h.t.Fatalf("connect: %v", err)
 	}

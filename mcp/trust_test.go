@@ -251,7 +251,7 @@ func TestWorkspaceTokenCannotUseTheUsersSession(t *testing.T) {
 	hdr := mcpHeaders()
 	hdr.Set("Authorization", "Bearer "+h.tokenOf(a.Path))
 	hdr.Set("Mcp-Session-Id", user.ID())
-	hdr.Set("Mcp-Protocol-Version", clientProtocolVersion)
+	hdr.Set("Mcp-Protocol-Version", ProtocolSessions)
 	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"project_remove","arguments":{"path":"` + h.project + `"}}}`
 	if code := h.rawRequest(http.MethodPost, Path, hdr, strings.NewReader(body)).StatusCode; code != http.StatusForbidden {
 		t.Fatalf("A's token on the user's session: HTTP %d, want 403", code)

@@ -18,6 +18,8 @@ and forwards every message to CodeHydra's MCP server, so a client's config
 names only this command: no port and no token, which change when CodeHydra
 restarts or the token is rotated. When CodeHydra restarts, or closes an idle
 session, while the client runs, the next message opens a new session.
+Clients of protocol 2026-07-28, which open no session, pass through too:
+each request goes on its own.
 
 Without --workspace the client acts as you, with your master token: every
 tool, on every project; workspace_* tools answer invalid-input. With

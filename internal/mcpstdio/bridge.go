@@ -32,6 +32,10 @@ import (
 const (
 	sessionHeader  = "Mcp-Session-Id"
 	protocolHeader = "Mcp-Protocol-Version"
+	// Since 2026-07-28, a request names its method, and the tool, prompt
+	// or resource it is for, in headers too.
+	methodHeader = "Mcp-Method"
+	nameHeader   = "Mcp-Name"
 )
 
 // notRunningCode is the JSON-RPC error code of an answer the bridge gives
@@ -65,6 +69,12 @@ type bridge struct {
 	stopStream   context.CancelFunc
 	streamWanted bool
 	streams      sync.WaitGroup
+	// stateless is the protocol version of the client's last request
+	// that named one in its _meta (2026-07-28 on: no session), "" before.
+	stateless string
+	// calls cancel the HTTP requests of the stateless requests under
+	// way, by JSON-RPC id: such a request is cancelled by dropping it.
+	calls map[string]context.CancelFunc
 }
 
 func newBridge(out, stderr io.Writer, find func() (Target, error)) *bridge {
@@ -75,10 +85,36 @@ func newBridge(out, stderr io.Writer, find func() (Target, error)) *bridge {
 
 // rpcMessage is what the bridge reads of a message: enough to tell a
 // request (method and id) from a notification (method, no id) and a
-// response (id, no method).
+// response (id, no method), and, for the stateless protocol, the
+// version, name and cancelled request it names.
 type rpcMessage struct {
 	ID     json.RawMessage `json:"id,omitempty"`
 	Method string          `json:"method,omitempty"`
+	Params struct {
+		Meta      map[string]any  `json:"_meta"`
+		Name      string          `json:"name"`
+		URI       string          `json:"uri"`
+		RequestID json.RawMessage `json:"requestId"`
+	} `json:"params"`
+}
+
+// version is the protocol version the message names in its _meta, which
+// a request of 2026-07-28 and later does: "" for none.
+func (m rpcMessage) version() string {
+	v, _ := m.Params.Meta["io.modelcontextprotocol/protocolVersion"].(string)
+	return v
+}
+
+// name is what the Mcp-Name header says of the message: the tool,
+// prompt or resource it is for.
+func (m rpcMessage) name() string {
+	switch m.Method {
+	case "tools/call", "prompts/get":
+		return m.Params.Name
+	case "resources/read":
+		return m.Params.URI
+	}
+	return ""
 }
 
 func (m rpcMessage) isRequest() bool {
@@ -136,6 +172,10 @@ func (b *bridge) run(ctx context.Context, in io.Reader) int {
 
 // forward posts one message and passes on what answers it.
 func (b *bridge) forward(ctx context.Context, msg rpcMessage, line []byte) {
+	if b.isStateless(msg) {
+		b.forwardStateless(ctx, msg, line)
+		return
+	}
 	if msg.Method == "initialize" {
 		b.mu.Lock()
 		b.initialize = line
@@ -176,12 +216,22 @@ func (b *bridge) forward(ctx context.Context, msg rpcMessage, line []byte) {
 
 // relay writes what the server answered to a message to the client: one
 // JSON message, or the events of a stream (progress, then the result).
+// A refusal with a JSON-RPC error (a protocol version the server does
+// not take, a missing header) is passed on as the server wrote it, for
+// the client to act on.
 func (b *bridge) relay(resp *http.Response, msg rpcMessage) error {
 	switch ct := resp.Header.Get("Content-Type"); {
 	case resp.StatusCode == http.StatusAccepted:
 		return nil
 	case resp.StatusCode != http.StatusOK:
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		if answer, ok := rpcError(body, msg.ID); ok && msg.isRequest() {
+			b.write(answer)
+			return nil
+		}
+		if len(body) > 4096 {
+			body = body[:4096]
+		}
 		return fmt.Errorf("CodeHydra's MCP server answered %s: %s", resp.Status, strings.TrimSpace(string(body)))
 	case strings.HasPrefix(ct, "text/event-stream"):
 		return readEvents(resp.Body, func(data []byte) {
@@ -274,8 +324,25 @@ func (b *bridge) postInitialize(ctx context.Context, line []byte) (*http.Respons
 	return resp, nil
 }
 
+// rpcError is body, a JSON-RPC error answer, as the answer to the
+// request id (the server may not have read the id it refused).
+func rpcError(body []byte, id json.RawMessage) ([]byte, bool) {
+	var answer map[string]json.RawMessage
+	if json.Unmarshal(body, &answer) != nil || len(answer["error"]) == 0 || string(answer["error"]) == "null" {
+		return nil, false
+	}
+	answer["id"] = id
+	out, err := json.Marshal(answer)
+	return out, err == nil
+}
+
 // do sends one HTTP request to the target.
 func (b *bridge) do(ctx context.Context, method string, t Target, session, protocol string, body []byte) (*http.Response, error) {
+	return b.doWith(ctx, method, t, session, protocol, body, nil)
+}
+
+// doWith is do with more headers.
+func (b *bridge) doWith(ctx context.Context, method string, t Target, session, protocol string, body []byte, more http.Header) (*http.Response, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -298,6 +365,9 @@ func (b *bridge) do(ctx context.Context, method string, t Target, session, proto
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range more {
+		req.Header[k] = v
+	}
 	return b.http.Do(req)
 }
 

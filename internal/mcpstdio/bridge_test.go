@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,13 +29,18 @@ type bridgeServer struct {
 	handler   atomic.Pointer[http.Handler]
 	token     atomic.Value // string
 	cancelled chan struct{}
-	mu        sync.Mutex
-	seen      []http.Header
+	// httpOpts are the options of the SDK's HTTP handler (nil: sessions).
+	httpOpts *sdk.StreamableHTTPOptions
+	mu       sync.Mutex
+	seen     []http.Header
 }
 
-func newBridgeServer(t *testing.T) *bridgeServer {
+func newBridgeServer(t *testing.T) *bridgeServer { return newBridgeServerWith(t, nil) }
+
+// newBridgeServerWith is newBridgeServer with the SDK handler's options.
+func newBridgeServerWith(t *testing.T, opts *sdk.StreamableHTTPOptions) *bridgeServer {
 	t.Helper()
-	s := &bridgeServer{cancelled: make(chan struct{}, 1)}
+	s := &bridgeServer{cancelled: make(chan struct{}, 1), httpOpts: opts}
 	s.restart("token-1")
 	s.http = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
@@ -67,7 +73,7 @@ func (s *bridgeServer) restart(token string) {
 		})
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "ok"}}}, nil, nil
 	})
-	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, s.httpOpts)
 	s.token.Store(token)
 	s.handler.Store(&h)
 }
@@ -278,5 +284,107 @@ func TestBridgeReadsBareCRStreamsAndRefusesAnEventOverItsLimit(t *testing.T) {
 	}
 	if text, err := call("small"); err != nil || text != "small" {
 		t.Fatalf("a call after the refused one: %q, %v\nstderr: %s", text, err, stderr)
+	}
+}
+
+// The bridge of a client of the stateless protocol (2026-07-28, the SDK
+// client's default) with a server that speaks it: each request goes on
+// its own with the protocol's headers and no session; progress comes
+// back in the request's stream; a cancellation drops the request; after
+// a restart (a new token) the next request finds the server again.
+func TestBridgePassesTheStatelessProtocolRequestByRequest(t *testing.T) {
+	s := newBridgeServerWith(t, &sdk.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true})
+	progress := make(chan string, 4)
+	cs, stderr, _ := connectBridge(t, s.find("/some/ws"), &sdk.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) { progress <- r.Params.Message },
+	})
+	if got := cs.InitializeResult().ProtocolVersion; got != "2026-07-28" {
+		t.Fatalf("protocol %q through the bridge, want 2026-07-28\nstderr: %s", got, stderr)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	params := &sdk.CallToolParams{Name: "slow", Arguments: map[string]any{}}
+	params.SetProgressToken("p1")
+	callErr := make(chan error, 1)
+	go func() { _, err := cs.CallTool(ctx, params); callErr <- err }()
+	select {
+	case msg := <-progress:
+		if msg != "halfway" {
+			t.Fatalf("progress message %q", msg)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no progress reached the client\nstderr: %s", stderr)
+	}
+	cancel()
+	select {
+	case <-s.cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the cancellation did not reach the server\nstderr: %s", stderr)
+	}
+	<-callErr
+
+	s.restart("token-2")
+	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "grow", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("a call after the restart: %v %v\nstderr: %s", res, err, stderr)
+	}
+	if !strings.Contains(stderr.String(), "found CodeHydra again") {
+		t.Fatalf("stderr does not say the server was found again: %s", stderr)
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, h := range s.seen {
+		if h.Get(mcp.WorkspaceHeader) != "/some/ws" || h.Get("Mcp-Session-Id") != "" || h.Get("Mcp-Protocol-Version") != "2026-07-28" || h.Get("Mcp-Method") == "" {
+			t.Fatalf("a stateless request went with the headers %v", h)
+		}
+	}
+}
+
+// A server that keeps sessions (a CodeHydra from before 2026-07-28)
+// answers the stateless client's server/discover with its own versions,
+// through the bridge: the client opens a session instead.
+func TestBridgeLetsTheNewestClientFallBackToASession(t *testing.T) {
+	s := newBridgeServer(t)
+	cs, stderr, _ := connectBridge(t, s.find(""), nil)
+	if got := cs.InitializeResult().ProtocolVersion; got != "2025-11-25" {
+		t.Fatalf("protocol %q, want 2025-11-25 from a server with sessions\nstderr: %s", got, stderr)
+	}
+	if _, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "grow", Arguments: map[string]any{}}); err != nil {
+		t.Fatalf("a call in the session: %v\nstderr: %s", err, stderr)
+	}
+}
+
+// A server's JSON-RPC error answered with a 4xx status reaches the
+// client as the server wrote it, under the request's id: here a server
+// with sessions only refuses a stateless tools/call, naming the versions
+// it takes.
+func TestBridgePassesTheServersRefusalOnAsItIs(t *testing.T) {
+	s := newBridgeServer(t)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var stderr testenv.SyncBuffer
+	go func() {
+		Run(t.Context(), inR, outW, &stderr, s.find(""))
+		outW.Close()
+	}()
+	go func() {
+		_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"grow","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`+"\n")
+	}()
+	var answer struct {
+		ID    json.RawMessage `json:"id"`
+		Error struct {
+			Code int64 `json:"code"`
+			Data struct {
+				Supported []string `json:"supported"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	if err := json.NewDecoder(outR).Decode(&answer); err != nil {
+		t.Fatalf("read the answer: %v\nstderr: %s", err, &stderr)
+	}
+	inW.Close()
+	if string(answer.ID) != "7" || answer.Error.Code != sdk.CodeUnsupportedProtocolVersion || !slices.Contains(answer.Error.Data.Supported, "2025-11-25") {
+		t.Fatalf("answer %+v, want the server's unsupported-version error for id 7, naming 2025-11-25", answer)
 	}
 }

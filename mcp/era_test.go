@@ -1,0 +1,369 @@
+package mcp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"maps"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"codehydra/workspace"
+)
+
+// Both protocol eras on one server (era.go): the real go-sdk client of
+// each, the default one (2026-07-28, stateless) and one that asks for
+// 2025-11-25 (sessions), against the real server over real HTTP.
+
+// eras are the clients' protocol versions: "" is the SDK client's
+// default, the newest.
+var eras = []struct{ name, version, want string }{
+	{"stateless", "", ProtocolStateless},
+	{"sessions", ProtocolSessions, ProtocolSessions},
+}
+
+// clientOf connects the SDK client of the protocol version (see eras)
+// with token and, when wsPath is not "", X-Workspace-Path, and checks
+// that it got the era it asked for.
+func (h *harness) clientOf(version, token, wsPath string) *sdk.ClientSession {
+	h.t.Helper()
+	return h.clientWith(version, token, wsPath, nil)
+}
+
+// clientWith is clientOf with the client's options.
+func (h *harness) clientWith(version, token, wsPath string, copts *sdk.ClientOptions) *sdk.ClientSession {
+	h.t.Helper()
+	hdr := http.Header{"Authorization": {"Bearer " + token}}
+	if wsPath != "" {
+		hdr.Set(WorkspaceHeader, wsPath)
+	}
+	var opts *sdk.ClientSessionOptions
+	if version != "" {
+		opts = &sdk.ClientSessionOptions{ProtocolVersion: version}
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, copts)
+	cs, err := client.Connect(context.Background(), &sdk.StreamableClientTransport{
+		Endpoint:             h.srv.URL(),
+		HTTPClient:           &http.Client{Transport: &headerTransport{base: newTransport(h.t), header: hdr}},
+		MaxRetries:           -1,
+		DisableStandaloneSSE: true,
+	}, opts)
+	if err != nil {
+		h.t.Fatalf("connect (protocol %q): %v", version, err)
+	}
+	h.t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func TestEachEraGetsItsOwnProtocolAndOnlySessionsAreKept(t *testing.T) {
+	h := newHarness(t)
+	for _, era := range eras {
+		cs := h.clientOf(era.version, h.token.Value(), "")
+		if got := cs.InitializeResult().ProtocolVersion; got != era.want {
+			t.Errorf("%s client: protocol %s, want %s", era.name, got, era.want)
+		}
+		if got := cs.InitializeResult().Instructions; got != instructions {
+			t.Errorf("%s client: instructions %q", era.name, got)
+		}
+		var list ProjectList
+		okJSON(t, call(t, cs, ToolProjectList, nil), &list)
+		if len(list.Projects) != 1 {
+			t.Errorf("%s client: project_list %+v", era.name, list)
+		}
+	}
+	// The stateless client's requests are over; the session stays.
+	if n := h.srv.Sessions(); n != 1 {
+		t.Fatalf("%d sessions open, want 1 (the 2025-11-25 client's)", n)
+	}
+}
+
+func TestAWorkspaceTokenActsOnItsWorkspaceOnlyInBothEras(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.create("a"), h.create("b")
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			own := h.clientOf(era.version, h.tokenOf(a.Path), "")
+			var st statusOutput
+			okJSON(t, call(t, own, ToolGetStatus, nil), &st)
+			if st.Path != a.Path {
+				t.Fatalf("A's token without a header: status of %s, want %s", st.Path, a.Path)
+			}
+			other := h.clientOf(era.version, h.tokenOf(a.Path), b.Path)
+			if code, msg := errCode(t, call(t, other, ToolGetStatus, nil)); code != workspace.CodeForbidden {
+				t.Fatalf("A's token naming B: %s (%s), want forbidden", code, msg)
+			}
+			if code, msg := errCode(t, call(t, own, ToolProjectRemove, map[string]any{"path": h.project})); code != workspace.CodeForbidden {
+				t.Fatalf("A's token removing the project: %s (%s), want forbidden", code, msg)
+			}
+			user := h.clientOf(era.version, h.token.Value(), b.Path)
+			okJSON(t, call(t, user, ToolGetStatus, nil), &st)
+			if st.Path != b.Path {
+				t.Fatalf("the user naming B: status of %s", st.Path)
+			}
+			userNoHeader := h.clientOf(era.version, h.token.Value(), "")
+			if code, msg := errCode(t, call(t, userNoHeader, ToolGetStatus, nil)); code != workspace.CodeInvalidInput || !strings.Contains(msg, WorkspaceHeader) {
+				t.Fatalf("the user without a header: %s (%s), want invalid-input naming the header", code, msg)
+			}
+		})
+	}
+	if len(h.mgr.Projects()) != 1 {
+		t.Fatal("the project was removed")
+	}
+}
+
+// statelessPost posts a tools/call of tool of the stateless era with
+// token, with the headers that era wants.
+func (h *harness) statelessPost(token, tool string) *http.Response {
+	h.t.Helper()
+	hdr := mcpHeaders()
+	hdr.Set("Authorization", "Bearer "+token)
+	hdr.Set(protocolHeader, ProtocolStateless)
+	hdr.Set("Mcp-Method", "tools/call")
+	hdr.Set("Mcp-Name", tool)
+	return h.rawRequest(http.MethodPost, Path, hdr, strings.NewReader(statelessCall(tool)))
+}
+
+// statelessCall is a tools/call of the stateless era, whole.
+func statelessCall(tool string) string {
+	return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{},"_meta":{"` + metaProtocolVersion + `":"` + ProtocolStateless + `","io.modelcontextprotocol/clientCapabilities":{}}}}`
+}
+
+func TestEveryStatelessRequestShowsItsOwnToken(t *testing.T) {
+	h := newHarness(t)
+	a := h.create("a")
+	if code := h.statelessPost(h.token.Value(), ToolProjectList).StatusCode; code != http.StatusOK {
+		t.Fatalf("a stateless call with the master token: HTTP %d", code)
+	}
+	if code := h.statelessPost(h.tokenOf(a.Path), ToolGetStatus).StatusCode; code != http.StatusOK {
+		t.Fatalf("a stateless call with A's token: HTTP %d", code)
+	}
+	for name, token := range map[string]string{"no token": "", "a wrong token": "x" + h.token.Value(), "a made-up workspace token": h.tokenOf(a.Path)[:20]} {
+		resp := h.statelessPost(token, ToolProjectList)
+		if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") == "" {
+			t.Errorf("a stateless call with %s: HTTP %d, want 401 with WWW-Authenticate", name, resp.StatusCode)
+		}
+	}
+
+	// A client whose token goes bad between requests: the next request is
+	// refused, whatever came before.
+	tokA := h.tokenOf(a.Path)
+	if err := h.mgr.Delete(context.Background(), a.Path, workspace.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if code := h.statelessPost(tokA, ToolGetStatus).StatusCode; code != http.StatusUnauthorized {
+		t.Fatalf("a stateless call with the deleted A's token: HTTP %d, want 401", code)
+	}
+}
+
+func TestARequestDeclaringTheStatelessEraBadlyGetsAClearError(t *testing.T) {
+	h := newHarness(t)
+	cases := []struct {
+		name, header, body, want string
+		status                   int
+	}{
+		{"_meta without the header", "", statelessCall(ToolProjectList), "header is required", http.StatusBadRequest},
+		{"the header without _meta", ProtocolStateless, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`, metaProtocolVersion, http.StatusBadRequest},
+		{"header and _meta that differ", "2026-08-01", statelessCall(ToolProjectList), "does not match", http.StatusBadRequest},
+		{"initialize", ProtocolStateless, initializeBody, "_meta", http.StatusBadRequest},
+	}
+	for _, c := range cases {
+		hdr := mcpHeaders()
+		hdr.Set("Authorization", "Bearer "+h.token.Value())
+		if c.header != "" {
+			hdr.Set(protocolHeader, c.header)
+		}
+		resp := h.rawRequest(http.MethodPost, Path, hdr, strings.NewReader(c.body))
+		var body bytes.Buffer
+		_, _ = body.ReadFrom(resp.Body)
+		if resp.StatusCode != c.status || !strings.Contains(body.String(), c.want) {
+			t.Errorf("%s: HTTP %d %s, want %d saying %q", c.name, resp.StatusCode, body.String(), c.status, c.want)
+		}
+	}
+	hdr := mcpHeaders()
+	hdr.Set("Authorization", "Bearer "+h.token.Value())
+	hdr.Set(protocolHeader, ProtocolStateless)
+	if resp := h.rawRequest(http.MethodGet, Path, hdr, nil); resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "POST" {
+		t.Errorf("a stateless GET: HTTP %d, Allow %q, want 405 and POST", resp.StatusCode, resp.Header.Get("Allow"))
+	}
+	if n := h.srv.Sessions(); n != 0 {
+		t.Fatalf("%d sessions open after stateless requests", n)
+	}
+}
+
+func TestRateLimitsAndAuditAreTheSameInBothEras(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.RateLimit, o.Burst = 0.001, 4 })
+	a := h.create("a")
+	old := h.clientOf(ProtocolSessions, h.tokenOf(a.Path), "")
+	fresh := h.clientOf("", h.tokenOf(a.Path), "")
+	// One bucket per caller and tool, whatever the era of its requests.
+	for _, cs := range []*sdk.ClientSession{old, fresh, old, fresh} {
+		okJSON(t, call(t, cs, ToolGetStatus, nil), new(statusOutput))
+	}
+	var msgs []string
+	for _, cs := range []*sdk.ClientSession{old, fresh} {
+		code, msg := errCode(t, call(t, cs, ToolGetStatus, nil))
+		if code != workspace.CodeRateLimited {
+			t.Fatalf("past the burst: %s (%s), want rate-limited", code, msg)
+		}
+		msgs = append(msgs, msg)
+	}
+	if msgs[0] != msgs[1] {
+		t.Fatalf("the refusals differ by era:\n%s\n%s", msgs[0], msgs[1])
+	}
+
+	data, err := os.ReadFile(h.audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []auditEntry
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		var e auditEntry
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, e)
+	}
+	if len(lines) != 6 {
+		t.Fatalf("%d audit lines, want 6:\n%s", len(lines), data)
+	}
+	type line struct{ caller, workspace, tool, outcome string }
+	got := make([]line, len(lines))
+	for i, e := range lines {
+		got[i] = line{e.Caller, e.Workspace, e.Tool, e.Outcome}
+	}
+	okLine, limited := line{a.Path, a.Path, ToolGetStatus, "ok"}, line{a.Path, a.Path, ToolGetStatus, string(workspace.CodeRateLimited)}
+	if want := []line{okLine, okLine, okLine, okLine, limited, limited}; !slices.Equal(got, want) {
+		t.Fatalf("audit lines\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// listens counts the stateless era's subscriptions/listen streams open.
+func (h *harness) listens() int {
+	h.srv.places.mu.Lock()
+	defer h.srv.places.mu.Unlock()
+	return len(h.srv.places.listens)
+}
+
+func TestAStatelessClientSeesItsWorkspacesGatewayToolsAndHearsOfChanges(t *testing.T) {
+	g := newFakeGateway(t)
+	g.add("fs", newProbe().fsTools)
+	h := newHarness(t, withGateway(g))
+	a, b := h.create("a"), h.create("b")
+	changedA := make(chan struct{}, 8)
+	csA := h.clientWith("", h.tokenOf(a.Path), "", &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
+			select {
+			case changedA <- struct{}{}:
+			default:
+			}
+		},
+	})
+	csB := h.clientOf("", h.tokenOf(b.Path), "")
+	for _, cs := range []*sdk.ClientSession{csA, csB} {
+		waitFor(t, "fs__echo listed", func() bool { return slices.Contains(toolNames(t, cs), "fs__echo") })
+	}
+	waitFor(t, "a's listen stream", func() bool { return h.listens() == 1 })
+	for len(changedA) > 0 {
+		<-changedA
+	}
+
+	g.switchOff(a.Path, "fs", true)
+	waitChanged(t, changedA, "fs was switched off for a")
+	if names := toolNames(t, csA); slices.Contains(names, "fs__echo") || !slices.Contains(names, ToolProjectList) {
+		t.Fatalf("a's tools with fs off: %v", names)
+	}
+	wantForbiddenBeforeGateway(t, g, csA, "a's call of fs__echo", "fs__echo", map[string]any{"text": "x"}, "switched off for this workspace")
+	if !slices.Contains(toolNames(t, csB), "fs__echo") {
+		t.Fatal("b lost fs__echo when it was switched off for a")
+	}
+	var out echoOut
+	okJSON(t, call(t, csB, "fs__echo", map[string]any{"text": "b"}), &out)
+	if n := h.srv.Sessions(); n != 0 {
+		t.Fatalf("%d sessions open, want none: a listen stream is no session", n)
+	}
+
+	// A's listen stream ends with its workspace, as a session would.
+	if err := h.mgr.Delete(context.Background(), a.Path, workspace.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a's listen stream to end with a", func() bool { return h.listens() == 0 })
+}
+
+func TestTelemetryIsTheSameInBothEras(t *testing.T) {
+	h, spans, _ := telemetryHarness(t)
+	ws := h.create("traced")
+	for _, era := range eras {
+		call(t, h.clientOf(era.version, h.tokenOf(ws.Path), ""), ToolGetStatus, nil)
+		call(t, h.clientOf(era.version, h.token.Value(), ""), ToolGetStatus, nil)
+	}
+	var got []map[string]string
+	for _, s := range spans.GetSpans() {
+		if s.Name == "tools/call "+ToolGetStatus {
+			got = append(got, spanAttrs(s))
+		}
+	}
+	if len(got) != 4 {
+		t.Fatalf("spans of %s: %v, want 4", ToolGetStatus, got)
+	}
+	for i := range 2 {
+		if !maps.Equal(got[i], got[i+2]) {
+			t.Errorf("the spans of one call differ by era:\n%v\n%v", got[i], got[i+2])
+		}
+	}
+	for _, name := range []string{"server/discover", "initialize"} {
+		if _, ok := findSpan(spans.GetSpans(), name); !ok {
+			t.Errorf("no span of %s among %d spans", name, len(spans.GetSpans()))
+		}
+	}
+}
+
+func TestCallTimeoutsAndCancellationsAreTheSameInBothEras(t *testing.T) {
+	g := newFakeGateway(t)
+	p := newProbe()
+	g.add("fs", p.fsTools)
+	h := newHarness(t, withGateway(g), func(o *Options) { o.CallTimeout = 500 * time.Millisecond })
+	a := h.create("a")
+	for _, era := range eras {
+		cs := h.clientOf(era.version, h.tokenOf(a.Path), "")
+		waitFor(t, "fs__wait listed", func() bool { return slices.Contains(toolNames(t, cs), "fs__wait") })
+		code, msg := errCode(t, call(t, cs, "fs__wait", nil))
+		if code != workspace.CodeTimeout || !strings.Contains(msg, `"fs"`) {
+			t.Fatalf("%s: a call past the timeout: %s %q", era.name, code, msg)
+		}
+		select {
+		case <-p.cancelled:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the timeout did not reach the server's handler", era.name)
+		}
+		<-p.started // that call's
+
+		// The client gives up: the call ends at the server too (a
+		// notifications/cancelled in a session, a dropped POST without).
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = cs.CallTool(ctx, &sdk.CallToolParams{Name: "fs__wait", Arguments: map[string]any{}})
+		}()
+		select {
+		case <-p.started:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the call did not start", era.name)
+		}
+		cancel()
+		select {
+		case <-p.cancelled:
+		case <-time.After(400 * time.Millisecond):
+			t.Fatalf("%s: the client's cancellation did not reach the server's handler before the call timeout", era.name)
+		}
+		<-done
+	}
+}
