@@ -147,8 +147,10 @@ soak: setup
 # run the tray app on (Xvfb, xfce4-panel: make setup), only the core figures
 # are measured. The generated repositories are kept in
 # $TMPDIR/codehydra-bench-cache for the next run.
+# BENCH_FLAGS passes more flags, e.g. BENCH_FLAGS='-gc "GOGC=100"' (serve
+# with other garbage collector settings, side by side).
 bench: build
-	go run ./build/bench -out docs/BENCHMARKS.md
+	go run ./build/bench -out docs/BENCHMARKS.md $(BENCH_FLAGS)
 	@if [[ -f build/bench-gui.sh ]]; then bash build/bench-gui.sh || echo "make bench: no GUI figures (build/bench-gui.sh failed; see above)"; fi
 
 # Remakes docs/screenshots/*.png from the real app under Xvfb and

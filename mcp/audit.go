@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -58,6 +59,10 @@ type auditLog struct {
 
 	mu sync.Mutex // guards w against SetAuditRotation's swap
 	w  *rotate.File
+
+	// lines are the buffers the lines are encoded into, reused: a line
+	// is written (synchronously) before its buffer goes back.
+	lines sync.Pool
 }
 
 func openAuditLog(path string) (*auditLog, error) {
@@ -103,15 +108,20 @@ func (a *auditLog) record(e auditEntry) error {
 	if len(e.Tool) > maxAuditTool { // an unknown tool's name is the client's choice
 		e.Tool = e.Tool[:maxAuditTool] + "…"
 	}
-	line, err := json.Marshal(e)
-	if err != nil {
+	line, _ := a.lines.Get().(*bytes.Buffer)
+	if line == nil {
+		line = new(bytes.Buffer)
+	}
+	defer a.lines.Put(line)
+	line.Reset()
+	// Encode writes what json.Marshal returns, and the newline.
+	if err := json.NewEncoder(line).Encode(e); err != nil {
 		return fmt.Errorf("encode audit entry: %w", err)
 	}
-	line = append(line, '\n')
 	a.mu.Lock()
 	w := a.w
 	a.mu.Unlock()
-	if _, err := w.Write(line); err != nil {
+	if _, err := w.Write(line.Bytes()); err != nil {
 		return fmt.Errorf("write audit log: %w", err)
 	}
 	return nil

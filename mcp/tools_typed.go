@@ -75,13 +75,15 @@ func (c inputCheck) decode(raw json.RawMessage, in any) error {
 }
 
 // unmarshal decodes data into v as the SDK decodes arguments (its
-// internal/json): with segmentio's decoder, whose errors it tells, struct
+// internal/json): with segmentio's parser, whose errors it tells, struct
 // fields matched case-sensitively. The SDK's limit on nesting applies to
-// the whole request before a tool sees it.
+// the whole request before a tool sees it. segjson.Parse is what the
+// SDK's Decoder.Decode runs once it has read the value, without the
+// 32 KiB read buffer that each Decoder allocates: data is already whole
+// (and valid JSON: the SDK decoded the request, or json.Marshal made it).
 func unmarshal(data []byte, v any) error {
-	dec := segjson.NewDecoder(bytes.NewReader(data))
-	dec.DontMatchCaseInsensitiveStructFields()
-	return dec.Decode(v)
+	_, err := segjson.Parse(data, v, segjson.DontMatchCaseInsensitiveStructFields)
+	return err
 }
 
 // isEmptyArgs reports whether raw is no arguments at all: absent or {}.

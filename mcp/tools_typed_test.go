@@ -468,3 +468,21 @@ func refuses(t *testing.T, schema *jsonschema.Resolved, args string) bool {
 	}
 	return schema.Validate(&v) != nil
 }
+
+// BenchmarkDecodeArguments is the check and decode of a tool's arguments
+// (workspace_set_metadata's): its B/op is the garbage that each call with
+// arguments makes before its handler runs.
+func BenchmarkDecodeArguments(b *testing.B) {
+	check, err := newInputCheck(setMetadataSchema())
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw := json.RawMessage(`{"key":"ticket","value":"ABC-123"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		var in setMetadataInput
+		if err := check.decode(raw, &in); err != nil || in.Key != "ticket" || in.Value == nil || *in.Value != "ABC-123" {
+			b.Fatalf("%v %+v", err, in)
+		}
+	}
+}

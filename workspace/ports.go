@@ -194,11 +194,30 @@ func listenedOn(port int) bool {
 	return false
 }
 
-// Ports is the port block of the workspace at path (PortsOf), nil when it
-// has none; note then says why, when the Manager knows.
+// Ports is the port block of the workspace at path, nil when it has none;
+// note then says why, when the Manager knows. A block the Manager holds is
+// the one it recorded (assign), and is answered from memory: reading the
+// record (PortsOf) resolves the worktree's git folder, a dozen lstats and
+// reads, which was most of workspace_get_status's own cost. The record is
+// read for a workspace the Manager holds no block for (ports off in the
+// settings, or a path it does not know).
 func (m *Manager) Ports(path string) (b *PortBlock, note string) {
+	if held, ok := m.ports.heldBlock(path); ok {
+		return &held, ""
+	}
 	if rec, ok := PortsOf(path); ok {
 		return &rec, ""
 	}
 	return nil, m.ports.why(path)
+}
+
+// heldBlock is the block held for the workspace at path.
+func (p *portBlocks) heldBlock(path string) (PortBlock, bool) {
+	if p == nil {
+		return PortBlock{}, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b, ok := p.held[pathKey(path)]
+	return b, ok
 }

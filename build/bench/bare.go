@@ -13,22 +13,29 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"codehydra/internal/paths"
+
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// bareEnv, set to "1", makes the bench binary run the bare server.
+// bareEnv, set to "1", makes the bench binary run the bare server; set to
+// "stateless", the bare server of the 2026-07-28 era: the SDK's stateless
+// handler, the only one that speaks it.
 const bareEnv = "CODEHYDRA_BENCH_BARE"
 
 // bareTool is the bare server's one tool.
@@ -36,7 +43,7 @@ const bareTool = "ping"
 
 // runBareServer serves until SIGTERM. Its first line on stdout is
 // "<url> <token>".
-func runBareServer() int {
+func runBareServer(stateless bool) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	key := make([]byte, 32)
@@ -58,7 +65,8 @@ func runBareServer() int {
 		return 1
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
-	hs := &http.Server{Handler: bareChecks(port, token, sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)),
+	handler := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Stateless: stateless})
+	hs := &http.Server{Handler: bareChecks(port, token, handler),
 		ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
@@ -100,27 +108,71 @@ func bareChecks(port int, token string, next http.Handler) http.Handler {
 	})
 }
 
-// bareProc is a running bare server.
+// bareProc is a running bare server (go-sdk or Node SDK).
 type bareProc struct {
 	cmd        *exec.Cmd
 	url, token string
 }
 
-// startBare runs the bench binary again as the bare server.
-func (b *bench) startBare() (*bareProc, error) {
+// startBare runs the bench binary again as the bare go-sdk server, with
+// Go's default garbage collector settings (GOGC and GOMEMLIMIT unset): the
+// yardstick is a go-sdk server as its users run it.
+func (b *bench) startBare(stateless bool) (*bareProc, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find the bench binary: %w", err)
 	}
+	mode := "1"
+	if stateless {
+		mode = "stateless"
+	}
 	cmd := exec.Command(self)
-	cmd.Env = append(os.Environ(), bareEnv+"=1")
+	cmd.Env = append(withoutGCSettings(os.Environ()), bareEnv+"="+mode)
+	return b.startBareCmd(cmd)
+}
+
+// startNode runs build/bench/nodeserver.js, the Node SDK's bare server,
+// with node and the SDK that build/setup.sh installs.
+func (b *bench) startNode() (*bareProc, error) {
+	modules := filepath.Join(paths.ToolsDir(), "node_modules")
+	if _, err := os.Stat(filepath.Join(modules, "@modelcontextprotocol", "sdk", "package.json")); err != nil {
+		return nil, fmt.Errorf("no Node MCP SDK in %s (make setup installs it): %w", modules, err)
+	}
+	cmd := exec.Command("node", filepath.Join(b.root, "build", "bench", "nodeserver.js"))
+	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+	return b.startBareCmd(cmd)
+}
+
+// nodeSDKVersion is the version of the Node MCP SDK that startNode runs.
+func nodeSDKVersion() string {
+	data, err := os.ReadFile(filepath.Join(paths.ToolsDir(), "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
+	if err != nil {
+		return "?"
+	}
+	var pkg struct{ Version string }
+	if json.Unmarshal(data, &pkg) != nil || pkg.Version == "" {
+		return "?"
+	}
+	return pkg.Version
+}
+
+// withoutGCSettings is env without GOGC and GOMEMLIMIT.
+func withoutGCSettings(env []string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		return strings.HasPrefix(kv, "GOGC=") || strings.HasPrefix(kv, "GOMEMLIMIT=")
+	})
+}
+
+// startBareCmd starts a bare server and reads where it listens from its
+// first line.
+func (b *bench) startBareCmd(cmd *exec.Cmd) (*bareProc, error) {
 	cmd.Stderr = b.log
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start the bare server: %w", err)
+		return nil, fmt.Errorf("start the bare server %s: %w", cmd.Path, err)
 	}
 	line, err := bufio.NewReader(out).ReadString('\n')
 	url, token, ok := strings.Cut(strings.TrimSpace(line), " ")

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"codehydra/mcp"
 )
 
 // The markers around the section this bench owns in docs/BENCHMARKS.md.
@@ -24,6 +26,7 @@ func (b *bench) report() string {
 	w.p(beginMarker)
 	b.reportMachine(w)
 	b.reportTargets(w)
+	b.reportTargets27(w)
 	b.reportStatus(w)
 	b.reportCalls(w)
 	b.reportCPU(w)
@@ -61,6 +64,83 @@ func (b *bench) reportTargets(w *markdown) {
 		w.p("| %s | %s | %s | %s |", t.what, t.goal, t.got, t.verdict)
 	}
 	w.p("")
+}
+
+// reportTargets27 writes issue 27's targets for CPU and memory together,
+// from this run's figures.
+func (b *bench) reportTargets27(w *markdown) {
+	var rows []target
+	verdict := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "**missed**"
+	}
+	bare, okBare := b.cpuRow(eraSessions, "bare go-sdk server, one tool")
+	for _, era := range []string{eraSessions, eraStateless} {
+		yard := bare
+		if era == eraStateless {
+			yard, okBare = b.cpuRow(era, "bare go-sdk server, stateless handler, one tool")
+		}
+		st, ok := b.cpuRow(era, "codehydra serve, "+mcp.ToolGetStatus)
+		if !ok || !okBare {
+			continue
+		}
+		r := float64(st.PerCall) / float64(yard.PerCall)
+		rows = append(rows, target{fmt.Sprintf("CPU per call, %s, %s, vs the bare go-sdk server (8 sessions)", mcp.ToolGetStatus, era), "≤ ×1.3",
+			fmt.Sprintf("%s (%s against %s)", ratio(st.PerCall, yard.PerCall), ms(st.PerCall), ms(yard.PerCall)), verdict(r <= 1.3)})
+	}
+	var node cpuResult
+	okNode := false
+	for _, c := range b.cpu {
+		if strings.HasPrefix(c.What, "bare Node SDK") && c.Note == "" {
+			node, okNode = c, true
+		}
+	}
+	serveRSS := 0
+	for _, c := range b.cpu {
+		if c.Era == eraSessions && strings.HasPrefix(c.What, "codehydra serve, ") {
+			serveRSS = max(serveRSS, c.RSS)
+		}
+	}
+	if okNode && serveRSS > 0 {
+		r := float64(serveRSS) / float64(node.RSS)
+		rows = append(rows, target{"RSS under the same 8-session load, codehydra serve vs the Node SDK's bare server", "≤ ×0.25",
+			fmt.Sprintf("×%.2f (%s against %s)", r, mb(serveRSS), mb(node.RSS)), verdict(r <= 0.25)})
+	}
+	for _, c := range b.calls {
+		if c.Sessions == 1 {
+			rows = append(rows, target{"tools/call p99, one session calling back to back (" + mcp.ToolGetStatus + ")", "≤ 2 ms", ms(c.P99), verdict(c.P99 <= 2*time.Millisecond)})
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	w.p("### Targets (issue 27): CPU and memory together")
+	w.p("")
+	w.p("From this one run: the CPU ratio and the memory from the table *CPU and memory per call* below, the p99 from *`tools/call` over MCP*. serve runs as installed (%s).", gcSetting())
+	w.p("")
+	w.p("| target | goal | measured | |")
+	w.p("|---|---|---|---|")
+	for _, t := range rows {
+		w.p("| %s | %s | %s | %s |", t.what, t.goal, t.got, t.verdict)
+	}
+	w.p("")
+}
+
+// gcSetting says which garbage collector settings serve ran with: its
+// own unless the bench's environment set GOGC or GOMEMLIMIT.
+func gcSetting() string {
+	var set []string
+	for _, k := range []string{"GOGC", "GOMEMLIMIT"} {
+		if v, ok := os.LookupEnv(k); ok {
+			set = append(set, k+"="+v)
+		}
+	}
+	if len(set) == 0 {
+		return "its built-in garbage collector settings, docs/DESIGN.md"
+	}
+	return "with " + strings.Join(set, " ") + " from the bench's environment"
 }
 
 // reportStatus writes Manager.Status against bare git status, per

@@ -44,6 +44,7 @@ type serverEnv struct {
 	dir        string
 	project    string
 	workspaces []string
+	gc         []string // GOGC=… and GOMEMLIMIT=… for serve, when set
 }
 
 func (b *bench) newServerEnv(name string) (*serverEnv, error) {
@@ -121,6 +122,9 @@ func (e *serverEnv) environ() []string {
 			continue
 		}
 		env = append(env, kv)
+	}
+	if len(e.gc) > 0 {
+		env = append(withoutGCSettings(env), e.gc...)
 	}
 	return append(env,
 		"HOME="+filepath.Join(e.dir, "home"),

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -31,20 +30,6 @@ import (
 // 3 s each (SIGTERM, then SIGKILL), in parallel.
 const shutdownTimeout = 20 * time.Second
 
-// gcPercent is the GOGC that serve (and the tray app, which runs it) uses
-// unless GOGC is set: the MCP server's garbage, most of it the go-sdk's
-// decoders, made garbage collection the largest cost of a tool call after
-// the system calls. At 300 the collector runs a quarter as often; the live
-// heap stays at a few MB, so the idle memory goal still holds (make bench:
-// CPU per call and RSS idle).
-const gcPercent = 300
-
-func tuneGC(getenv func(string) string) {
-	if getenv("GOGC") == "" {
-		debug.SetGCPercent(gcPercent)
-	}
-}
-
 // Options are what the command line asks of a run, and the process's
 // streams, environment and clock (replaceable in tests).
 type Options struct {
@@ -63,7 +48,7 @@ type Options struct {
 func Run(ctx context.Context, opts Options) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	tuneGC(opts.Getenv)
+	tuneGC(ctx, opts.Getenv)
 	s := &server{
 		opts: opts,
 		pid:  os.Getpid(),

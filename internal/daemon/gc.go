@@ -1,0 +1,64 @@
+package daemon
+
+import (
+	"context"
+	"runtime/debug"
+	"runtime/metrics"
+	"time"
+)
+
+// The garbage collector's settings for serve (and the tray app, which
+// runs it). Most of a tool call's garbage is the go-sdk's: every JSON
+// decode of a message allocates a 32 KiB read buffer, several per call
+// (docs/BENCHMARKS.md, issue 27). Collecting a quarter as often as Go's
+// default (GOGC 300) makes a call cheaper, but lets the heap grow to four
+// times what is live; a memory limit holds it. A fixed limit would make
+// the collector run almost without pause once the live heap came near it
+// (many workspaces, many gateway servers: a 16 MiB limit already doubled
+// a call's CPU in make bench), so the limit follows the live heap: never
+// below memoryFloor, and liveHeadroom times what is live.
+const (
+	gcPercent    = 300
+	memoryFloor  = 24 << 20
+	liveHeadroom = 4
+	// memoryEvery is how often the limit is moved after the live heap.
+	memoryEvery = 2 * time.Second
+)
+
+// tuneGC sets GOGC unless the environment sets it, and the memory limit,
+// following the live heap until ctx ends, unless the environment sets
+// GOMEMLIMIT.
+func tuneGC(ctx context.Context, getenv func(string) string) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
+	if getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	debug.SetMemoryLimit(memoryFloor)
+	go followLiveHeap(ctx)
+}
+
+// memoryLimitFor is the memory limit for a live heap of live bytes.
+func memoryLimitFor(live uint64) int64 {
+	return max(memoryFloor, int64(min(live, 1<<40))*liveHeadroom)
+}
+
+// followLiveHeap moves the memory limit after the live heap (as the last
+// collection found it) until ctx ends.
+func followLiveHeap(ctx context.Context) {
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	tick := time.NewTicker(memoryEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		metrics.Read(sample)
+		if sample[0].Value.Kind() == metrics.KindUint64 {
+			debug.SetMemoryLimit(memoryLimitFor(sample[0].Value.Uint64()))
+		}
+	}
+}

@@ -1,0 +1,60 @@
+package daemon
+
+import (
+	"context"
+	"runtime/debug"
+	"testing"
+)
+
+func TestTheMemoryLimitFollowsTheLiveHeapAboveItsFloor(t *testing.T) {
+	for _, c := range []struct {
+		live uint64
+		want int64
+	}{
+		{0, memoryFloor},
+		{5 << 20, memoryFloor},
+		{6 << 20, memoryFloor},
+		{7 << 20, 28 << 20},
+		{100 << 20, 400 << 20},
+	} {
+		if got := memoryLimitFor(c.live); got != c.want {
+			t.Errorf("live heap %d MiB: limit %d MiB, want %d MiB", c.live>>20, got>>20, c.want>>20)
+		}
+	}
+}
+
+// readGC is the current GOGC and memory limit (without changing them).
+func readGC() (percent int, limit int64) {
+	percent = debug.SetGCPercent(-1)
+	debug.SetGCPercent(percent)
+	return percent, debug.SetMemoryLimit(-1)
+}
+
+func TestTuneGCSetsBothUnlessTheEnvironmentDoes(t *testing.T) {
+	percent, limit := readGC()
+	t.Cleanup(func() {
+		debug.SetGCPercent(percent)
+		debug.SetMemoryLimit(limit)
+	})
+	for _, c := range []struct {
+		env         map[string]string
+		wantPercent int
+		wantLimit   int64
+	}{
+		{map[string]string{}, gcPercent, memoryFloor},
+		{map[string]string{"GOGC": "100"}, 77, memoryFloor},
+		{map[string]string{"GOMEMLIMIT": "1GiB"}, gcPercent, 12345 << 20},
+		{map[string]string{"GOGC": "100", "GOMEMLIMIT": "1GiB"}, 77, 12345 << 20},
+	} {
+		// What the runtime took from the environment stands for itself:
+		// tuneGC must leave it as it is.
+		debug.SetGCPercent(77)
+		debug.SetMemoryLimit(12345 << 20)
+		ctx, cancel := context.WithCancel(context.Background())
+		tuneGC(ctx, func(k string) string { return c.env[k] })
+		cancel()
+		if p, l := readGC(); p != c.wantPercent || l != c.wantLimit {
+			t.Errorf("environment %v: GOGC %d and limit %d MiB, want %d and %d MiB", c.env, p, l>>20, c.wantPercent, c.wantLimit>>20)
+		}
+	}
+}
