@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"runtime"
 	"syscall"
 	"unsafe"
 )
@@ -13,14 +14,17 @@ const xSocketDir = ""
 const noDisplay = "this session cannot show windows (a service's or a remote shell's session, or wine without X)"
 
 var (
-	user32                            = syscall.NewLazyDLL("user32.dll")
-	getProcessWindowStation           = user32.NewProc("GetProcessWindowStation")
-	getUserObjectInformationW         = user32.NewProc("GetUserObjectInformationW")
-	createWindowExW                   = user32.NewProc("CreateWindowExW")
-	destroyWindow                     = user32.NewProc("DestroyWindow")
-	staticClass, _                    = syscall.UTF16PtrFromString("STATIC")
-	uoiFlags                  uintptr = 1 // UOI_FLAGS
-	wsfVisible                uint32  = 1 // WSF_VISIBLE
+	user32                    = syscall.NewLazyDLL("user32.dll")
+	getProcessWindowStation   = user32.NewProc("GetProcessWindowStation")
+	getUserObjectInformationW = user32.NewProc("GetUserObjectInformationW")
+	createWindowExW           = user32.NewProc("CreateWindowExW")
+	destroyWindow             = user32.NewProc("DestroyWindow")
+	staticClass, _            = syscall.UTF16PtrFromString("STATIC")
+)
+
+const (
+	uoiFlags   uintptr = 1 // UOI_FLAGS
+	wsfVisible uint32  = 1 // WSF_VISIBLE
 )
 
 // hasDisplay reports whether this process can show windows: its window
@@ -41,7 +45,10 @@ func hasDisplay(func(string) string, string) bool {
 	if ok, _, _ := getUserObjectInformationW.Call(ws, uoiFlags, uintptr(unsafe.Pointer(&flags)), unsafe.Sizeof(flags), uintptr(unsafe.Pointer(&n))); ok != 0 && flags.flags&wsfVisible == 0 {
 		return false
 	}
-	// A hidden 1×1 window of a system class, made and gone on this thread.
+	// A hidden 1×1 window of a system class, made and gone on this
+	// thread (a window is destroyed only on the thread that made it).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	w, _, _ := createWindowExW.Call(0, uintptr(unsafe.Pointer(staticClass)), 0, 0, 0, 0, 1, 1, 0, 0, 0, 0)
 	if w == 0 {
 		return false

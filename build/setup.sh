@@ -153,8 +153,13 @@ install_wine() {
 	fi
 	here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 	mkdir -p "$(dirname "$root")"
+	local gitexe="$root/root/.wine/drive_c/git/cmd/git.exe"
+	if [[ "$CODEHYDRA_WINE" == background ]] && ((EUID != 0)) && ! sudo -n true 2>/dev/null; then
+		say "the wine root is built as root, and sudo asks for a password: building it now, in the foreground"
+		CODEHYDRA_WINE=1
+	fi
 	if [[ "$CODEHYDRA_WINE" == background ]]; then
-		if [[ -f "$root/root/.wine/drive_c/git/cmd/git.exe" ]]; then
+		if [[ -f "$gitexe" ]]; then
 			return # built; make test-windows checks the recipe
 		fi
 		say "building the wine root and git.exe in the background (log: $root.build.log)"
@@ -164,6 +169,12 @@ install_wine() {
 			sh -c 'sh "$0/wine-setup.sh" && sh "$0/wine-git.sh"' "$here" \
 			</dev/null >"$root.build.log" 2>&1 &
 		return
+	fi
+	if [[ -f "$root.build.log" && ! -f "$gitexe" ]]; then
+		# The background build still runs (the scripts below wait for
+		# it) or failed (they build again); either way, its last words.
+		say "the background build of the wine root and git.exe has not finished; its log ($root.build.log) ends with:"
+		tail -n 15 "$root.build.log" | sed 's/^/  /'
 	fi
 	"${sudo[@]}" env WINROOT="$root" sh "$here/wine-setup.sh" | sed 's/^/setup: /'
 	"${sudo[@]}" env WINROOT="$root" sh "$here/wine-git.sh" | sed 's/^/setup: /'

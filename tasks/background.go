@@ -20,6 +20,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"codehydra/internal/proc"
 	"codehydra/internal/reap"
 	"codehydra/internal/sandbox"
 )
@@ -330,16 +331,20 @@ func (r *Runs) stop(ctx context.Context, b *bgRun) error {
 	}
 	select {
 	case <-b.done:
-		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("stop %s: %w", b.info.Name, ctx.Err())
 	}
+	// A run that ended by itself may have left a daemon it started (with
+	// setsid or a double fork), which carries its marker.
+	proc.EndMarked(ctx, b.info.Marker(), r.o.Grace)
+	return nil
 }
 
 // StopAll stops every run of the workspace (before it is deleted or
-// hibernated) and waits until they are gone.
+// hibernated), and what the ended ones left running, and waits until they
+// are gone.
 func (r *Runs) StopAll(ctx context.Context, workspace string) error {
-	return r.stopEach(ctx, r.running(workspace))
+	return r.stopEach(ctx, r.each(workspace))
 }
 
 // Close stops every run and the thread they were forked from; Start
@@ -348,7 +353,7 @@ func (r *Runs) Close(ctx context.Context) error {
 	r.mu.Lock()
 	r.closed = true
 	r.mu.Unlock()
-	err := r.stopEach(ctx, r.running(""))
+	err := r.stopEach(ctx, r.each(""))
 	r.spawner.Close()
 	return err
 }
@@ -376,13 +381,13 @@ func (r *Runs) Forget(workspace string) {
 	}
 }
 
-// running is the runs of the workspace ("": of all) that have not ended.
-func (r *Runs) running(workspace string) []*bgRun {
+// each is the runs of the workspace ("": of all), ended or not.
+func (r *Runs) each(workspace string) []*bgRun {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []*bgRun
 	for k, b := range r.runs {
-		if (workspace == "" || k.workspace == workspace) && b.info.State == StateRunning {
+		if workspace == "" || k.workspace == workspace {
 			out = append(out, b)
 		}
 	}

@@ -146,6 +146,29 @@ func TestStopEndsTheWholeGroupEvenAChildThatIgnoresSIGTERM(t *testing.T) {
 	}
 }
 
+// A run that ends by itself leaves the daemon it started (it may be what
+// the task is for); stopping the workspace's runs ends that too.
+func TestStopAllEndsTheDaemonOfARunThatEndedByItself(t *testing.T) {
+	ws := t.TempDir()
+	r := newRuns(t, RunsOptions{Grace: 300 * time.Millisecond})
+	run := startRun(t, r, ws, "make:daemon", `setsid sh -c 'trap "" TERM; echo $$ > escapee.pid; exec sleep 300' & `+
+		`while [ ! -s escapee.pid ]; do sleep 0.01; done; exit 0`)
+	daemon := escapee(t, ws, run.Pid)
+	testenv.WaitFor(t, "the run to end by itself", 10*time.Second, func() bool {
+		l := r.List(ws)
+		return len(l) == 1 && l[0].State != StateRunning
+	})
+	if !taskstest.Alive(daemon) {
+		t.Fatal("the daemon ended with the run that started it")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if err := r.StopAll(ctx, ws); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, "the daemon gone", 5*time.Second, func() bool { return !taskstest.Alive(daemon) })
+}
+
 func TestOutputIsReadAPageAtATimeFromTheKeptTail(t *testing.T) {
 	ws := t.TempDir()
 	r := newRuns(t, RunsOptions{MaxOutput: 4096})

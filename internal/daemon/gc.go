@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"time"
 )
 
@@ -16,7 +17,9 @@ import (
 // the collector run almost without pause once the live heap came near it
 // (many workspaces, many gateway servers: a 16 MiB limit already doubled
 // a call's CPU in make bench), so the limit follows the live heap: never
-// below memoryFloor, and liveHeadroom times what is live.
+// below memoryFloor, and liveHeadroom times what is live plus the
+// runtime's memory outside the heap (goroutine stacks, its own
+// structures), which the limit counts too but collecting does not shrink.
 const (
 	gcPercent    = 300
 	memoryFloor  = 24 << 20
@@ -39,15 +42,23 @@ func tuneGC(ctx context.Context, getenv func(string) string) {
 	go followLiveHeap(ctx)
 }
 
-// memoryLimitFor is the memory limit for a live heap of live bytes.
-func memoryLimitFor(live uint64) int64 {
-	return max(memoryFloor, int64(min(live, 1<<40))*liveHeadroom)
+// memoryLimitFor is the memory limit for a live heap of live bytes and
+// other bytes of the runtime's memory outside the heap.
+func memoryLimitFor(live, other uint64) int64 {
+	return max(memoryFloor, int64(min(live, 1<<40))*liveHeadroom+int64(min(other, 1<<40)))
 }
+
+// heapClasses are the metrics of the runtime's memory that are the heap's.
+var heapClasses = []string{"/memory/classes/heap/objects:bytes", "/memory/classes/heap/unused:bytes",
+	"/memory/classes/heap/free:bytes", "/memory/classes/heap/released:bytes"}
 
 // followLiveHeap moves the memory limit after the live heap (as the last
 // collection found it) until ctx ends.
 func followLiveHeap(ctx context.Context) {
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/total:bytes"}}
+	for _, name := range heapClasses {
+		sample = append(sample, metrics.Sample{Name: name})
+	}
 	tick := time.NewTicker(memoryEvery)
 	defer tick.Stop()
 	for {
@@ -57,8 +68,13 @@ func followLiveHeap(ctx context.Context) {
 		case <-tick.C:
 		}
 		metrics.Read(sample)
-		if sample[0].Value.Kind() == metrics.KindUint64 {
-			debug.SetMemoryLimit(memoryLimitFor(sample[0].Value.Uint64()))
+		if slices.ContainsFunc(sample, func(s metrics.Sample) bool { return s.Value.Kind() != metrics.KindUint64 }) {
+			continue
 		}
+		other := sample[1].Value.Uint64()
+		for _, s := range sample[2:] {
+			other -= min(other, s.Value.Uint64())
+		}
+		debug.SetMemoryLimit(memoryLimitFor(sample[0].Value.Uint64(), other))
 	}
 }

@@ -3,22 +3,26 @@ package daemon
 import (
 	"context"
 	"runtime/debug"
+	"runtime/metrics"
 	"testing"
 )
 
 func TestTheMemoryLimitFollowsTheLiveHeapAboveItsFloor(t *testing.T) {
 	for _, c := range []struct {
-		live uint64
-		want int64
+		live, other uint64
+		want        int64
 	}{
-		{0, memoryFloor},
-		{5 << 20, memoryFloor},
-		{6 << 20, memoryFloor},
-		{7 << 20, 28 << 20},
-		{100 << 20, 400 << 20},
+		{0, 0, memoryFloor},
+		{5 << 20, 0, memoryFloor},
+		{6 << 20, 0, memoryFloor},
+		{7 << 20, 0, 28 << 20},
+		{100 << 20, 0, 400 << 20},
+		// Stacks and the runtime's own memory count on top.
+		{5 << 20, 10 << 20, 30 << 20},
+		{100 << 20, 50 << 20, 450 << 20},
 	} {
-		if got := memoryLimitFor(c.live); got != c.want {
-			t.Errorf("live heap %d MiB: limit %d MiB, want %d MiB", c.live>>20, got>>20, c.want>>20)
+		if got := memoryLimitFor(c.live, c.other); got != c.want {
+			t.Errorf("live heap %d MiB, other %d MiB: limit %d MiB, want %d MiB", c.live>>20, c.other>>20, got>>20, c.want>>20)
 		}
 	}
 }
@@ -55,6 +59,18 @@ func TestTuneGCSetsBothUnlessTheEnvironmentDoes(t *testing.T) {
 		cancel()
 		if p, l := readGC(); p != c.wantPercent || l != c.wantLimit {
 			t.Errorf("environment %v: GOGC %d and limit %d MiB, want %d and %d MiB", c.env, p, l>>20, c.wantPercent, c.wantLimit>>20)
+		}
+	}
+}
+
+// followLiveHeap skips a sample it cannot read: every metric it reads
+// must be one this Go has.
+func TestTheMemoryMetricsAreThere(t *testing.T) {
+	for _, name := range append([]string{"/gc/heap/live:bytes", "/memory/classes/total:bytes"}, heapClasses...) {
+		s := []metrics.Sample{{Name: name}}
+		metrics.Read(s)
+		if s[0].Value.Kind() != metrics.KindUint64 {
+			t.Errorf("metric %s: kind %v, want a uint64", name, s[0].Value.Kind())
 		}
 	}
 }

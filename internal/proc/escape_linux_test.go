@@ -66,9 +66,19 @@ func TestStopEndsWhatLeftTheTreeWithItsMarker(t *testing.T) {
 	}
 }
 
-func TestWhatLeftTheTreeEndsWhenTheProcessEnds(t *testing.T) {
-	p, pid := escapee(t, newMarker(), true, "exit 0")
+// A process that ends by itself leaves what left its tree (a task that
+// starts a daemon means it to run on); EndMarked ends it later, SIGKILL
+// after the grace for one that ignores SIGTERM.
+func TestWhatLeftTheTreeOutlivesTheProcessUntilEndMarked(t *testing.T) {
+	marker := newMarker()
+	p, pid := escapee(t, marker, true, "exit 0")
 	<-p.Done()
+	if !alive(pid) {
+		t.Fatal("the daemon a process started died with it")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	EndMarked(ctx, marker, 200*time.Millisecond)
 	testenv.WaitFor(t, "the escapee to be gone", 5*time.Second, func() bool { return !alive(pid) })
 }
 

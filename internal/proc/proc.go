@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"syscall"
 	"time"
 
 	"codehydra/internal/reap"
@@ -50,9 +51,10 @@ type Options struct {
 	Spawner *reap.Spawner
 	// Marker, when set, is an entry (NAME=value, random per process) of
 	// Env that everything the process starts inherits. On Linux and macOS
-	// Terminate, Kill, Stop and the process's end then reach the processes
-	// that carry it and left the tree (setsid, a daemon) too; a job object
-	// keeps them on Windows.
+	// Terminate, Kill and Stop then reach the processes that carry it and
+	// left the tree (setsid, a daemon) too, but the process's own end does
+	// not: a task may start a daemon on purpose (EndMarked ends it later).
+	// A job object keeps them on Windows.
 	Marker string
 }
 
@@ -64,6 +66,7 @@ type Process struct {
 	// Sandbox is what was enforced on the process: Enforced is false when
 	// it was started without a policy.
 	Sandbox sandbox.Status
+	marker  string
 	done    chan struct{}
 	err     error
 }
@@ -140,6 +143,7 @@ func Start(ctx context.Context, o Options) (*Process, error) {
 	}
 	p := &Process{cmd: cmd, name: o.Path, done: make(chan struct{})}
 	p.tree, err = newTree(cmd.Process, o.Marker)
+	p.marker = o.Marker
 	if err != nil {
 		// A tree that would outlive CodeHydra is not started at all.
 		killPid(cmd.Process)
@@ -186,8 +190,9 @@ func readOutcome(ctx context.Context, r *os.File) (sandbox.Status, error) {
 
 func (p *Process) wait() {
 	p.err = p.cmd.Wait()
-	// Whatever the process left behind in its tree goes with it.
-	p.tree.kill()
+	// Whatever the process left behind in its tree goes with it; what
+	// left the tree stays (see Options.Marker).
+	p.tree.killGroup()
 	p.tree.release()
 	close(p.done)
 }
@@ -238,11 +243,14 @@ func (p *Process) Stop(ctx context.Context, grace time.Duration) error {
 	if !p.Running() {
 		return nil
 	}
+	start := time.Now()
 	p.Terminate()
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
 	case <-p.done:
+		// What left the tree has the rest of the grace too.
+		EndMarked(ctx, p.marker, grace-time.Since(start))
 		return nil
 	case <-t.C:
 	case <-ctx.Done():
@@ -253,6 +261,63 @@ func (p *Process) Stop(ctx context.Context, grace time.Duration) error {
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("stop %s (pid %d): %w", p.name, p.Pid(), ctx.Err())
+	}
+}
+
+// EndMarked ends the processes that carry marker (see Options.Marker),
+// wherever they are: SIGTERM, then SIGKILL once grace has passed. It
+// returns once none is left, or ctx ends. Windows has none to end (a job
+// object holds them).
+func EndMarked(ctx context.Context, marker string, grace time.Duration) {
+	if marker == "" {
+		return
+	}
+	termed := reap.SignalMarked(marker, syscall.SIGTERM) > 0
+	deadline := time.NewTimer(max(grace, 0))
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if markedGone(marker) {
+			return
+		}
+		if !termed {
+			termed = reap.SignalMarked(marker, syscall.SIGTERM) > 0
+		}
+		select {
+		case <-tick.C:
+			continue
+		case <-deadline.C:
+		case <-ctx.Done():
+		}
+		killMarked(marker)
+		return
+	}
+}
+
+// markedGone reports whether no process carries marker, in two looks a
+// moment apart: a process in the middle of an exec may show no
+// environment for an instant.
+func markedGone(marker string) bool {
+	if reap.SignalMarked(marker, nil) > 0 {
+		return false
+	}
+	time.Sleep(10 * time.Millisecond)
+	return reap.SignalMarked(marker, nil) == 0
+}
+
+// killMarked kills the processes that carry marker, in a few rounds a
+// moment apart (one may fork, or be in the middle of an exec, while they
+// are found).
+func killMarked(marker string) {
+	if marker == "" {
+		return
+	}
+	for i := range 3 {
+		if i > 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		reap.SignalMarked(marker, syscall.SIGKILL)
 	}
 }
 

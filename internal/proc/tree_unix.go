@@ -23,14 +23,16 @@ func newTree(p *os.Process, marker string) (tree, error) {
 func (t tree) terminate() { t.signal(syscall.SIGTERM) }
 func (t tree) release()   {}
 
-// kill kills the group, then the marked processes outside it until none is
-// left (one may fork while they are found), a few rounds at most.
+// kill kills the group, then the marked processes outside it.
 func (t tree) kill() {
-	t.signal(syscall.SIGKILL)
-	for range 3 {
-		if t.marker == "" || reap.SignalMarked(t.marker, syscall.SIGKILL) == 0 {
-			return
-		}
+	t.killGroup()
+	killMarked(t.marker)
+}
+
+// killGroup kills the group only.
+func (t tree) killGroup() {
+	if t.pgid > 1 { // never init's group, nor "every process"
+		_ = syscall.Kill(-t.pgid, syscall.SIGKILL)
 	}
 }
 

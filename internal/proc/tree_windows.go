@@ -68,6 +68,9 @@ func (t tree) kill() {
 	}
 }
 
+// killGroup is kill: the job holds what the process started.
+func (t tree) killGroup() { t.kill() }
+
 func (t tree) release() {
 	if t.mu == nil {
 		return
