@@ -234,19 +234,8 @@ func TestRateLimitsAndAuditAreTheSameInBothEras(t *testing.T) {
 		t.Fatalf("the refusals differ by era:\n%s\n%s", msgs[0], msgs[1])
 	}
 
-	data, err := os.ReadFile(h.audit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lines []auditEntry
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		var e auditEntry
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatal(err)
-		}
-		lines = append(lines, e)
-	}
+	data, _ := os.ReadFile(h.audit)
+	lines := h.auditEntries(t)
 	if len(lines) != 6 {
 		t.Fatalf("%d audit lines, want 6:\n%s", len(lines), data)
 	}
@@ -341,15 +330,27 @@ func TestTelemetryIsTheSameInBothEras(t *testing.T) {
 	}
 }
 
-func TestCallTimeoutsAreTheSameInBothEras(t *testing.T) {
+// waitingClients is a server with the call timeout whose gateway server
+// fs has the tool wait (p tells when it starts and ends), and a client
+// of each era (see eras) for the workspace a, once it lists fs__wait.
+func waitingClients(t *testing.T, timeout time.Duration) (p *probe, clients []*sdk.ClientSession) {
 	g := newFakeGateway(t)
-	p := newProbe()
+	p = newProbe()
 	g.add("fs", p.fsTools)
-	h := newHarness(t, withGateway(g), func(o *Options) { o.CallTimeout = 500 * time.Millisecond })
+	h := newHarness(t, withGateway(g), func(o *Options) { o.CallTimeout = timeout })
 	a := h.create("a")
 	for _, era := range eras {
 		cs := h.clientOf(era.version, h.tokenOf(a.Path), "")
 		waitFor(t, "fs__wait listed", func() bool { return slices.Contains(toolNames(t, cs), "fs__wait") })
+		clients = append(clients, cs)
+	}
+	return p, clients
+}
+
+func TestCallTimeoutsAreTheSameInBothEras(t *testing.T) {
+	p, clients := waitingClients(t, 500*time.Millisecond)
+	for i, era := range eras {
+		cs := clients[i]
 		code, msg := errCode(t, call(t, cs, "fs__wait", nil))
 		if code != workspace.CodeTimeout || !strings.Contains(msg, `"fs"`) {
 			t.Fatalf("%s: a call past the timeout: %s %q", era.name, code, msg)
@@ -367,14 +368,9 @@ func TestCallTimeoutsAreTheSameInBothEras(t *testing.T) {
 // notifications/cancelled in a session, a dropped POST without), long
 // before its call timeout.
 func TestCancellationsAreTheSameInBothEras(t *testing.T) {
-	g := newFakeGateway(t)
-	p := newProbe()
-	g.add("fs", p.fsTools)
-	h := newHarness(t, withGateway(g), func(o *Options) { o.CallTimeout = 30 * time.Second })
-	a := h.create("a")
-	for _, era := range eras {
-		cs := h.clientOf(era.version, h.tokenOf(a.Path), "")
-		waitFor(t, "fs__wait listed", func() bool { return slices.Contains(toolNames(t, cs), "fs__wait") })
+	p, clients := waitingClients(t, 30*time.Second)
+	for i, era := range eras {
+		cs := clients[i]
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() {
@@ -511,20 +507,30 @@ type auditLine struct{ workspace, tool, server, outcome string }
 // resourceAudit are the audit lines of resources/ requests so far.
 func (h *harness) resourceAudit(t *testing.T) []auditLine {
 	t.Helper()
+	var got []auditLine
+	for _, e := range h.auditEntries(t) {
+		if strings.HasPrefix(e.Tool, "resources/") {
+			got = append(got, auditLine{e.Workspace, e.Tool, e.Server, e.Outcome})
+		}
+	}
+	return got
+}
+
+// auditEntries are the audit log's lines so far.
+func (h *harness) auditEntries(t *testing.T) []auditEntry {
+	t.Helper()
 	data, err := os.ReadFile(h.audit)
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
-	var got []auditLine
+	var lines []auditEntry
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		var e auditEntry
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			t.Fatal(err)
 		}
-		if strings.HasPrefix(e.Tool, "resources/") {
-			got = append(got, auditLine{e.Workspace, e.Tool, e.Server, e.Outcome})
-		}
+		lines = append(lines, e)
 	}
-	return got
+	return lines
 }
