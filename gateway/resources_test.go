@@ -184,18 +184,6 @@ func TestServerEverythingsResourcesTemplatesAndPromptsPassThroughNamespaced(t *t
 		t.Fatalf("read %s = %+v, %v", link, res, err)
 	}
 
-	// A subscription is passed on, and the server's updates come back
-	// under the namespaced URI.
-	if err := cs.Subscribe(t.Context(), &sdk.SubscribeParams{URI: doc}); err != nil {
-		t.Fatalf("resources/subscribe: %v", err)
-	}
-	if cres, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "every__toggle-subscriber-updates", Arguments: map[string]any{}}); err != nil || cres.IsError {
-		t.Fatalf("toggle-subscriber-updates = %+v, %v", cres, err)
-	}
-	if got := await(t, rc.updated, "notifications/resources/updated"); got != doc {
-		t.Fatalf("resources/updated for %q, want %q", got, doc)
-	}
-
 	// Switched off: its resources and prompts leave the lists, with
 	// list_changed, and a read is refused.
 	drain(rc.resources)
@@ -213,6 +201,43 @@ func TestServerEverythingsResourcesTemplatesAndPromptsPassThroughNamespaced(t *t
 	}
 	if _, err := cs.ReadResource(t.Context(), &sdk.ReadResourceParams{URI: doc}); err == nil || !strings.Contains(err.Error(), "switched off") {
 		t.Fatalf("read of a switched-off server's resource = %v, want refused saying it is switched off", err)
+	}
+}
+
+// A subscription is passed on, and the server's updates come back under
+// the namespaced URI, to a client of either protocol era: a session's
+// resources/subscribe, or a 2026-07-28 client's subscriptions/listen.
+func TestServerEverythingsResourceUpdatesReachASubscriberOfEitherEra(t *testing.T) {
+	every := testenv.RealMCPServer(t, "mcp-server-everything")
+	g := newGateway(t, map[string]settings.MCPServer{"every": {Command: every, StartAtLaunch: true}})
+	g.Start()
+	served := serveMCP(t, mcp.Options{Gateway: g})
+	doc := mcp.GatewayResourceURI("every", "demo://resource/static/document/features.md")
+	toggled := false
+	// "": the go-sdk client's default, 2026-07-28, without a session.
+	for _, protocol := range []string{"", questionsProtocol} {
+		rc := newResourceClient()
+		cs := served.connect(t, rc.client, "", protocol)
+		if !testenv.Poll(30*time.Second, 200*time.Millisecond, func() bool { return slices.Contains(resourceURIs(t, cs), doc) }) {
+			t.Fatalf("protocol %q: server-everything's resources are not listed: %v", protocol, resourceURIs(t, cs))
+		}
+		if err := cs.Subscribe(t.Context(), &sdk.SubscribeParams{URI: doc}); err != nil {
+			t.Fatalf("protocol %q: subscribe: %v", protocol, err)
+		}
+		if !toggled {
+			// Server-everything then sends updates of its subscribed
+			// resources every few seconds.
+			if cres, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "every__toggle-subscriber-updates", Arguments: map[string]any{}}); err != nil || cres.IsError {
+				t.Fatalf("toggle-subscriber-updates = %+v, %v", cres, err)
+			}
+			toggled = true
+		}
+		if got := await(t, rc.updated, "notifications/resources/updated"); got != doc {
+			t.Fatalf("protocol %q: resources/updated for %q, want %q", protocol, got, doc)
+		}
+		if err := cs.Unsubscribe(t.Context(), &sdk.UnsubscribeParams{URI: doc}); err != nil {
+			t.Fatalf("protocol %q: unsubscribe: %v", protocol, err)
+		}
 	}
 }
 

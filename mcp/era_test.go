@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,6 +41,13 @@ func (h *harness) clientOf(version, token, wsPath string) *sdk.ClientSession {
 // clientWith is clientOf with the client's options.
 func (h *harness) clientWith(version, token, wsPath string, copts *sdk.ClientOptions) *sdk.ClientSession {
 	h.t.Helper()
+	return h.clientStreams(version, token, wsPath, copts, false)
+}
+
+// clientStreams is clientWith that, with standalone, opens a session's
+// standalone event stream, on which notifications of no request come.
+func (h *harness) clientStreams(version, token, wsPath string, copts *sdk.ClientOptions, standalone bool) *sdk.ClientSession {
+	h.t.Helper()
 	hdr := http.Header{"Authorization": {"Bearer " + token}}
 	if wsPath != "" {
 		hdr.Set(WorkspaceHeader, wsPath)
@@ -53,7 +61,7 @@ func (h *harness) clientWith(version, token, wsPath string, copts *sdk.ClientOpt
 		Endpoint:             h.srv.URL(),
 		HTTPClient:           &http.Client{Transport: &headerTransport{base: newTransport(h.t), header: hdr}},
 		MaxRetries:           -1,
-		DisableStandaloneSSE: true,
+		DisableStandaloneSSE: !standalone,
 	}, opts)
 	if err != nil {
 		h.t.Fatalf("connect (protocol %q): %v", version, err)
@@ -226,19 +234,8 @@ func TestRateLimitsAndAuditAreTheSameInBothEras(t *testing.T) {
 		t.Fatalf("the refusals differ by era:\n%s\n%s", msgs[0], msgs[1])
 	}
 
-	data, err := os.ReadFile(h.audit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lines []auditEntry
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		var e auditEntry
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatal(err)
-		}
-		lines = append(lines, e)
-	}
+	data, _ := os.ReadFile(h.audit)
+	lines := h.auditEntries(t)
 	if len(lines) != 6 {
 		t.Fatalf("%d audit lines, want 6:\n%s", len(lines), data)
 	}
@@ -333,15 +330,27 @@ func TestTelemetryIsTheSameInBothEras(t *testing.T) {
 	}
 }
 
-func TestCallTimeoutsAndCancellationsAreTheSameInBothEras(t *testing.T) {
+// waitingClients is a server with the call timeout whose gateway server
+// fs has the tool wait (p tells when it starts and ends), and a client
+// of each era (see eras) for the workspace a, once it lists fs__wait.
+func waitingClients(t *testing.T, timeout time.Duration) (p *probe, clients []*sdk.ClientSession) {
 	g := newFakeGateway(t)
-	p := newProbe()
+	p = newProbe()
 	g.add("fs", p.fsTools)
-	h := newHarness(t, withGateway(g), func(o *Options) { o.CallTimeout = 500 * time.Millisecond })
+	h := newHarness(t, withGateway(g), func(o *Options) { o.CallTimeout = timeout })
 	a := h.create("a")
 	for _, era := range eras {
 		cs := h.clientOf(era.version, h.tokenOf(a.Path), "")
 		waitFor(t, "fs__wait listed", func() bool { return slices.Contains(toolNames(t, cs), "fs__wait") })
+		clients = append(clients, cs)
+	}
+	return p, clients
+}
+
+func TestCallTimeoutsAreTheSameInBothEras(t *testing.T) {
+	p, clients := waitingClients(t, 500*time.Millisecond)
+	for i, era := range eras {
+		cs := clients[i]
 		code, msg := errCode(t, call(t, cs, "fs__wait", nil))
 		if code != workspace.CodeTimeout || !strings.Contains(msg, `"fs"`) {
 			t.Fatalf("%s: a call past the timeout: %s %q", era.name, code, msg)
@@ -352,9 +361,16 @@ func TestCallTimeoutsAndCancellationsAreTheSameInBothEras(t *testing.T) {
 			t.Fatalf("%s: the timeout did not reach the server's handler", era.name)
 		}
 		<-p.started // that call's
+	}
+}
 
-		// The client gives up: the call ends at the server too (a
-		// notifications/cancelled in a session, a dropped POST without).
+// The client gives up: the call ends at the server too (a
+// notifications/cancelled in a session, a dropped POST without), long
+// before its call timeout.
+func TestCancellationsAreTheSameInBothEras(t *testing.T) {
+	p, clients := waitingClients(t, 30*time.Second)
+	for i, era := range eras {
+		cs := clients[i]
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() {
@@ -369,9 +385,152 @@ func TestCallTimeoutsAndCancellationsAreTheSameInBothEras(t *testing.T) {
 		cancel()
 		select {
 		case <-p.cancelled:
-		case <-time.After(400 * time.Millisecond):
-			t.Fatalf("%s: the client's cancellation did not reach the server's handler before the call timeout", era.name)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the client's cancellation did not reach the server's handler (its call timeout is 30 s)", era.name)
 		}
 		<-done
 	}
+}
+
+// subGateway is a fakeGateway whose servers' resources take
+// subscriptions: it records each (on or off) and can send an update.
+type subGateway struct {
+	*fakeGateway
+	subs    chan string // "on|off <workspace> <uri>"
+	mu      sync.Mutex
+	updated func(string)
+}
+
+func (g *subGateway) Subscribe(_ context.Context, ws, uri string, on bool) error {
+	g.subs <- map[bool]string{true: "on", false: "off"}[on] + " " + ws + " " + uri
+	return nil
+}
+
+func (g *subGateway) OnResourceUpdated(fn func(string)) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.updated = fn
+}
+
+func (g *subGateway) update(uri string) {
+	g.mu.Lock()
+	fn := g.updated
+	g.mu.Unlock()
+	fn(uri)
+}
+
+func awaitString(t *testing.T, ch <-chan string, what string) string {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no %s within 10 s", what)
+	}
+	return ""
+}
+
+// A stateless client subscribes with a subscriptions/listen, which the
+// SDK serves past the middleware: it gets the checks, the upstream
+// subscription (ended with the listen) and the audit lines a session's
+// resources/subscribe gets.
+func TestASubscriptionIsCheckedPassedOnAndEndedInBothEras(t *testing.T) {
+	g := &subGateway{fakeGateway: newFakeGateway(t), subs: make(chan string, 8)}
+	g.add("fs", newProbe().fsTools)
+	h := newHarness(t, withGateway(g))
+	a, b := h.create("a"), h.create("b")
+	g.switchOff(a.Path, "fs", true)
+	uri := GatewayResourceURI("fs", "file:///doc.md")
+	refused, on, off := auditLine{a.Path, "resources/subscribe", "fs", string(workspace.CodeForbidden)},
+		auditLine{b.Path, "resources/subscribe", "fs", "ok"}, auditLine{b.Path, "resources/unsubscribe", "fs", "ok"}
+	var want []auditLine
+	for _, era := range eras {
+		// The go-sdk client's stateless Subscribe opens the listen and
+		// returns: only a session's client hears the refusal. A refused
+		// listen ends at once, and is audited.
+		err := h.clientOf(era.version, h.tokenOf(a.Path), "").Subscribe(t.Context(), &sdk.SubscribeParams{URI: uri})
+		if era.version != "" && (err == nil || !strings.Contains(err.Error(), "switched off for this workspace")) {
+			t.Fatalf("%s: a subscribed to a resource of fs, switched off for it: %v, want forbidden", era.name, err)
+		}
+		want = append(want, refused)
+		waitFor(t, "a's refusal audited", func() bool { return slices.Equal(h.resourceAudit(t), want) })
+		waitFor(t, "a's refused listen to end", func() bool { return h.listens() == 0 })
+		select {
+		case got := <-g.subs:
+			t.Fatalf("%s: a's refused subscription reached the gateway: %s", era.name, got)
+		default:
+		}
+
+		updated := make(chan string, 8)
+		csB := h.clientStreams(era.version, h.tokenOf(b.Path), "", &sdk.ClientOptions{
+			ResourceUpdatedHandler: func(_ context.Context, r *sdk.ResourceUpdatedNotificationRequest) {
+				select {
+				case updated <- r.Params.URI:
+				default:
+				}
+			},
+		}, true)
+		subscribed := make(chan error, 1)
+		// A stateless Subscribe lasts as long as its listen.
+		go func() { subscribed <- csB.Subscribe(context.Background(), &sdk.SubscribeParams{URI: uri}) }()
+		if got := awaitString(t, g.subs, "subscription upstream"); got != "on "+b.Path+" "+uri {
+			t.Fatalf("%s: upstream %q, want b's subscription", era.name, got)
+		}
+		// The SDK records the subscription after the middleware passed it.
+		waitFor(t, era.name+": the update to reach b", func() bool {
+			g.update(uri)
+			select {
+			case got := <-updated:
+				return got == uri
+			case <-time.After(100 * time.Millisecond):
+				return false
+			}
+		})
+		if err := csB.Unsubscribe(t.Context(), &sdk.UnsubscribeParams{URI: uri}); err != nil {
+			t.Fatalf("%s: unsubscribe: %v", era.name, err)
+		}
+		if got := awaitString(t, g.subs, "the subscription's end upstream"); got != "off "+b.Path+" "+uri {
+			t.Fatalf("%s: upstream %q, want b's subscription ended", era.name, got)
+		}
+		if err := <-subscribed; err != nil {
+			t.Fatalf("%s: subscribe: %v", era.name, err)
+		}
+		want = append(want, on, off)
+		if got := h.resourceAudit(t); !slices.Equal(got, want) {
+			t.Fatalf("%s: audit lines\n got %+v\nwant %+v", era.name, got, want)
+		}
+	}
+}
+
+type auditLine struct{ workspace, tool, server, outcome string }
+
+// resourceAudit are the audit lines of resources/ requests so far.
+func (h *harness) resourceAudit(t *testing.T) []auditLine {
+	t.Helper()
+	var got []auditLine
+	for _, e := range h.auditEntries(t) {
+		if strings.HasPrefix(e.Tool, "resources/") {
+			got = append(got, auditLine{e.Workspace, e.Tool, e.Server, e.Outcome})
+		}
+	}
+	return got
+}
+
+// auditEntries are the audit log's lines so far.
+func (h *harness) auditEntries(t *testing.T) []auditEntry {
+	t.Helper()
+	data, err := os.ReadFile(h.audit)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var lines []auditEntry
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		var e auditEntry
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, e)
+	}
+	return lines
 }

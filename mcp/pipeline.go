@@ -46,6 +46,15 @@ func (s *Server) toolCallMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 				return nil, err
 			}
 			switch method {
+			case "subscriptions/listen":
+				if lr, ok := req.(*sdk.SubscriptionsListenRequest); ok {
+					end, err := s.listenGateway(ctx, lr)
+					if err != nil {
+						return nil, err
+					}
+					defer end()
+				}
+				return next(ctx, method, req)
 			case "resources/list", "resources/templates/list", "prompts/list":
 				res, err := next(ctx, method, req)
 				if err == nil {

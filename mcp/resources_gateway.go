@@ -400,6 +400,72 @@ func (g *gatewayTools) subscribe(ctx context.Context, ss *sdk.ServerSession, ws 
 	return err
 }
 
+// listenGateway runs each resource a subscriptions/listen (the
+// stateless era's way to subscribe) names through the path of a
+// resources/subscribe: the caller's bucket, then forwardGateway (the
+// workspace, the servers switched off or hidden for it, the server's
+// rateLimit, the upstream subscription, an audit line). The SDK
+// subscribes the listen's resources itself, past this middleware, so
+// this is their only check. One refused resource refuses the whole
+// listen with the error a resources/subscribe of it gets, as the SDK
+// does with one its SubscribeHandler refuses: dropping it instead would
+// leave the client waiting for updates that never come. end ends the
+// upstream subscriptions when the listen ends.
+func (s *Server) listenGateway(ctx context.Context, req *sdk.SubscriptionsListenRequest) (end func(), err error) {
+	type listened struct {
+		sub *sdk.SubscribeRequest
+		ws  string
+	}
+	var subs []listened
+	end = func() {
+		for _, l := range subs {
+			s.endListened(l.sub, l.ws)
+		}
+	}
+	if s.gw == nil || req.Params == nil || req.Params.Notifications == nil {
+		return end, nil
+	}
+	for _, uri := range req.Params.Notifications.ResourceSubscriptions {
+		sub := &sdk.SubscribeRequest{Session: req.Session, Extra: req.Extra, Params: &sdk.SubscribeParams{URI: uri, Meta: req.Params.Meta}}
+		server, ok := s.gw.gatewayRequest(sub)
+		if !ok {
+			continue // the SubscribeHandler refuses it: gatewayOnly
+		}
+		if err = s.limitMethod("resources/subscribe", sub); err == nil {
+			_, err = s.forwardGateway(ctx, "resources/subscribe", server, sub)
+		}
+		if err != nil {
+			end()
+			return nil, err
+		}
+		// forwardGateway resolved it, so it resolves now.
+		var ws workspace.Workspace
+		if who := callerOf(sub); !who.isUser() {
+			ws, _ = s.workspaceOf(who, requestHeader(sub))
+		}
+		subs = append(subs, listened{sub, ws.Path})
+	}
+	return end, nil
+}
+
+// endListened ends the upstream subscription of a resource a
+// subscriptions/listen subscribed for the workspace ws (listenGateway)
+// as its listen ends, whatever the limits, the off list and the
+// workspace's fate say by then (a refusal would leave it subscribed for
+// no one), and writes its audit line.
+func (s *Server) endListened(sub *sdk.SubscribeRequest, ws string) {
+	start := s.now()
+	server, _, _ := ParseGatewayResourceURI(sub.Params.URI)
+	rec := auditEntry{Caller: callerOf(sub).name(), Tool: "resources/unsubscribe", Server: server, Workspace: ws, Outcome: "ok"}
+	defer s.recordCall(&rec, start)
+	cat, _ := s.gw.catalog(server)
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.CallTimeout)
+	defer cancel()
+	if err := s.gw.subscribe(ctx, sub.Session, rec.Workspace, cat.Policy, sub.Params.URI, false); err != nil {
+		rec.Outcome = string(workspace.CodeOf(err))
+	}
+}
+
 // updated passes a server's notifications/resources/updated on to the
 // sessions subscribed to uri.
 func (g *gatewayTools) updated(uri string) {

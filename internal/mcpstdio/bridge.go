@@ -42,6 +42,10 @@ const (
 // itself (the range -32000..-32099 is the implementation's own).
 const notRunningCode = -32000
 
+// invalidRequestCode is JSON-RPC's code of a request that is not a valid
+// one: here, one whose id is that of a request still under way.
+const invalidRequestCode = -32600
+
 // bridge is one run of mcp-stdio.
 type bridge struct {
 	out    io.Writer
@@ -155,8 +159,15 @@ func (b *bridge) run(ctx context.Context, in io.Reader) int {
 				continue
 			}
 			if msg.isRequest() {
+				// Registered here, before the next line is read, so
+				// that a notifications/cancelled right behind finds it.
+				callCtx, done, err := b.startCall(ctx, msg)
+				if err != nil {
+					b.replyCode(msg.ID, invalidRequestCode, err)
+					continue
+				}
 				wg.Add(1)
-				go func() { defer wg.Done(); b.forward(ctx, msg, line) }()
+				go func() { defer wg.Done(); defer done(); b.forward(callCtx, msg, line) }()
 			} else {
 				b.forward(ctx, msg, line)
 			}
@@ -188,6 +199,25 @@ func (b *bridge) forward(ctx context.Context, msg rpcMessage, line []byte) {
 	} else {
 		resp, err = b.post(ctx, msg, line)
 	}
+	if err == nil && msg.Method == "initialize" && resp.StatusCode == http.StatusOK {
+		b.mu.Lock()
+		b.session = resp.Header.Get(sessionHeader)
+		b.mu.Unlock()
+	}
+	b.answer(ctx, msg, resp, err)
+	if err == nil && msg.Method == "notifications/initialized" && resp.StatusCode < 300 {
+		b.mu.Lock()
+		b.streamWanted = true
+		b.mu.Unlock()
+		b.openStream()
+	}
+}
+
+// answer passes on to the client what the server answered to msg (resp,
+// whose body it closes), or says why there is no answer (err): on stderr
+// and, to a request, as its error. Nothing is said once ctx is done: the
+// client gave up, or the bridge is ending.
+func (b *bridge) answer(ctx context.Context, msg rpcMessage, resp *http.Response, err error) {
 	if err != nil {
 		if ctx.Err() == nil {
 			fmt.Fprintf(b.stderr, "codehydra mcp-stdio: %v\n", err)
@@ -198,19 +228,8 @@ func (b *bridge) forward(ctx context.Context, msg rpcMessage, line []byte) {
 		return
 	}
 	defer resp.Body.Close()
-	if msg.Method == "initialize" && resp.StatusCode == http.StatusOK {
-		b.mu.Lock()
-		b.session = resp.Header.Get(sessionHeader)
-		b.mu.Unlock()
-	}
 	if err := b.relay(resp, msg); err != nil && ctx.Err() == nil && msg.isRequest() {
 		b.reply(msg.ID, err)
-	}
-	if msg.Method == "notifications/initialized" && resp.StatusCode < 300 {
-		b.mu.Lock()
-		b.streamWanted = true
-		b.mu.Unlock()
-		b.openStream()
 	}
 }
 
@@ -299,6 +318,16 @@ func (b *bridge) post(ctx context.Context, msg rpcMessage, line []byte) (*http.R
 // again and trying again while it is starting (a client and CodeHydra
 // started together at login).
 func (b *bridge) postInitialize(ctx context.Context, line []byte) (*http.Response, error) {
+	return b.postFound(ctx, func(t Target) (*http.Response, error) {
+		return b.do(ctx, http.MethodPost, t, "", "", line)
+	})
+}
+
+// postFound finds the running instance, makes it the target and posts to
+// it with post, trying again while it is starting or refuses the token
+// (CodeHydra restarted on another port, rotated its token, or is
+// starting).
+func (b *bridge) postFound(ctx context.Context, post func(Target) (*http.Response, error)) (*http.Response, error) {
 	var resp *http.Response
 	err := b.whileStarting(ctx, func() error {
 		t, err := b.find()
@@ -306,11 +335,15 @@ func (b *bridge) postInitialize(ctx context.Context, line []byte) (*http.Respons
 			return err
 		}
 		b.mu.Lock()
+		changed := b.target != t
 		b.target = t
 		b.mu.Unlock()
-		resp, err = b.do(ctx, http.MethodPost, t, "", "", line)
+		if changed {
+			fmt.Fprintln(b.stderr, "codehydra mcp-stdio: found CodeHydra again (it restarted, or its token was rotated)")
+		}
+		resp, err = post(t)
 		if err != nil {
-			return fmt.Errorf("reach CodeHydra's MCP server at %s: %w", t.URL, err)
+			return fmt.Errorf("reach CodeHydra's MCP server at %s: %w (is CodeHydra still running?)", t.URL, err)
 		}
 		if resp.StatusCode == http.StatusUnauthorized {
 			resp.Body.Close()
@@ -385,7 +418,10 @@ func (b *bridge) write(data []byte) {
 }
 
 // reply answers the request id with an error of the bridge's own.
-func (b *bridge) reply(id json.RawMessage, err error) {
+func (b *bridge) reply(id json.RawMessage, err error) { b.replyCode(id, notRunningCode, err) }
+
+// replyCode answers the request id with the JSON-RPC error code and err.
+func (b *bridge) replyCode(id json.RawMessage, code int, err error) {
 	type rpcError struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
@@ -394,7 +430,7 @@ func (b *bridge) reply(id json.RawMessage, err error) {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Error   rpcError        `json:"error"`
-	}{"2.0", id, rpcError{notRunningCode, "codehydra mcp-stdio: " + err.Error()}})
+	}{"2.0", id, rpcError{code, "codehydra mcp-stdio: " + err.Error()}})
 	b.write(data)
 }
 

@@ -67,6 +67,10 @@ func (s *bridgeServer) restart(token string) {
 		s.cancelled <- struct{}{}
 		return nil, nil, ctx.Err()
 	})
+	sdk.AddTool(srv, &sdk.Tool{Name: "wait"}, func(ctx context.Context, _ *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
+		<-ctx.Done()
+		return nil, nil, ctx.Err()
+	})
 	sdk.AddTool(srv, &sdk.Tool{Name: "grow"}, func(ctx context.Context, req *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
 		sdk.AddTool(srv, &sdk.Tool{Name: "grown"}, func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "grown"}}}, nil, nil
@@ -375,5 +379,76 @@ func TestBridgePassesTheServersRefusalOnAsItIs(t *testing.T) {
 	inW.Close()
 	if string(answer.ID) != "7" || answer.Error.Code != sdk.CodeUnsupportedProtocolVersion || !slices.Contains(answer.Error.Data.Supported, "2025-11-25") {
 		t.Fatalf("answer %+v, want the server's unsupported-version error for id 7, naming 2025-11-25", answer)
+	}
+}
+
+// Stateless requests read together with their cancellations: each
+// cancellation finds its request (registered before the request's
+// goroutine starts), and a second request under way with the same id is
+// refused rather than taking the first one's place.
+func TestBridgeCancelsAStatelessRequestReadWithItsCancellationAndRefusesADuplicateID(t *testing.T) {
+	s := newBridgeServerWith(t, &sdk.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var stderr testenv.SyncBuffer
+	b := newBridge(outW, &stderr, s.find(""))
+	go func() {
+		b.run(t.Context(), inR)
+		outW.Close()
+	}()
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"test","version":"1"}}`
+	wait := func(id int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"wait","arguments":{},%s}}`+"\n", id, meta)
+	}
+	cancel := func(id int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d,%s}}`+"\n", id, meta)
+	}
+	// One write: the bridge reads the lines one right after the other.
+	// Twenty pairs, as a lost cancellation depends on which goroutine
+	// runs first.
+	var lines strings.Builder
+	for id := 1; id <= 20; id++ {
+		lines.WriteString(wait(id) + cancel(id))
+	}
+	lines.WriteString(wait(99) + wait(99) + cancel(99))
+	go func() { _, _ = io.WriteString(inW, lines.String()) }()
+	defer inW.Close()
+
+	answers := make(chan json.RawMessage, 4)
+	go func() {
+		dec := json.NewDecoder(outR)
+		for {
+			var m json.RawMessage
+			if dec.Decode(&m) != nil {
+				return
+			}
+			answers <- m
+		}
+	}()
+	select {
+	case m := <-answers:
+		var answer struct {
+			ID    json.RawMessage `json:"id"`
+			Error struct {
+				Code int `json:"code"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(m, &answer); err != nil || string(answer.ID) != "99" || answer.Error.Code != invalidRequestCode {
+			t.Fatalf("answer %s, want the refusal of the second request 99 (%d)", m, invalidRequestCode)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the second request with id 99 was not refused\nstderr: %s", &stderr)
+	}
+	// Both cancellations dropped their requests: none is under way (the
+	// tool "wait" waits for ever otherwise).
+	testenv.WaitFor(t, "the cancelled requests to end", 10*time.Second, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.calls) == 0
+	})
+	select {
+	case m := <-answers:
+		t.Fatalf("a cancelled request was answered: %s", m)
+	default:
 	}
 }

@@ -30,7 +30,8 @@ func (b *bridge) isStateless(msg rpcMessage) bool {
 }
 
 // forwardStateless posts one message of the stateless protocol and
-// passes on what answers it.
+// passes on what answers it. A request's ctx is its own (startCall), so
+// a notifications/cancelled of it drops its HTTP request.
 func (b *bridge) forwardStateless(ctx context.Context, msg rpcMessage, line []byte) {
 	if msg.Method == "notifications/cancelled" {
 		b.cancelCall(msg.Params.RequestID)
@@ -42,26 +43,8 @@ func (b *bridge) forwardStateless(ctx context.Context, msg rpcMessage, line []by
 		version = b.stateless
 		b.mu.Unlock()
 	}
-	callCtx := ctx
-	if msg.isRequest() {
-		var cancel context.CancelFunc
-		callCtx, cancel = context.WithCancel(ctx)
-		defer b.trackCall(msg.ID, cancel)()
-	}
-	resp, err := b.postStateless(callCtx, msg, version, line)
-	if err != nil {
-		if callCtx.Err() == nil {
-			fmt.Fprintf(b.stderr, "codehydra mcp-stdio: %v\n", err)
-			if msg.isRequest() {
-				b.reply(msg.ID, err)
-			}
-		}
-		return
-	}
-	defer resp.Body.Close()
-	if err := b.relay(resp, msg); err != nil && callCtx.Err() == nil && msg.isRequest() {
-		b.reply(msg.ID, err)
-	}
+	resp, err := b.postStateless(ctx, msg, version, line)
+	b.answer(ctx, msg, resp, err)
 }
 
 // postStateless sends one message of the stateless protocol. When the
@@ -86,50 +69,38 @@ func (b *bridge) postStateless(ctx context.Context, msg rpcMessage, version stri
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	err = b.whileStarting(ctx, func() error {
-		found, err := b.find()
-		if err != nil {
-			return err
-		}
-		resp, err = b.doWith(ctx, http.MethodPost, found, "", version, line, more)
-		if err != nil {
-			return fmt.Errorf("reach CodeHydra's MCP server at %s: %w (is CodeHydra still running?)", found.URL, err)
-		}
-		if resp.StatusCode == http.StatusUnauthorized {
-			resp.Body.Close()
-			return fmt.Errorf("CodeHydra's MCP server refused the token (%s)", resp.Status)
-		}
-		b.mu.Lock()
-		changed := b.target != found
-		b.target = found
-		b.mu.Unlock()
-		if changed {
-			fmt.Fprintln(b.stderr, "codehydra mcp-stdio: found CodeHydra again (it restarted, or its token was rotated)")
-		}
-		return nil
+	return b.postFound(ctx, func(t Target) (*http.Response, error) {
+		return b.doWith(ctx, http.MethodPost, t, "", version, line, more)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return resp, nil
 }
 
-// trackCall keeps cancel as the way to cancel the request id, until the
-// returned func is called.
-func (b *bridge) trackCall(id json.RawMessage, cancel context.CancelFunc) (done func()) {
-	key := callKey(id)
+// startCall gives a request of the stateless protocol (one that names
+// its version) its own context, which a notifications/cancelled of its id
+// cancels until done is called. The read loop calls it before the
+// request's goroutine starts, so a cancellation read right after it finds
+// it. A request whose id is that of one still under way is refused: the
+// cancellation of that id would be ambiguous. Other requests keep ctx.
+func (b *bridge) startCall(ctx context.Context, msg rpcMessage) (callCtx context.Context, done func(), err error) {
+	if msg.version() == "" {
+		return ctx, func() {}, nil
+	}
+	key := callKey(msg.ID)
 	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.calls[key]; ok {
+		return nil, nil, fmt.Errorf("a request with the id %s is still under way; ids of requests under way must differ", key)
+	}
 	if b.calls == nil {
 		b.calls = map[string]context.CancelFunc{}
 	}
+	callCtx, cancel := context.WithCancel(ctx)
 	b.calls[key] = cancel
-	b.mu.Unlock()
-	return func() {
+	return callCtx, func() {
 		b.mu.Lock()
 		delete(b.calls, key)
 		b.mu.Unlock()
 		cancel()
-	}
+	}, nil
 }
 
 // cancelCall drops the HTTP request of the request id, if it is under way.
