@@ -58,10 +58,13 @@ type heldCalls struct {
 
 	mu    sync.Mutex
 	calls map[string]*heldCall
+	// live are the held calls whose gateway call runs, waiting for an
+	// answer or not, so that they can be ended (see end).
+	live map[*heldCall]struct{}
 }
 
 func newHeldCalls(now func() time.Time) *heldCalls {
-	return &heldCalls{key: []byte(rand.Text()), now: now, calls: map[string]*heldCall{}}
+	return &heldCalls{key: []byte(rand.Text()), now: now, calls: map[string]*heldCall{}, live: map[*heldCall]struct{}{}}
 }
 
 // heldCall is one gateway call of a client that is asked in results.
@@ -69,13 +72,15 @@ type heldCall struct {
 	id string
 	// bind is what a requestState of this call is bound to: its caller,
 	// tool and arguments (see binding).
-	bind   string
+	bind string
+	// who is its caller, owner the caller's name and registration nonce.
+	who    caller
 	owner  string
 	cancel context.CancelFunc
 	// events carry its questions, and at last its end, to the request
 	// waiting for it; answers carry the answer to its open question.
 	events  chan heldEvent
-	answers chan *sdk.ElicitResult
+	answers chan heldAnswer
 	// turn lets one question at a time be open.
 	turn chan struct{}
 	// question makes the input_required result of its kind.
@@ -91,6 +96,12 @@ type heldEvent struct {
 	exp    time.Time
 	res    sdk.Result
 	err    error
+}
+
+// heldAnswer is the answer to a held call's question number round.
+type heldAnswer struct {
+	round int
+	res   *sdk.ElicitResult
 }
 
 // heldRun is a gateway tool's call (or a prompt's get, a resource's
@@ -160,10 +171,14 @@ func (s *Server) callAskingInResults(ctx context.Context, rt roundTrip, call hel
 		}
 		return s.held.wait(ctx, h)
 	}
-	h := &heldCall{id: rand.Text(), bind: bind, owner: rt.who.name() + "\x00" + rt.who.nonce, question: rt.question,
-		events: make(chan heldEvent, 2), answers: make(chan *sdk.ElicitResult, 1), turn: make(chan struct{}, 1)}
+	h := &heldCall{id: rand.Text(), bind: bind, who: rt.who, owner: rt.who.name() + "\x00" + rt.who.nonce, question: rt.question,
+		events: make(chan heldEvent, 2), answers: make(chan heldAnswer, 1), turn: make(chan struct{}, 1)}
 	// The call outlives this request, which ends with its first question,
-	// but not the call's time.
+	// but not the call's time, nor the server (Shutdown), nor its caller's
+	// registration (closeStaleSessions).
+	if !s.reserveBackground() {
+		return nil, workspace.Errorf(workspace.CodeInternal, "CodeHydra is shutting down; call the tool again after it restarts")
+	}
 	hctx := context.WithoutCancel(ctx)
 	var cancel context.CancelFunc
 	if dl, ok := ctx.Deadline(); ok {
@@ -172,16 +187,20 @@ func (s *Server) callAskingInResults(ctx context.Context, rt roundTrip, call hel
 		hctx, cancel = context.WithCancel(hctx)
 	}
 	h.cancel = cancel
+	stop := context.AfterFunc(s.bgCtx, cancel)
+	s.held.start(h)
 	fallback := s.asker(hctx, rt.session, rt.server, rt.ws)
-	go func() {
+	s.runBackground(func(context.Context) {
 		defer cancel()
+		defer stop()
+		defer s.held.done(h)
 		res, err := call(hctx, s.heldAsker(hctx, h, fallback, rt.server, rt.ws))
 		// Nobody waits when its last question was not answered in time.
 		select {
 		case h.events <- heldEvent{res: res, err: err}:
 		default:
 		}
-	}()
+	})
 	return s.held.wait(ctx, h)
 }
 
@@ -206,25 +225,30 @@ func (s *Server) heldAsker(callCtx context.Context, h *heldCall, fallback Asker,
 			log.Info("a gateway server's question is not passed to its client: too many calls wait for their clients' answers", slog.Int("max", maxHeld), slog.Int("maxPerCaller", maxHeldPerCaller))
 			return fallback(ctx, params)
 		}
+		// However the question ends, h waits for no answer after it.
+		defer s.held.release(h)
 		select {
 		case h.events <- heldEvent{round: round, params: params, exp: exp}:
 		case <-ctx.Done():
-			s.held.release(h)
 			return nil, ctx.Err()
 		}
 		t := time.NewTimer(timeout)
 		defer t.Stop()
-		select {
-		case a := <-h.answers:
-			log.Info("a gateway server asked the user", slog.String("via", "client"), slog.String("answer", a.Action))
-			return a, nil
-		case <-t.C:
-			s.held.release(h)
-			log.Info("a gateway server's question was not answered in time: answered cancel", slog.String("via", "client"), slog.Duration("timeout", timeout))
-			return &sdk.ElicitResult{Action: answerCancel}, nil
-		case <-ctx.Done():
-			s.held.release(h)
-			return nil, ctx.Err()
+		for {
+			select {
+			case a := <-h.answers:
+				if a.round != round {
+					// Taken while an earlier question timed out.
+					continue
+				}
+				log.Info("a gateway server asked the user", slog.String("via", "client"), slog.String("answer", a.res.Action))
+				return a.res, nil
+			case <-t.C:
+				log.Info("a gateway server's question was not answered in time: answered cancel", slog.String("via", "client"), slog.Duration("timeout", timeout))
+				return &sdk.ElicitResult{Action: answerCancel}, nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 		}
 	}
 }
@@ -246,6 +270,12 @@ func (hc *heldCalls) hold(h *heldCall, exp time.Time) (int, bool) {
 	}
 	h.round++
 	hc.calls[h.id] = h
+	// An answer to an earlier question, taken while it timed out, is no
+	// answer to this one.
+	select {
+	case <-h.answers:
+	default:
+	}
 	return h.round, true
 }
 
@@ -255,6 +285,35 @@ func (hc *heldCalls) release(h *heldCall) {
 	defer hc.mu.Unlock()
 	if hc.calls[h.id] == h {
 		delete(hc.calls, h.id)
+	}
+}
+
+// start records h's call as running, done as ended.
+func (hc *heldCalls) start(h *heldCall) {
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	hc.live[h] = struct{}{}
+}
+
+func (hc *heldCalls) done(h *heldCall) {
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	delete(hc.live, h)
+}
+
+// end cancels the running calls whose caller gone reports true for (a
+// gone workspace's, or all when the server stops).
+func (hc *heldCalls) end(gone func(caller) bool) {
+	hc.mu.Lock()
+	live := make([]*heldCall, 0, len(hc.live))
+	for h := range hc.live {
+		live = append(live, h)
+	}
+	hc.mu.Unlock()
+	for _, h := range live {
+		if gone(h.who) {
+			h.cancel()
+		}
 	}
 }
 
@@ -287,18 +346,20 @@ func (hc *heldCalls) answer(state, bind string, responses sdk.InputResponseMap) 
 			"inputResponses holds no answer to the question %q (an elicitation result whose action is accept, decline or cancel): answer it, with the same requestState", questionID(round))
 	}
 	hc.mu.Lock()
+	defer hc.mu.Unlock()
 	h := hc.calls[id]
-	if h != nil && h.round == round && h.bind == bind {
-		delete(hc.calls, id)
-	} else {
-		h = nil
-	}
-	hc.mu.Unlock()
-	if h == nil {
+	if h == nil || h.round != round || h.bind != bind {
 		return nil, workspace.Errorf(workspace.CodeInvalidInput,
 			"the question this requestState belongs to was answered already, or waited too long and was answered cancel: call the tool again without requestState")
 	}
-	h.answers <- a
+	delete(hc.calls, id)
+	// Under hc.mu, as hold drains: what the buffer holds is an earlier
+	// question's answer, so the push never blocks.
+	select {
+	case <-h.answers:
+	default:
+	}
+	h.answers <- heldAnswer{round: round, res: a}
 	return h, nil
 }
 

@@ -1,8 +1,10 @@
 package mcp
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +24,7 @@ func TestARequestStateHoldsOnlyForItsCallerAndCallAndOnce(t *testing.T) {
 	ws := caller{ws: workspace.Workspace{Path: "/w/a"}, nonce: "n1"}
 	args := json.RawMessage(`{"a": 1, "b": [2]}`)
 	bind := binding(ws, "up__ask", args)
-	h := &heldCall{id: "held1", bind: bind, owner: "x", answers: make(chan *sdk.ElicitResult, 1)}
+	h := &heldCall{id: "held1", bind: bind, owner: "x", answers: make(chan heldAnswer, 1)}
 	round, ok := hc.hold(h, now.Add(time.Minute))
 	if !ok {
 		t.Fatal("hold refused the first call")
@@ -56,7 +58,7 @@ func TestARequestStateHoldsOnlyForItsCallerAndCallAndOnce(t *testing.T) {
 	}
 	// The same arguments, spaced otherwise, are the same call.
 	got, err := hc.answer(state, binding(ws, "up__ask", json.RawMessage(`{"a":1,"b":[2]}`)), answer)
-	if err != nil || got != h || (<-h.answers).Action != "decline" {
+	if err != nil || got != h || (<-h.answers).res.Action != "decline" {
 		t.Fatalf("the rightful answer was not taken: %v", err)
 	}
 	if _, err := hc.answer(state, bind, answer); err == nil || !strings.Contains(err.Error(), "answered already") {
@@ -99,5 +101,150 @@ func TestHeldCallsAreBoundedPerCallerAndInAll(t *testing.T) {
 	}
 	if hold("last", 0) {
 		t.Fatal("more than maxHeld calls were held")
+	}
+}
+
+// askAndWait is a held gateway call that asks one question, then runs
+// until its context ends; ended closes when it returns.
+func askAndWait(ended chan struct{}) heldRun {
+	return func(ctx context.Context, ask Asker) (sdk.Result, error) {
+		defer close(ended)
+		if _, err := ask(ctx, &sdk.ElicitParams{Message: "go on?", RequestedSchema: map[string]any{"type": "object"}}); err != nil {
+			return nil, err
+		}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+}
+
+// holdCall starts a held call of who that asks one question and waits,
+// and returns when the question reached the caller.
+func holdCall(t *testing.T, s *Server, who caller) (ended chan struct{}) {
+	t.Helper()
+	ended = make(chan struct{})
+	rt := roundTrip{who: who, name: "up__ask", args: json.RawMessage(`{}`), server: "up",
+		question: func(q sdk.InputRequestMap, state string) sdk.Result {
+			return &sdk.CallToolResult{InputRequests: q, RequestState: state}
+		}}
+	res, err := s.callAskingInResults(context.Background(), rt, askAndWait(ended))
+	if r, ok := res.(*sdk.CallToolResult); err != nil || !ok || r.RequestState == "" {
+		t.Fatalf("the first request got %v, %v; want its question", res, err)
+	}
+	return ended
+}
+
+// A call held for its client's answer survives neither Shutdown (which
+// promises that no goroutine of the server does) nor its caller's
+// workspace.
+func TestHeldCallsEndWithTheServerAndWithTheirWorkspace(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.ElicitTimeout = time.Hour; o.CallTimeout = 2 * time.Hour })
+	ws := h.create("asker")
+	nonce, err := workspace.TokenNonce(ws.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ofWorkspace := holdCall(t, h.srv, caller{ws: ws, nonce: nonce})
+	ofUser := holdCall(t, h.srv, caller{})
+	if err := h.mgr.Delete(context.Background(), ws.Path, workspace.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ofWorkspace:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the held call of a deleted workspace still runs")
+	}
+	select {
+	case <-ofUser:
+		t.Fatal("the user's held call ended with another caller's workspace")
+	default:
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := h.srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ofUser:
+	default:
+		t.Fatal("a held call survived Shutdown")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Shutdown waited %s for a held call that no answer can reach", d)
+	}
+	if _, err := h.srv.callAskingInResults(context.Background(), roundTrip{who: caller{}, name: "up__ask"}, askAndWait(make(chan struct{}))); workspace.CodeOf(err) != workspace.CodeInternal {
+		t.Fatalf("a call was held after Shutdown: %v", err)
+	}
+}
+
+// A question whose answer was taken while it timed out does not hand that
+// answer to the call's next question, and the call, whichever way its
+// question ends, takes no place among the held after it.
+func TestAnAnswerTakenAsItsQuestionTimedOutAnswersNoLaterQuestion(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.ElicitTimeout = 300 * time.Millisecond; o.CallTimeout = time.Hour })
+	s := h.srv
+	hc := &heldCall{id: "race", bind: "b", owner: "o", events: make(chan heldEvent, 2), answers: make(chan heldAnswer, 1), turn: make(chan struct{}, 1)}
+	ask := s.heldAsker(context.Background(), hc, nil, "up", "")
+	params := &sdk.ElicitParams{Message: "?", RequestedSchema: map[string]any{"type": "object"}}
+	asked := func() <-chan *sdk.ElicitResult {
+		got := make(chan *sdk.ElicitResult, 1)
+		go func() {
+			a, err := ask(context.Background(), params)
+			if err != nil {
+				t.Errorf("ask: %v", err)
+			}
+			got <- a
+		}()
+		return got
+	}
+	// Round 1 times out; its answer, taken by answer in the same instant,
+	// is left in the buffer, as the race leaves it.
+	got := asked()
+	ev := <-hc.events
+	if a := <-got; a.Action != answerCancel {
+		t.Fatalf("round 1 = %q, want cancel", a.Action)
+	}
+	hc.answers <- heldAnswer{round: ev.round, res: &sdk.ElicitResult{Action: "accept"}}
+	held := func() bool {
+		s.held.mu.Lock()
+		defer s.held.mu.Unlock()
+		return s.held.calls[hc.id] != nil
+	}
+
+	got = asked()
+	ev2 := <-hc.events
+	// An answer of round 1 that comes now is not round 2's either.
+	hc.answers <- heldAnswer{round: ev.round, res: &sdk.ElicitResult{Action: "accept"}}
+	if a := <-got; a.Action != answerCancel {
+		t.Fatalf("round %d got round %d's answer %q; want cancel at its timeout", ev2.round, ev.round, a.Action)
+	}
+	if held() {
+		t.Fatal("the call still holds a place after its question ended")
+	}
+
+	// The rightful answer still reaches round 3, and frees its place.
+	got = asked()
+	ev3 := <-hc.events
+	state := s.held.sign(hc.id, ev3.round, ev3.exp, hc.bind)
+	if _, err := s.held.answer(state, hc.bind, sdk.InputResponseMap{questionID(ev3.round): &sdk.ElicitResult{Action: "decline"}}); err != nil {
+		t.Fatal(err)
+	}
+	if a := <-got; a.Action != answerDecline {
+		t.Fatalf("round 3 = %q, want decline", a.Action)
+	}
+	if held() {
+		t.Fatal("the call still holds a place after its answer")
+	}
+}
+
+// A held call whose own deadline (its first request's) passed while a
+// retry waited is a timeout, not the server's failure.
+func TestAHeldCallsDeadlineIsATimeout(t *testing.T) {
+	h := newHarness(t)
+	err := h.srv.gatewayError(context.Background(), context.Background(), "up__ask", "up",
+		fail(fmt.Errorf("calling tool: %w", context.DeadlineExceeded)))
+	if workspace.CodeOf(err) != workspace.CodeTimeout {
+		t.Fatalf("gatewayError = %v, want timeout", err)
 	}
 }

@@ -510,9 +510,11 @@ func (s *Server) Serve(ctx context.Context) error {
 }
 
 // Shutdown stops the server: it refuses new requests, closes the listener
-// and every MCP session, waits for running requests and background deletes
-// until ctx is done, then cancels what is left. No goroutine of the server
-// survives it (save a handler that ignores its cancelled context).
+// and every MCP session, waits for running requests, ends the gateway calls
+// held for their clients' answers (which no request can bring now), waits
+// for background deletes until ctx is done, then cancels what is left.
+// No goroutine of the server survives it (save a handler that ignores its
+// cancelled context).
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing = true
@@ -531,6 +533,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("stop MCP server: %w", err))
 		s.http.Close()
 	}
+	// No answer can reach a held call now.
+	s.held.end(func(caller) bool { return true })
 	if ln != nil {
 		// Serve may never have run; then http.Server does not know ln.
 		if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {

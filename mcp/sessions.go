@@ -170,9 +170,9 @@ func (p *sessionPlace) endRequest() {
 }
 
 // closeStaleSessions closes every session opened with a workspace token
-// that would be refused now, and every listen stream of such a token: its
-// workspace is gone, or another workspace (a new registration) has its
-// path.
+// that would be refused now, and every listen stream of such a token, and
+// ends the held calls (mcp/roundtrip.go) of such a token: its workspace is
+// gone, or another workspace (a new registration) has its path.
 func (s *Server) closeStaleSessions() {
 	sp := &s.places
 	sp.mu.Lock()
@@ -191,6 +191,7 @@ func (s *Server) closeStaleSessions() {
 		s.log.Info("closing an MCP session of a workspace that is gone", slog.String("workspace", who.name()))
 		_ = ss.Close()
 	}
+	s.held.end(func(who caller) bool { return !s.ids.current(who) })
 }
 
 // followWorkspaces forgets the tokens of workspaces as they go and closes

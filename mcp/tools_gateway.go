@@ -501,7 +501,7 @@ func admitGateway(ctx context.Context, tool string, gt GatewayTool, wsPath strin
 }
 
 // gatewayError is the error result of the gateway's own failure: a
-// timeout when the call's deadline passed (not the client's), the
+// timeout when the call's deadline (or a held call's) passed (not the client's), the
 // gateway's code when it gave one, else internal-error naming the server.
 func (s *Server) gatewayError(ctx, callCtx context.Context, tool, server string, err error) error {
 	var ae *actionError
@@ -510,7 +510,9 @@ func (s *Server) gatewayError(ctx, callCtx context.Context, tool, server string,
 	}
 	var we *workspace.Error
 	switch {
-	case errors.Is(callCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+	// err's deadline may be a held call's (its first request's), past
+	// while this retry waited.
+	case (errors.Is(callCtx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded)) && ctx.Err() == nil:
 		return workspace.Errorf(workspace.CodeTimeout,
 			"%s: the MCP server %q did not answer within %s; retry later, or raise toolTimeoutSeconds in the settings", tool, server, s.opts.CallTimeout)
 	case errors.As(err, &we):
