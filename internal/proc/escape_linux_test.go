@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -33,15 +32,7 @@ func escapee(t *testing.T, marker string, mark bool, script string) (*Process, i
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pid int
-	testenv.WaitFor(t, "the escapee's pid", 10*time.Second, func() bool {
-		b, err := os.ReadFile(pidFile)
-		if err != nil {
-			return false
-		}
-		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
-		return err == nil
-	})
+	pid := waitPID(t, "the escapee's pid", pidFile)
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 	if pgid, err := syscall.Getpgid(pid); err != nil || pgid == p.Pid() {
 		t.Fatalf("the escapee's group is %d (%v): it did not leave the group %d", pgid, err, p.Pid())

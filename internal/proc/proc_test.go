@@ -47,16 +47,22 @@ func grandchild(t *testing.T, script string) (*Process, int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p, waitPID(t, "the grandchild's pid", pidFile)
+}
+
+// waitPID waits for a process to write its pid to file, and returns it.
+func waitPID(t *testing.T, what, file string) int {
+	t.Helper()
 	var pid int
-	testenv.WaitFor(t, "the grandchild's pid", 10*time.Second, func() bool {
-		b, err := os.ReadFile(pidFile)
+	testenv.WaitFor(t, what, 10*time.Second, func() bool {
+		b, err := os.ReadFile(file)
 		if err != nil {
 			return false
 		}
 		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
 		return err == nil
 	})
-	return p, pid
+	return pid
 }
 
 func TestStopEndsTheWholeTreeEvenWhatIgnoresSIGTERM(t *testing.T) {
