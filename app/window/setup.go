@@ -81,7 +81,9 @@ func (p *setupProgress) show() {
 	switch st.Phase {
 	case prepare.PhaseDone:
 		p.stop()
-		if notes == "" {
+		// The notes of a failed setup were shown with its failure: once
+		// the user started the agent anyway, the window has said all.
+		if notes == "" || st.Anyway {
 			p.win.Close()
 			return
 		}
