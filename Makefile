@@ -80,14 +80,19 @@ cross:
 # testenv.Patient's: 10 times longer under wine. WINRUN_BIND makes the
 # module root visible to tests that read ../README.md. Then the built
 # codehydra.exe end to end (e2e/windows_test.go, from the Linux side):
-# serve, status, an MCP call, a workspace created and deleted, a stop that
-# leaves no process, and the tray app with no display running headless.
+# serve, status, an MCP call, two workspaces each with a real agent
+# (opencode-windows-x64 1.18.32, which setup installs: WINDOWS_OPENCODE)
+# that reports ready, one deleted, a stop that ends every agent through its
+# job object in time and leaves no process, and the tray app with no display
+# running headless. That test takes 19-24 s on a quiet machine, 97-117 s
+# at a load average of 16-22 (the agents take 6-21 s to be ready).
 # Measured on 2 cores shared with other work (load average 14 to 32): a
 # cold wine root took 10 minutes, a cold git.exe (-O0) 31 (at -O2 an
 # earlier one took 69 under load, 5-12 on a quiet machine), a warm
 # make test-windows 13 (a 168 s test since left out included).
 WINE_RUN = $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/codehydra/tools/wine.run
 WINDOWS_EXE = $(or $(TMPDIR),/tmp)/$(BINARY).exe
+WINDOWS_OPENCODE = $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/codehydra/tools/opencode-windows/node_modules/opencode-windows-x64/bin/opencode.exe
 WINDOWS_TESTS ?= ./internal/instance ./internal/paths ./internal/proc ./internal/settings ./opencode \
 	./internal/rotate ./wsfs ./gateway ./internal/mcpstdio ./internal/sandbox
 WINDOWS_CHOSEN ?= ./workspace/statuscache:^TestCachedStatusFollowsEveryKindOfChange$$ \
@@ -103,7 +108,7 @@ test-windows:
 			-exec $(WINE_RUN) -run "$${f#*:}" "$${f%%:*}" || exit 1; \
 	done
 	CGO_ENABLED=1 GOOS=windows GOARCH=amd64 CC=x86_64-w64-mingw32-gcc go build -o $(WINDOWS_EXE) .
-	CODEHYDRA_WINDOWS_EXE=$(WINDOWS_EXE) CODEHYDRA_WINE_RUN=$(WINE_RUN) go test -count=1 -timeout 10m \
+	CODEHYDRA_WINDOWS_EXE=$(WINDOWS_EXE) CODEHYDRA_WINE_RUN=$(WINE_RUN) CODEHYDRA_WINDOWS_OPENCODE=$(WINDOWS_OPENCODE) go test -count=1 -timeout 10m \
 		-run '^TestTheWindowsBuildServesUnderWine$$' ./e2e
 
 # Every fuzzer for FUZZTIME; go test -fuzz takes one package and one fuzzer

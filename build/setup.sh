@@ -27,9 +27,16 @@
 #     test) starts the build niced in the background, logged to wine.build.log
 #     beside it, so that it overlaps the Linux tests; make test-windows then
 #     waits for it (the scripts' locks). Plain make setup does not build it.
+#     With either, also opencode's Windows build (npm package
+#     opencode-windows-x64, about 180 MB) into
+#     $XDG_DATA_HOME/codehydra/tools/opencode-windows, for the test that runs
+#     a real agent under wine.
 set -euo pipefail
 
 OPENCODE_VERSION=1.18.33
+# opencode's newest Windows build on npm (1.18.33 has none), for the test
+# that runs a real agent under wine (make test-windows).
+OPENCODE_WINDOWS_VERSION=1.18.32
 # Real third-party MCP servers for the gateway's tests (issue 14).
 MCP_SERVER_EVERYTHING_VERSION=2026.8.31
 MCP_SERVER_FILESYSTEM_VERSION=2026.8.31
@@ -126,6 +133,31 @@ install_conformance() {
 		"@modelcontextprotocol/conformance@$CONFORMANCE_2026_VERSION"
 }
 
+# opencode's Windows build, for make test-windows: npm installs a package
+# for another system when told which (--os, --cpu; --force past the
+# package's own os/cpu fields). Not under sudo, like the other npm
+# installs.
+install_opencode_windows() {
+	case "${CODEHYDRA_WINE:-}" in
+	1 | background) ;;
+	*) return ;;
+	esac
+	local dir="${XDG_DATA_HOME:-$HOME/.local/share}/codehydra/tools/opencode-windows"
+	local exe="$dir/node_modules/opencode-windows-x64/bin/opencode.exe"
+	if [[ -f "$exe" ]] && npm_has "$dir" opencode-windows-x64 "$OPENCODE_WINDOWS_VERSION"; then
+		say "opencode $OPENCODE_WINDOWS_VERSION for Windows present in $dir"
+		return
+	fi
+	if ! command -v npm >/dev/null; then
+		say "npm not found: install Node.js and npm, then run this again (make test-windows runs opencode's Windows build)"
+		return
+	fi
+	say "installing opencode-windows-x64@$OPENCODE_WINDOWS_VERSION into $dir"
+	mkdir -p "$dir"
+	npm install --prefix "$dir" --no-audit --no-fund --loglevel=error --force --os=win32 --cpu=x64 \
+		"opencode-windows-x64@$OPENCODE_WINDOWS_VERSION"
+}
+
 install_staticcheck() {
 	local gobin
 	gobin="$(go env GOPATH)/bin"
@@ -183,5 +215,6 @@ install_wine() {
 install_packages
 install_wine
 install_opencode
+install_opencode_windows
 install_conformance
 install_staticcheck

@@ -18,12 +18,18 @@ import (
 	"codehydra/internal/testenv"
 )
 
-// Set by make test-windows: the cross-built codehydra.exe and wine's
-// runner (build/wine-setup.sh).
+// Set by make test-windows: the cross-built codehydra.exe, wine's runner
+// (build/wine-setup.sh) and opencode's Windows build (build/setup.sh).
 const (
-	windowsExeEnv = "CODEHYDRA_WINDOWS_EXE"
-	wineRunEnv    = "CODEHYDRA_WINE_RUN"
+	windowsExeEnv      = "CODEHYDRA_WINDOWS_EXE"
+	wineRunEnv         = "CODEHYDRA_WINE_RUN"
+	windowsOpencodeEnv = "CODEHYDRA_WINDOWS_OPENCODE"
 )
+
+// npmCmdShim is what npm writes as node_modules/.bin/opencode.cmd on
+// Windows (cmd-shim) for a package whose bin is bin/opencode.exe.
+const npmCmdShim = "@ECHO off\r\nGOTO start\r\n:find_dp0\r\nSET dp0=%~dp0\r\nEXIT /b\r\n:start\r\nSETLOCAL\r\nCALL :find_dp0\r\n" +
+	"\"%dp0%\\..\\opencode-ai\\bin\\opencode.exe\"   %*\r\n"
 
 // winPath is the Windows path under which wine shows the Unix path p
 // (drive Z: is the Unix root).
@@ -31,16 +37,29 @@ func winPath(p string) string { return `Z:` + strings.ReplaceAll(p, "/", `\`) }
 
 // TestTheWindowsBuildServesUnderWine runs the built codehydra.exe under
 // wine as a Windows user would: `serve` with a project, `status --json`, an
-// MCP call from Linux to its port, a workspace created and deleted with
-// the command line (git.exe), and a stop after which no process of it is
-// left: the runner returns only once its wineserver has no process. Then
-// the tray app, with no display, must run headless (not panic in GLFW).
+// MCP call from Linux to its port, two workspaces created with the command
+// line (git.exe), each with a real agent (opencode's Windows build, found
+// where npm's Windows layout puts it in the tools folder) that reports
+// ready, one workspace deleted (its agent stopped), and a stop of serve
+// that stops the other agent: no agent stop may run out of time, no
+// opencode.exe may be left (the job objects), and the runner returns only
+// once its wineserver has no process. Then the tray app, with no display,
+// must run headless (not panic in GLFW).
 func TestTheWindowsBuildServesUnderWine(t *testing.T) {
-	exe, run := os.Getenv(windowsExeEnv), os.Getenv(wineRunEnv)
+	exe, run, oc := os.Getenv(windowsExeEnv), os.Getenv(wineRunEnv), os.Getenv(windowsOpencodeEnv)
 	if exe == "" || run == "" {
-		t.Skipf("runs the Windows build under wine: make test-windows sets %s and %s", windowsExeEnv, wineRunEnv)
+		t.Skipf("runs the Windows build under wine: make test-windows sets %s, %s and %s", windowsExeEnv, wineRunEnv, windowsOpencodeEnv)
+	}
+	if oc == "" {
+		t.Fatalf("%s is not set: make test-windows sets it to opencode's Windows build (build/setup.sh installs it)", windowsOpencodeEnv)
 	}
 	base := isolate(t)
+	// opencode as npm lays it out on Windows in the tools folder, where
+	// CodeHydra looks when opencode is not on PATH: .bin/opencode.cmd,
+	// which CodeHydra does not run but follows to the package's exe.
+	modules := filepath.Join(os.Getenv("XDG_DATA_HOME"), "codehydra", "tools", "node_modules")
+	testenv.WriteFile(t, filepath.Join(modules, ".bin", "opencode.cmd"), npmCmdShim)
+	linkOrCopy(t, oc, filepath.Join(modules, "opencode-ai", "bin", "opencode.exe"))
 	repo := testenv.GitRepo(t, "repo") // beside base: the runner shows their parent to wine
 	env := map[string]string{}
 	// Not XDG_RUNTIME_DIR: wine's own Unix side needs it. The runtime
@@ -53,6 +72,14 @@ func TestTheWindowsBuildServesUnderWine(t *testing.T) {
 	testenv.WriteFile(t, gitconfig, "[user]\n\tname = Test\n\temail = test@example.com\n")
 	env["GIT_CONFIG_GLOBAL"] = winPath(gitconfig)
 	env["USERPROFILE"] = winPath(filepath.Join(base, "home"))
+	// The agents need no model, only to listen and connect to CodeHydra's
+	// MCP server: no network for them beyond 127.0.0.1.
+	env["OPENCODE_DISABLE_MODELS_FETCH"] = "1"
+	env["OPENCODE_DISABLE_AUTOUPDATE"] = "1"
+	for _, v := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
+		env[v] = "http://127.0.0.1:9" // the discard port: nothing listens
+	}
+	env["NO_PROXY"], env["no_proxy"] = "127.0.0.1,localhost", "127.0.0.1,localhost"
 
 	// The steps that must share one wineserver (the instance lock is
 	// its) run in one script; the test makes its MCP call in between,
@@ -82,6 +109,10 @@ cp "$RUNTIME/instance.json" instance.json
 n=0; until grep -q "CodeHydra is running" serve.out; do n=$((n+1)); [ $n -lt 600 ] || { echo "serve never said it runs" >>fail; break; }; sleep 0.1; done
 wine "$exe" status --json >status.json 2>status.err || echo "status: $?" >>fail
 wine "$exe" workspace create try-it --project "$REPO" >create.out 2>&1 || echo "create: $?" >>fail
+# A second workspace, whose agent runs until serve's stop stops it.
+wine "$exe" workspace create keep-it --project "$REPO" >create2.out 2>&1 || echo "create keep-it: $?" >>fail
+n=0; until [ -s fail ] || [ "$(grep -c 'msg="agent ready"' serve.out)" -ge 2 ]; do n=$((n+1)); [ $n -lt 3000 ] || { echo "the two agents did not report ready within 5 minutes" >>fail; break; }; sleep 0.1; done
+wine tasklist >tasks-ready.out 2>&1
 touch ready
 n=0; until [ -f go ]; do n=$((n+1)); [ $n -lt 1200 ] || { echo "no go" >>fail; break; }; sleep 0.1; done
 ws=$(sed -n 's/^created workspace try-it at //p' create.out | tr -d '\r')
@@ -92,6 +123,9 @@ n=0; while [ -d "$dir" ]; do n=$((n+1)); [ $n -lt 600 ] || { echo "worktree $dir
 kill -INT $serve
 wait $serve; echo $? >serve.rc
 [ ! -f "$RUNTIME/instance.json" ] || echo "instance file left after the stop" >>fail
+# Nothing of the agents is left once serve has exited.
+wine tasklist >tasks.out 2>&1
+! grep -i "opencode" tasks.out || echo "an opencode.exe is left after serve exited" >>fail
 # The tray app (no command) where no window can be made: it runs headless.
 wine "$exe" --project "$REPO" >app.out 2>&1 &
 app=$!
@@ -134,12 +168,12 @@ wait $app; echo $? >app.rc
 	}
 	report := func() string {
 		var b strings.Builder
-		for _, f := range []string{"fail", "serve.out", "status.err", "create.out", "delete.out", "serve.rc", "app.out", "app.rc"} {
+		for _, f := range []string{"fail", "serve.out", "status.err", "create.out", "create2.out", "delete.out", "serve.rc", "tasks-ready.out", "tasks.out", "app.out", "app.rc"} {
 			b.WriteString("--- " + f + ":\n" + file(f) + "\n")
 		}
 		return b.String() + "--- runner:\n" + out.String()
 	}
-	testenv.WaitFor(t, "the script's ready", 5*time.Minute, func() bool {
+	testenv.WaitFor(t, "the script's ready", 8*time.Minute, func() bool {
 		select {
 		case err := <-exited:
 			exited <- err
@@ -155,6 +189,23 @@ wait $app; echo $? >app.rc
 	wt := strings.TrimSpace(file("create.out"))
 	if !strings.Contains(wt, "try-it") {
 		t.Errorf("workspace create said %q, want the new worktree\n%s", wt, report())
+	}
+	for _, l := range logLines(file("serve.out"), "agent started", "agent ready") {
+		t.Logf("under wine: %s", l)
+	}
+	// The agents are opencode.exe itself, which CodeHydra found behind
+	// npm's opencode.cmd: no cmd.exe runs it.
+	var agents int
+	for l := range strings.Lines(file("tasks-ready.out")) {
+		if strings.HasPrefix(strings.ToLower(l), "opencode.exe ") {
+			agents++
+		}
+		if strings.HasPrefix(strings.ToLower(l), "cmd.exe ") {
+			t.Errorf("a cmd.exe runs beside the agents: CodeHydra ran npm's opencode.cmd, not the opencode.exe it names\n%s", report())
+		}
+	}
+	if agents != 2 {
+		t.Errorf("%d opencode.exe run once both agents are ready, want 2\n%s", agents, report())
 	}
 
 	// From Linux, to the port the Windows program listens on.
@@ -201,6 +252,26 @@ wait $app; echo $? >app.rc
 	if rc := strings.TrimSpace(file("serve.rc")); rc != "0" {
 		t.Errorf("serve exited with %s after SIGINT, want 0\n%s", rc, report())
 	}
+	// Each agent's stop (the delete's and serve's) ended its tree in time.
+	serveOut := file("serve.out")
+	for _, bad := range []string{"did not stop", "context deadline exceeded"} {
+		if strings.Contains(serveOut, bad) {
+			t.Errorf("serve's log says %q\n%s", bad, report())
+		}
+	}
+	stopped := logLines(serveOut, "agent stopped")
+	for _, l := range stopped {
+		t.Logf("under wine: %s", l)
+	}
+	// Every agent that became ready was stopped: the deleted workspace's
+	// and the one serve's stop stopped (one that a slow start made fail
+	// first and restart has a stop of its own).
+	for _, ready := range logLines(serveOut, "agent ready") {
+		pid := ready[strings.LastIndex(ready, " pid=")+1:]
+		if !slices.ContainsFunc(stopped, func(l string) bool { return strings.Contains(l, " "+pid+" ") }) {
+			t.Errorf("the agent of %q has no \"agent stopped\" with its %s\n%s", ready, pid, report())
+		}
+	}
 	if rc := strings.TrimSpace(file("app.rc")); rc != "0" || !strings.Contains(file("app.out"), "No display found") {
 		t.Errorf("the tray app with no display: exit %s, want 0 after it ran headless\n%s", rc, report())
 	}
@@ -209,5 +280,39 @@ wait $app; echo $? >app.rc
 	}
 	if branches := testenv.Git(t, repo, "branch", "--list", "try-it"); branches != "" {
 		t.Errorf("the workspace's branch is left after the delete: %q", branches)
+	}
+}
+
+// logLines are the lines of a text log whose message is one of msgs.
+func logLines(log string, msgs ...string) []string {
+	var lines []string
+	for l := range strings.Lines(log) {
+		for _, m := range msgs {
+			if strings.Contains(l, `msg="`+m+`"`) {
+				lines = append(lines, strings.TrimSpace(l))
+				break
+			}
+		}
+	}
+	return lines
+}
+
+// linkOrCopy makes dst the file src: a hard link where both are on one
+// file system (opencode.exe is 180 MB), a copy otherwise. The runner shows
+// wine dst's folder, not src's.
+func linkOrCopy(t *testing.T, src, dst string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if os.Link(src, dst) == nil {
+		return
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, data, 0o755); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -465,9 +465,12 @@ func (s *Supervisor) updateRecord(p *process, port int, ws string) {
 func (s *Supervisor) stopProcess(p *process) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.StopTimeout+5*time.Second)
 	defer cancel()
+	start := time.Now()
 	if err := p.stop(ctx, s.opts.StopTimeout); err != nil {
 		s.log.Error("agent did not stop", slog.Int("pid", p.pid), slog.Any("err", err))
+		return
 	}
+	s.log.Info("agent stopped", slog.Int("pid", p.pid), slog.Duration("took", time.Since(start)))
 }
 
 // finish forgets a process that has ended.
