@@ -154,8 +154,12 @@ install_opencode_windows() {
 	fi
 	say "installing opencode-windows-x64@$OPENCODE_WINDOWS_VERSION into $dir"
 	mkdir -p "$dir"
-	npm install --prefix "$dir" --no-audit --no-fund --loglevel=error --force --os=win32 --cpu=x64 \
-		"opencode-windows-x64@$OPENCODE_WINDOWS_VERSION"
+	# A failure here must not stop the rest of the setup (the Linux tests
+	# do not need it): make test-windows then says what is missing.
+	if ! npm install --prefix "$dir" --no-audit --no-fund --loglevel=error --ignore-scripts --force --os=win32 --cpu=x64 \
+		"opencode-windows-x64@$OPENCODE_WINDOWS_VERSION"; then
+		say "could not install opencode-windows-x64@$OPENCODE_WINDOWS_VERSION into $dir; make test-windows needs it: run this again"
+	fi
 }
 
 install_staticcheck() {

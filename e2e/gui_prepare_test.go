@@ -82,6 +82,11 @@ func TestGUITrayStartsTheAgentOfAFailedSetupAnyway(t *testing.T) {
 	// and the area where the menu opens.
 	d.xdotool(t, "windowmove", "--sync", win.id, "860", "400")
 	shotTrayMenu(t, d, filepath.Join(shots, "failed-setup-menu.png"), 2)
+	// Only the answer below may close the window (an Escape meant for the
+	// menu once did, and hid that the answer did not).
+	if !d.hasWindow("New workspace") {
+		t.Fatal("the New workspace window closed before Start agent anyway was chosen")
+	}
 
 	tray.click(t, app.LabelStartAnyway)
 	guiWaitUntil(t, 60*time.Second, "the agent of broken to start and go idle", a.exited, func() (bool, string) {

@@ -105,7 +105,7 @@ func (b *bench) callsFrom(e *serverEnv, p *serverProc, era string, sessions int,
 	wg.Wait()
 	elapsed := time.Since(start)
 	if firstErr != nil {
-		b.notes = append(b.notes, fmt.Sprintf("%d of the calls with %d sessions failed; the first: %v", errCount, sessions, firstErr))
+		b.notes = append(b.notes, fmt.Sprintf("%d of the calls with %d sessions in %s failed; the first: %v", errCount, sessions, era, firstErr))
 	}
 	return callResult{
 		Era: era, Sessions: sessions, Calls: len(all), Errors: errCount,
