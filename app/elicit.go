@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -46,6 +47,11 @@ func (t *Tray) elicit(ctx context.Context, q mcp.Question) (*sdk.ElicitResult, e
 	t.do(func() { t.win.Open(spec) })
 	select {
 	case a := <-answers:
+		if !deadline.IsZero() && !time.Now().Before(deadline) {
+			// The window's own close at the deadline can come a moment
+			// before ctx's timer has ended ctx, which has that deadline.
+			<-ctx.Done()
+		}
 		if err := ctx.Err(); err != nil {
 			// Past the deadline: the window closed itself at it (or the
 			// answer came too late), and the deadline is the answer.

@@ -217,7 +217,18 @@ type guiApp struct {
 	// exited gets Wait's result; whoever takes it puts it back.
 	exited chan error
 	// stderr is what the app printed there so far.
-	stderr *testenv.SyncBuffer
+	stderr stderrFile
+}
+
+// stderrFile is the text of a file, read anew each time. A child's stderr
+// that is a file, not a pipe some goroutine copies, holds what the child
+// wrote before it answered anything: what a test reads after an answer
+// is all there.
+type stderrFile string
+
+func (f stderrFile) String() string {
+	b, _ := os.ReadFile(string(f))
+	return string(b)
 }
 
 // tray is the app's tray menu as the panel on conn sees it.
@@ -232,12 +243,18 @@ func startGUIApp(t *testing.T, bin string, d *guiDesktop, args ...string) *guiAp
 	cmd := exec.Command(bin, args...)
 	cmd.Env = d.env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var stdout, stderr testenv.SyncBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	var stdout testenv.SyncBuffer
+	stderr := stderrFile(filepath.Join(t.TempDir(), "stderr"))
+	errFile, err := os.Create(string(stderr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errFile.Close() // the child has its own copy
+	cmd.Stdout, cmd.Stderr = &stdout, errFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	a := &guiApp{pid: cmd.Process.Pid, launched: time.Now(), exited: make(chan error, 1), stderr: &stderr}
+	a := &guiApp{pid: cmd.Process.Pid, launched: time.Now(), exited: make(chan error, 1), stderr: stderr}
 	go func() { a.exited <- cmd.Wait() }()
 	t.Cleanup(func() {
 		_ = syscall.Kill(-a.pid, syscall.SIGKILL)
@@ -247,7 +264,7 @@ func startGUIApp(t *testing.T, bin string, d *guiDesktop, args ...string) *guiAp
 	t.Cleanup(func() {
 		if t.Failed() {
 			logFile, _ := os.ReadFile(paths.LogFile())
-			t.Logf("app stdout:\n%s\napp stderr:\n%s\napp log:\n%s", &stdout, &stderr, logFile)
+			t.Logf("app stdout:\n%s\napp stderr:\n%s\napp log:\n%s", &stdout, stderr, logFile)
 		}
 	})
 	return a
@@ -705,8 +722,9 @@ type trayMenu struct {
 	conn *dbus.Conn
 	name string
 	// appStderr, when set, is the app's stderr, where the tray library
-	// says so when a click named an item of a menu it has just rebuilt.
-	appStderr *testenv.SyncBuffer
+	// says so when a click named an item of a menu it has just rebuilt
+	// (before it answers the click).
+	appStderr fmt.Stringer
 }
 
 const (
