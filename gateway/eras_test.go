@@ -43,6 +43,9 @@ type askServer struct {
 	mu      sync.Mutex
 	answers []string // "accept Ada", "decline", "cancel"
 	eras    []string // the era each call was made in
+	// work is how long the server works on an answer before it answers
+	// the call (or its call's context ends).
+	work time.Duration
 }
 
 // upstreamState is the new-era server's own requestState.
@@ -121,7 +124,13 @@ func (a *askServer) ask(ctx context.Context, ss *sdk.ServerSession, state string
 	a.mu.Lock()
 	a.answers = append(a.answers, got)
 	a.eras = append(a.eras, era)
+	work := a.work
 	a.mu.Unlock()
+	select {
+	case <-time.After(work):
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
 	return got, nil
 }
 
@@ -369,6 +378,29 @@ func TestAHeldCallWhoseClientNeverAnswersEndsAtTheQuestionsTimeout(t *testing.T)
 			})
 			if out := retry(t, cs, map[string]any{}, id, state, adaName); !strings.Contains(out, "invalid-input") {
 				t.Fatalf("the late answer got %q, want it refused", out)
+			}
+		})
+	}
+}
+
+// A held call keeps its first request's deadline (CallTimeout): when the
+// server, once answered, works past it, the retry that brought the answer
+// is told the call timed out, not that the server failed.
+func TestAHeldCallsDeadlinePassedAfterItsAnswerIsATimeout(t *testing.T) {
+	for _, server := range []string{eraOld, eraNew} {
+		t.Run(server, func(t *testing.T) {
+			up := newAskServer(t, server)
+			up.mu.Lock()
+			up.work = 8 * time.Second
+			up.mu.Unlock()
+			cs := rawNewClient(t, up, mcp.Options{CallTimeout: 3 * time.Second})
+			id, state := firstQuestion(t, cs, map[string]any{})
+			out := retry(t, cs, map[string]any{}, id, state, adaName)
+			if !strings.Contains(out, "did not answer within 3s") {
+				t.Fatalf("the retry got %q, want the call's timeout", out)
+			}
+			if answers, _ := up.got(); !slices.Equal(answers, []string{"accept Ada"}) {
+				t.Fatalf("the server got %v, want the answer once", answers)
 			}
 		})
 	}
