@@ -621,17 +621,19 @@ func (d *guiDesktop) screenshot(path string, rect image.Rectangle) (shotStats, e
 	most := 0
 	var background [4]uint32
 	h := sha256.New()
+	area := make([]uint64, 0, rect.Dx()*rect.Dy())
 	for y := rect.Min.Y; y < rect.Max.Y; y++ {
 		for x := rect.Min.X; x < rect.Max.X; x++ {
 			r, g, b, a := img.At(x, y).RGBA()
 			c := [4]uint32{r, g, b, a}
+			area = append(area, uint64(r)<<48|uint64(g)<<32|uint64(b)<<16|uint64(a))
 			if count[c]++; count[c] > most {
 				most, background = count[c], c
 			}
 			_ = binary.Write(h, binary.LittleEndian, c)
 		}
 	}
-	st := shotStats{colours: len(count), covered: 1 - float64(most)/float64(rect.Dx()*rect.Dy()), background: background}
+	st := shotStats{colours: len(count), covered: 1 - float64(most)/float64(rect.Dx()*rect.Dy()), background: background, size: rect.Size(), area: area}
 	copy(st.pixels[:], h.Sum(nil))
 	return st, nil
 }
@@ -645,6 +647,41 @@ type shotStats struct {
 	pixels  [32]byte // SHA-256 of the area's pixels: equal when nothing changed
 	// background is the most common colour (16-bit RGBA).
 	background [4]uint32
+	// area is the area's pixels (16-bit RGBA in one number), row by row,
+	// size.X to a row.
+	size image.Point
+	area []uint64
+}
+
+// The most a text caret covers on the test desktop: Fyne draws it one
+// pixel wide (two if it falls between pixels) and a line of text tall
+// (19 pixels).
+const caretWidth, caretHeight = 2, 24
+
+// differs reports whether s shows something o does not, other than a text
+// caret. The caret of a focused entry blinks (fades out and in, once a
+// second) for as long as the entry has the focus, so shots taken at
+// random moments of an unchanging window differ in its pixels (by 19 in
+// a column): the caret alone is not a change, and two shots that differ
+// only in it agree. A change of anything else, a caret that moved
+// included (it is at two places then), is.
+func (s shotStats) differs(o shotStats) bool {
+	if s.pixels == o.pixels {
+		return false
+	}
+	if s.area == nil || o.area == nil || s.size != o.size {
+		return true
+	}
+	var box image.Rectangle
+	for i, c := range s.area {
+		if c != o.area[i] {
+			x, y := i%s.size.X, i/s.size.X
+			if box = box.Union(image.Rect(x, y, x+1, y+1)); box.Dx() > caretWidth || box.Dy() > caretHeight {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (s shotStats) String() string {
