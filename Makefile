@@ -20,8 +20,13 @@ all: build
 setup:
 	./build/setup.sh
 
+# Two programs side by side: codehydra, the core (the command line, serve,
+# and every helper CodeHydra starts), which links no GUI toolkit, and
+# codehydra-gui, the tray app and its windows (Fyne), which codehydra's
+# default command hands over to.
 build:
 	go build -o $(BINARY) .
+	go build -o $(BINARY)-gui ./cmd/codehydra-gui
 
 run: setup build
 	./$(BINARY) --project $(CURDIR)
@@ -40,15 +45,15 @@ test: setup lint cross fuzz-short
 	CODEHYDRA_REQUIRE_OPENCODE=1 CODEHYDRA_REQUIRE_GUI=1 CODEHYDRA_REQUIRE_FAULTS=1 CODEHYDRA_REQUIRE_CONFORMANCE=1 CODEHYDRA_REQUIRE_SANDBOX=1 CODEHYDRA_REQUIRE_PYTHON=1 go test -race -count=1 -timeout 30m ./...
 	$(MAKE) --no-print-directory test-windows
 
-# Builds the app for Windows (with MinGW's gcc: Fyne needs cgo; the tools
-# under build/ are Linux-only) and vets for macOS and Windows (tests too) every package that needs
+# Builds the app for Windows (the core without cgo, the GUI program with
+# MinGW's gcc: Fyne needs cgo; the tools under build/ are Linux-only) and vets for macOS and Windows (tests too) every package that needs
 # no cgo, which is all but those that depend on Fyne (NO_FYNE lists the
 # others; e2e's tests import the app); neither is run here (README "Systems"). GOCACHE keeps the
 # Windows build of Fyne, so only a first run is slow (about 6 minutes of
 # CPU).
 NO_FYNE = go list -f '{{.ImportPath}} {{join .Deps " "}}' ./... | grep -v ' fyne\.io/' | cut -d' ' -f1 | grep -vx codehydra/e2e
 cross:
-	CGO_ENABLED=1 GOOS=windows GOARCH=amd64 CC=x86_64-w64-mingw32-gcc go build -o $(WINDOWS_EXE) .
+	$(WINDOWS_BUILD)
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 go vet $$($(NO_FYNE))
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 go vet $$($(NO_FYNE) | grep -vx codehydra/build/bench)
 
@@ -94,6 +99,11 @@ cross:
 # wine root 88 s, git.exe 169 s, a warm make test-windows 95 s.
 WINE_RUN = $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/codehydra/tools/wine.run
 WINDOWS_EXE = $(or $(TMPDIR),/tmp)/$(BINARY).exe
+# The core needs no cgo on Windows; the GUI program (Fyne) needs MinGW's gcc.
+define WINDOWS_BUILD
+CGO_ENABLED=0 GOOS=windows GOARCH=amd64 go build -o $(WINDOWS_EXE) .
+CGO_ENABLED=1 GOOS=windows GOARCH=amd64 CC=x86_64-w64-mingw32-gcc go build -o $(basename $(WINDOWS_EXE))-gui.exe ./cmd/codehydra-gui
+endef
 WINDOWS_OPENCODE = $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/codehydra/tools/opencode-windows/node_modules/opencode-windows-x64/bin/opencode.exe
 WINDOWS_TESTS ?= ./internal/instance ./internal/paths ./internal/proc ./internal/settings ./opencode \
 	./internal/rotate ./wsfs ./gateway ./internal/mcpstdio ./internal/sandbox
@@ -109,7 +119,7 @@ test-windows:
 		GOOS=windows GOARCH=amd64 CGO_ENABLED=0 WINRUN_BIND=$(CURDIR) go test -count=1 -timeout 10m \
 			-exec $(WINE_RUN) -run "$${f#*:}" "$${f%%:*}" || exit 1; \
 	done
-	CGO_ENABLED=1 GOOS=windows GOARCH=amd64 CC=x86_64-w64-mingw32-gcc go build -o $(WINDOWS_EXE) .
+	$(WINDOWS_BUILD)
 	CODEHYDRA_WINDOWS_EXE=$(WINDOWS_EXE) CODEHYDRA_WINE_RUN=$(WINE_RUN) CODEHYDRA_WINDOWS_OPENCODE=$(WINDOWS_OPENCODE) go test -count=1 -timeout 15m \
 		-run '^TestTheWindowsBuildServesUnderWine$$' ./e2e
 
@@ -170,4 +180,4 @@ icons:
 	go run build/genicons/main.go
 
 clean:
-	rm -f $(BINARY)
+	rm -f $(BINARY) $(BINARY)-gui

@@ -2,14 +2,16 @@
 // service) that gives each AI coding agent its own git worktree and
 // `opencode serve`, plus one app-wide MCP server through which the agents
 // act on their own workspace. The commands are in internal/cli; the app's
-// start-up and shutdown in internal/daemon (docs/DESIGN.md "Shape").
+// start-up and shutdown in internal/daemon (docs/DESIGN.md "Shape"). This
+// is the core program, which links no GUI toolkit: its default command
+// hands over to the GUI program beside it, codehydra-gui
+// (cmd/codehydra-gui), which runs the tray app.
 package main
 
 import (
 	"context"
 	"os"
 
-	_ "codehydra/internal/cleanlocale" // before Fyne initialises
 	"codehydra/internal/cli"
 	"codehydra/internal/sandbox"
 )

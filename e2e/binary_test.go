@@ -16,8 +16,9 @@ import (
 	"codehydra/internal/testenv"
 )
 
-// appBuild is the codehydra binary, built once for the tests that run it
-// as a separate process; TestMain removes it.
+// appBuild is the codehydra binary and the GUI program beside it
+// (codehydra-gui), built once for the tests that run them as separate
+// processes; TestMain removes them.
 var appBuild struct {
 	once sync.Once
 	dir  string
@@ -25,8 +26,8 @@ var appBuild struct {
 	err  error
 }
 
-// builtApp returns the path of the codehydra binary, building it on the
-// first call.
+// builtApp returns the path of the codehydra binary, building it and
+// codehydra-gui beside it on the first call.
 func builtApp(t *testing.T) string {
 	t.Helper()
 	appBuild.once.Do(func() {
@@ -37,6 +38,9 @@ func builtApp(t *testing.T) string {
 		}
 		appBuild.dir, appBuild.path = dir, filepath.Join(dir, "codehydra")
 		appBuild.err = goBuild(appBuild.path, "codehydra")
+		if appBuild.err == nil {
+			appBuild.err = goBuild(appBuild.path+"-gui", "codehydra/cmd/codehydra-gui")
+		}
 	})
 	if appBuild.err != nil {
 		t.Fatal(appBuild.err)
@@ -127,5 +131,71 @@ func TestBuiltBinaryServesAndStopsCleanlyOnSIGTERM(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "shutting down") {
 		t.Errorf("stderr does not show the shutdown:\n%s", stderr)
+	}
+}
+
+// TestTheCoreHandsTheTrayAppToTheGUIProgramInTheSameProcess runs the
+// built codehydra with no command, as a user starts the app: the core
+// program links no GUI toolkit and hands over to codehydra-gui beside it
+// by exec, so the app is the process the user started (its pid, its
+// signals), now running the GUI program; without a display it runs
+// headless, and stops cleanly on SIGINT.
+func TestTheCoreHandsTheTrayAppToTheGUIProgramInTheSameProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := builtApp(t)
+	isolate(t) // no DISPLAY, no WAYLAND_DISPLAY
+	repo := testenv.GitRepo(t, "repo")
+	var stdout, stderr testenv.SyncBuffer
+	cmd := exec.Command(bin, "--project", repo)
+	cmd.Env = os.Environ()
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	testenv.WaitFor(t, "the no-display notice", 60*time.Second, func() bool {
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("codehydra exited early: %v\nstdout:\n%s\nstderr:\n%s", err, &stdout, &stderr)
+		default:
+		}
+		return strings.Contains(stdout.String(), "No display found") && testenv.Exists(paths.InstanceFile())
+	})
+	info, err := instance.Read(paths.InstanceFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.PID != cmd.Process.Pid {
+		t.Errorf("the app runs as pid %d, want the process started (%d)", info.PID, cmd.Process.Pid)
+	}
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := bin + "-gui"; exe != want {
+		t.Errorf("the process runs %s, want the GUI program %s", exe, want)
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		exited <- err
+		if err != nil {
+			t.Fatalf("codehydra did not exit cleanly: %v\nstderr:\n%s", err, &stderr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("codehydra did not stop within 30 s of SIGINT\nstderr:\n%s", &stderr)
+	}
+	if testenv.Exists(paths.InstanceFile()) {
+		t.Error("instance file left after SIGINT")
 	}
 }

@@ -21,9 +21,11 @@ import (
 // and everything on the helpers in internal/, which import only each
 // other. A package missing here fails the test.
 var layout = map[string][]string{
-	"codehydra":              {"codehydra/internal/cli", "codehydra/internal/sandbox", "codehydra/internal/cleanlocale"},
-	"codehydra/internal/cli": {"codehydra/internal/daemon", "codehydra/internal/mcpstdio", "codehydra/app", "codehydra/mcp", "codehydra/workspace", helpers},
-	"codehydra/internal/daemon": {"codehydra/app", "codehydra/gateway", "codehydra/mcp", "codehydra/opencode", "codehydra/prepare",
+	"codehydra":                   {"codehydra/internal/cli", "codehydra/internal/sandbox"},
+	"codehydra/cmd/codehydra-gui": {"codehydra/internal/cli", "codehydra/internal/gui", "codehydra/internal/sandbox", "codehydra/internal/paths", "codehydra/internal/proc", "codehydra/internal/cleanlocale"},
+	"codehydra/internal/gui":      {"codehydra/app", "codehydra/gateway", "codehydra/internal/cli", "codehydra/internal/daemon"},
+	"codehydra/internal/cli":      {"codehydra/internal/daemon", "codehydra/internal/mcpstdio", "codehydra/mcp", "codehydra/workspace", helpers},
+	"codehydra/internal/daemon": {"codehydra/gateway", "codehydra/mcp", "codehydra/opencode", "codehydra/prepare",
 		"codehydra/previews", "codehydra/tasks", "codehydra/workspace", "codehydra/workspace/statuscache", "codehydra/internal/mcpstdio", "codehydra/internal/pullrequest", helpers},
 	"codehydra/internal/mcpstdio":              {"codehydra/mcp", helpers},
 	"codehydra/app":                            {"codehydra/app/window", "codehydra/app/bridge", "codehydra/workspace", "codehydra/mcp", "codehydra/prepare", "codehydra/assets", helpers},
@@ -67,15 +69,17 @@ var layout = map[string][]string{
 }
 
 // helpers stands for the helper packages of internal/: every package
-// under it but the command line, the daemon, the mcp-stdio bridge and the
-// pull requests (which build on the workspace domain).
+// under it but the command line, the daemon, the GUI program's part, the
+// mcp-stdio bridge and the pull requests (which build on the workspace
+// domain).
 const helpers = "helpers"
 
-var notHelpers = []string{"codehydra/internal/cli", "codehydra/internal/daemon", "codehydra/internal/mcpstdio", "codehydra/internal/pullrequest"}
+var notHelpers = []string{"codehydra/internal/cli", "codehydra/internal/daemon", "codehydra/internal/gui", "codehydra/internal/mcpstdio", "codehydra/internal/pullrequest"}
 
-// noFyne are the packages whose tests must build in seconds: Fyne (cgo,
-// minutes cold) stays out of them.
-var noFyne = []string{"codehydra/workspace", "codehydra/workspace/statuscache", "codehydra/mcp", "codehydra/opencode",
+// noFyne are the packages whose tests must build in seconds, and the core
+// program (codehydra, with the command line and the daemon), which links
+// no GUI toolkit: Fyne (cgo, minutes cold) stays out of them.
+var noFyne = []string{"codehydra", "codehydra/internal/cli", "codehydra/internal/daemon", "codehydra/workspace", "codehydra/workspace/statuscache", "codehydra/mcp", "codehydra/opencode",
 	"codehydra/prepare", "codehydra/gateway", "codehydra/wsfs", "codehydra/tasks", "codehydra/internal/mcpstdio",
 	"codehydra/internal/mcpimport", "codehydra/internal/inhibit"}
 
@@ -133,7 +137,7 @@ func TestPackagesImportOnlyWhatTheLayoutAllows(t *testing.T) {
 	for _, pkg := range noFyne {
 		for _, dep := range pkgs[pkg].Deps {
 			if strings.HasPrefix(dep, "fyne.io/") {
-				t.Errorf("%s depends on %s: keep Fyne out of it, so that its tests build in seconds", pkg, dep)
+				t.Errorf("%s depends on %s: keep Fyne out of it, so that its tests build in seconds (and the core program stays without a GUI toolkit)", pkg, dep)
 				break
 			}
 		}

@@ -93,16 +93,20 @@ func TestTheWindowsBuildServesUnderWine(t *testing.T) {
 	if err := os.Mkdir(steps, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	// A copy where the runner shows it: the runner cannot show a folder
-	// such as /tmp, which its root has of its own.
-	data, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
+	// Copies where the runner shows them: the runner cannot show a folder
+	// such as /tmp, which its root has of its own. The GUI program,
+	// which the core's default command starts, sits beside it.
+	for _, name := range []string{"codehydra.exe", "codehydra-gui.exe"} {
+		from := filepath.Join(filepath.Dir(exe), name)
+		data, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatalf("%v (make test-windows builds both programs)", err)
+		}
+		if err := os.WriteFile(filepath.Join(base, name), data, 0o700); err != nil {
+			t.Fatal(err)
+		}
 	}
 	exe = filepath.Join(base, "codehydra.exe")
-	if err := os.WriteFile(exe, data, 0o700); err != nil {
-		t.Fatal(err)
-	}
 	script := `set -u
 cd "$STEPS"
 exe=$EXE
@@ -135,7 +139,11 @@ wine tasklist >tasks.out 2>&1
 wine "$exe" --project "$REPO" >app.out 2>&1 &
 app=$!
 n=0; until grep -q "running headless" app.out; do n=$((n+1)); [ $n -lt 600 ] || { echo "the app did not say it runs headless" >>fail; break; }; sleep 0.1; done
+# Ctrl+C in a Windows console reaches every process attached to it: the
+# core, which waits, and the GUI program it started (wine passes each its
+# own SIGINT as a Ctrl+C).
 kill -INT $app
+for p in /proc/[0-9]*; do tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q 'codehydra-gui\.exe' && kill -INT "${p#/proc/}" && echo "${p#/proc/}" >>gui.pids; done
 wait $app; echo $? >app.rc
 `
 	cmd := exec.Command(run, "--sh", script)
@@ -278,6 +286,9 @@ wait $app; echo $? >app.rc
 		if pid == "" || !slices.ContainsFunc(stopped, func(l string) bool { return logField(l, "pid") == pid }) {
 			t.Errorf("the agent of %q has no \"agent stopped\" with its pid %q\n%s", ready, pid, report())
 		}
+	}
+	if file("gui.pids") == "" {
+		t.Errorf("codehydra.exe with no command ran no codehydra-gui.exe\n%s", report())
 	}
 	if rc := strings.TrimSpace(file("app.rc")); rc != "0" || !strings.Contains(file("app.out"), "No display found") {
 		t.Errorf("the tray app with no display: exit %s, want 0 after it ran headless\n%s", rc, report())

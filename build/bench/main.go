@@ -175,12 +175,14 @@ func (b *bench) say(format string, args ...any) {
 
 func (b *bench) runAll() error {
 	b.machine = readMachine(b.ctx)
-	b.say("building codehydra")
+	b.say("building codehydra and codehydra-gui")
 	b.bin = filepath.Join(b.tmp, "codehydra")
-	build := exec.CommandContext(b.ctx, "go", "build", "-o", b.bin, ".")
-	build.Dir, build.Stdout, build.Stderr = b.root, b.log, b.log
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("build codehydra: %w", err)
+	for out, pkg := range map[string]string{b.bin: ".", b.bin + "-gui": "./cmd/codehydra-gui"} {
+		build := exec.CommandContext(b.ctx, "go", "build", "-o", out, pkg)
+		build.Dir, build.Stdout, build.Stderr = b.root, b.log, b.log
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("build %s: %w", filepath.Base(out), err)
+		}
 	}
 	// A part with a section of its own that fails leaves its section as
 	// it was and says why, so that one part's failure (on a loaded

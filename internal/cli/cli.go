@@ -7,22 +7,43 @@
 package cli
 
 import (
-	"codehydra/internal/daemon"
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
+
+	"codehydra/internal/daemon"
 )
 
 // Version is the program's version, which main sets.
 var Version = "0.1.0-dev"
 
 // Main runs the command line args with the process's own streams,
-// environment and clock, and returns the exit code.
+// environment and clock, and returns the exit code. It is the core
+// program's (codehydra): its default command starts the GUI program
+// beside it (gui.go).
 func Main(ctx context.Context, args []string) int {
 	return Run(ctx, args, os.Stdout, os.Stderr)
+}
+
+// GUI is what the GUI program (codehydra-gui) adds to the command line:
+// the tray app and its window processes, from internal/gui. The core
+// program has none, so that it links no GUI toolkit.
+type GUI struct {
+	// Tray runs the tray app over the running server (daemon.Options.UI).
+	Tray func(ctx context.Context, parts daemon.UIParts) error
+	// Window runs one window process, talking to the tray app over in
+	// and out (the hidden command daemon.WindowCommand).
+	Window func(ctx context.Context, in io.ReadCloser, out io.WriteCloser, log *slog.Logger) error
+}
+
+// MainGUI is Main for the GUI program: its default command runs the
+// tray app in this process.
+func MainGUI(ctx context.Context, args []string, gui GUI) int {
+	return run(ctx, newCLI(os.Stdout, os.Stderr, &gui), args)
 }
 
 // cli is what every command gets: its output streams and the process's clock
@@ -32,6 +53,13 @@ type cli struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
 	now            func() time.Time
+	// gui is the GUI program's tray app and windows; nil in the core
+	// program.
+	gui *GUI
+}
+
+func newCLI(stdout, stderr io.Writer, gui *GUI) *cli {
+	return &cli{stdin: os.Stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, now: time.Now, gui: gui}
 }
 
 // command is one subcommand.
@@ -57,10 +85,14 @@ func commands() []command {
 	}
 }
 
-// Run is the whole program behind main, minus os.Exit: it returns the exit
-// code (0 ok, 1 failure, 2 bad usage).
+// Run is the whole core program behind main, minus os.Exit: it returns the
+// exit code (0 ok, 1 failure, 2 bad usage).
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c := &cli{stdin: os.Stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, now: time.Now}
+	return run(ctx, newCLI(stdout, stderr, nil), args)
+}
+
+func run(ctx context.Context, c *cli, args []string) int {
+	stdout, stderr := c.stdout, c.stderr
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return runDefault(ctx, c, args)
 	}
@@ -70,7 +102,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if name == "help" {
 		if len(args) > 1 {
-			return Run(ctx, []string{args[1], "--help"}, stdout, stderr)
+			return run(ctx, c, []string{args[1], "--help"})
 		}
 		usage(stdout)
 		return 0

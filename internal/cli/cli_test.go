@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"codehydra/internal/daemon"
 	"codehydra/internal/instance"
 	"codehydra/internal/paths"
 	"codehydra/internal/settings"
@@ -23,11 +25,27 @@ func TestMain(m *testing.M) { os.Exit(testenv.Main(m, "codehydra-cli-test-home-"
 // at a fresh temp folder.
 func isolate(t *testing.T) string { return testenv.Isolate(t) }
 
-// runCmd runs the program in-process to the end.
+// runCmd runs the core program in-process to the end.
 func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut testenv.SyncBuffer
 	code = Run(t.Context(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// noDisplayGUI is a GUI program's part of the command line on a machine
+// without a display: its tray app says so at once, as app.Run does.
+var noDisplayGUI = GUI{
+	Tray: func(context.Context, daemon.UIParts) error {
+		return fmt.Errorf("%w: no DISPLAY or WAYLAND_DISPLAY", daemon.ErrNoDisplay)
+	},
+}
+
+// runGUI runs the GUI program (without a display) in-process to the end.
+func runGUI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut testenv.SyncBuffer
+	code = run(t.Context(), newCLI(&out, &errOut, &noDisplayGUI), args)
 	return code, out.String(), errOut.String()
 }
 
@@ -38,11 +56,15 @@ type running struct {
 	stdout, stderr *testenv.SyncBuffer
 }
 
-func start(t *testing.T, args ...string) *running {
+func start(t *testing.T, args ...string) *running { return startWith(t, nil, args...) }
+
+// startWith starts the program with gui: the GUI program's part, or nil
+// for the core program.
+func startWith(t *testing.T, gui *GUI, args ...string) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	r := &running{cancel: cancel, done: make(chan int, 1), stdout: &testenv.SyncBuffer{}, stderr: &testenv.SyncBuffer{}}
-	go func() { r.done <- Run(ctx, args, r.stdout, r.stderr) }()
+	go func() { r.done <- run(ctx, newCLI(r.stdout, r.stderr, gui), args) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -165,7 +187,7 @@ func TestSecondInstanceSaysWhereTheFirstIsAndExitsZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, args := range [][]string{{"serve"}, {}} {
-		code, out, errOut := runCmd(t, args...)
+		code, out, errOut := runGUI(t, args...)
 		want := "CodeHydra is already running (" + info.Where() + ")."
 		if code != 0 || !strings.Contains(out, want) {
 			t.Fatalf("second instance %v = %d, stdout %q, stderr %q; want 0 and %q", args, code, out, errOut, want)
@@ -236,9 +258,32 @@ func TestServeAddsProjectsAndReportsThoseItCannotAdd(t *testing.T) {
 	}
 }
 
+// The default command is the tray app, which is the GUI program's: the
+// core program hands it over to codehydra-gui beside it (the e2e GUI tests
+// run that). Without it there, the core says where it looked and what to
+// run instead, and starts nothing; its own flags are still checked first.
+func TestTheCoresDefaultCommandWithoutTheGUIProgramSaysSoAndStartsNothing(t *testing.T) {
+	isolate(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd(t)
+	want := filepath.Join(filepath.Dir(exe), "codehydra-gui")
+	if code != 1 || out != "" || !strings.Contains(errOut, want) || !strings.Contains(errOut, "make build") || !strings.Contains(errOut, "codehydra serve") {
+		t.Fatalf("codehydra with no codehydra-gui beside = %d, stdout %q, stderr %q; want 1 and where it looked (%s), make build and codehydra serve", code, out, errOut, want)
+	}
+	if testenv.Exists(paths.InstanceFile()) || testenv.Exists(paths.SettingsFile()) {
+		t.Fatal("the core started something without the GUI program")
+	}
+	if code, _, errOut := runCmd(t, "--no-such-flag"); code != 2 || strings.Contains(errOut, "codehydra-gui") {
+		t.Fatalf("a bad flag = %d, stderr %q; want 2, from the core's own check", code, errOut)
+	}
+}
+
 func TestDefaultCommandWithoutDisplayRunsHeadless(t *testing.T) {
 	isolate(t)
-	r := start(t)
+	r := startWith(t, &noDisplayGUI)
 	waitFor(t, "the no-display notice", r, func() bool {
 		return strings.Contains(r.stdout.String(), "No display found")
 	})

@@ -28,7 +28,9 @@ func runServe(ctx context.Context, c *cli, args []string) int {
 	return serve(ctx, c, projects, false)
 }
 
-// runDefault is codehydra without a command: the tray app.
+// runDefault is codehydra without a command: the tray app. The core
+// program hands the command line over to the GUI program beside it
+// (startGUI), which runs it in its own process.
 func runDefault(ctx context.Context, c *cli, args []string) int {
 	var help strings.Builder
 	usage(&help)
@@ -37,6 +39,9 @@ func runDefault(ctx context.Context, c *cli, args []string) int {
 	fs.Var(&projects, "project", "")
 	if code, ok := parseFlags(fs, c, args); !ok {
 		return code
+	}
+	if c.gui == nil {
+		return startGUI(c, args)
 	}
 	return serve(ctx, c, projects, true)
 }
@@ -52,5 +57,14 @@ func serve(ctx context.Context, c *cli, projects []string, gui bool) int {
 		Getenv:   c.getenv,
 		Now:      c.now,
 		Version:  Version,
+		UI:       c.tray(),
 	})
+}
+
+// tray is the GUI program's tray app, or nil.
+func (c *cli) tray() func(context.Context, daemon.UIParts) error {
+	if c.gui == nil {
+		return nil
+	}
+	return c.gui.Tray
 }

@@ -6,24 +6,63 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime"
 	"syscall"
 
-	"codehydra/app"
+	"codehydra/gateway"
 	"codehydra/internal/mcpstdio"
 	"codehydra/internal/paths"
 	"codehydra/internal/pullrequest"
+	"codehydra/mcp"
+	"codehydra/opencode"
+	"codehydra/prepare"
+	"codehydra/previews"
 	"codehydra/workspace"
 	"codehydra/workspace/statuscache"
 )
+
+// ErrNoDisplay is what Options.UI returns when there is no display to
+// show the tray app on: the run then goes on headless.
+var ErrNoDisplay = errors.New("no display")
+
+// UIParts is what the tray app gets of the running server: the parts
+// startup built and the actions that change them. The GUI program
+// (internal/gui) hands them to the app; this package does not import
+// the app, so that the core program links no GUI (docs/DESIGN.md
+// "Shape"). Fields whose types are this package's own adapters are
+// typed by the app's interfaces where the GUI program assigns them.
+type UIParts struct {
+	Workspaces  statuscache.Workspaces
+	Landing     landing
+	Agents      preparedAgents
+	Answers     *opencode.Supervisor
+	Prepare     *prepare.Preparer
+	MCP         *mcp.Server
+	Gateway     *gateway.Gateway
+	Settings    gatewaySettings
+	Questions   *questions
+	Previews    *previews.Finder
+	DevServers  devServers
+	RotateToken func() error
+	// MCPConfig returns a ready MCP client config (mcpstdio.ClientConfig).
+	MCPConfig func(client, workspacePath string) (string, error)
+	// Restart asks for the app to start again once it has shut down.
+	Restart func()
+	Logger  *slog.Logger
+	Getenv  func(string) string
+	// DefaultWorktreeRoot is paths.ProjectsDir().
+	DefaultWorktreeRoot string
+}
 
 // runApp is the last step of the default command: run the tray app until ctx is
 // done (SIGINT/SIGTERM) or the user quits, then return so that serve shuts
 // everything down. It runs on the main goroutine, as Fyne requires. Without
 // a display it says so and runs headless.
 func (s *server) runApp(ctx context.Context) error {
-	err := app.Run(ctx, s.appDeps())
-	if errors.Is(err, app.ErrNoDisplay) {
+	if s.opts.UI == nil {
+		return errors.New("this program has no tray app (it is codehydra-gui's)")
+	}
+	err := s.opts.UI(ctx, s.uiParts())
+	if errors.Is(err, ErrNoDisplay) {
 		fmt.Fprintf(s.opts.Stdout, "No display found (%v): running headless. Stop it with Ctrl+C.\n", err)
 		s.log.Info("no display; running headless")
 		<-ctx.Done()
@@ -32,18 +71,16 @@ func (s *server) runApp(ctx context.Context) error {
 	return err
 }
 
-// appDeps is what the tray app gets of the running server: the parts
-// startup built and the actions that change them.
-func (s *server) appDeps() app.Deps {
-	deps := app.Deps{
+// uiParts is what the tray app gets of the running server.
+func (s *server) uiParts() UIParts {
+	return UIParts{
 		Workspaces:          statuscache.Over(s.manager, s.cache),
 		Landing:             landing{statuscache.Over(s.manager, s.cache), s.sup, s.prs},
 		Agents:              preparedAgents{s.sup, s.prep, s.esc, s.runs},
 		Answers:             s.sup,
-		Hibernation:         preparedAgents{s.sup, s.prep, s.esc, s.runs},
 		Prepare:             s.prep,
 		MCP:                 s.mcp,
-		Gateway:             gatewayStatuses{s.gateway},
+		Gateway:             s.gateway,
 		Settings:            gatewaySettings{s.settings, s.gateway},
 		Questions:           s.questions,
 		Previews:            s.previews,
@@ -55,12 +92,6 @@ func (s *server) appDeps() app.Deps {
 		Getenv:              s.opts.Getenv,
 		DefaultWorktreeRoot: paths.ProjectsDir(),
 	}
-	if exe, err := selfExecutable(); err == nil {
-		deps.WindowCommand = []string{exe, WindowCommand}
-	} else {
-		s.log.Warn("windows open in the app itself", slog.Any("err", err))
-	}
-	return deps
 }
 
 // reexec replaces this process with a new run of the same command line,
@@ -79,17 +110,6 @@ func reexec() error {
 // it over its stdin and stdout. It is not in the usage: people do not
 // run it.
 const WindowCommand = "ui-window"
-
-// selfExecutable is the program a window process runs: on Linux the
-// running binary itself (/proc/self/exe), which stays this very binary
-// when an upgrade replaces the file under a running app; elsewhere the
-// file it was started from.
-func selfExecutable() (string, error) {
-	if runtime.GOOS == "linux" {
-		return "/proc/self/exe", nil
-	}
-	return os.Executable()
-}
 
 // landing is what the tray's review, merge, update and pull request use:
 // the manager's git work, the supervisor's reviews and the pull request

@@ -35,6 +35,10 @@ const shutdownTimeout = 20 * time.Second
 type Options struct {
 	Projects []string // --project paths, absolute
 	GUI      bool     // run the tray app (the default command); false for serve
+	// UI runs the tray app over the running server's parts until the
+	// user quits or ctx ends; ErrNoDisplay runs headless instead. Only
+	// the GUI program (codehydra-gui, internal/gui) has one.
+	UI func(ctx context.Context, parts UIParts) error
 
 	Stdout, Stderr io.Writer
 	Getenv         func(string) string

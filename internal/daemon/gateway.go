@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 
-	"codehydra/app"
 	"codehydra/gateway"
 	"codehydra/internal/settings"
 )
@@ -92,32 +91,4 @@ func (g gatewaySettings) Update(fn func(*settings.Settings)) error {
 		g.gw.Rechoose("") // which servers each workspace sees may have changed
 	}
 	return nil
-}
-
-// gatewayStatuses shows the gateway's servers to the app in the app's own
-// terms (the app does not import the gateway), with the tools withheld
-// for a changed definition and their acceptance.
-type gatewayStatuses struct{ gw *gateway.Gateway }
-
-func (g gatewayStatuses) Statuses() []app.MCPServerStatus {
-	var out []app.MCPServerStatus
-	for _, st := range g.gw.Statuses() {
-		out = append(out, app.MCPServerStatus{
-			Name: st.Name, State: string(st.State), LastError: st.LastError,
-			Tools: st.Tools, Calls: st.Calls, Restarts: st.Restarts, Instances: st.Instances, ChangedTools: st.ChangedTools,
-		})
-	}
-	return out
-}
-
-func (g gatewayStatuses) ToolChanges(server string) []app.MCPToolChange {
-	var out []app.MCPToolChange
-	for _, c := range g.gw.ToolChanges(server) {
-		out = append(out, app.MCPToolChange{Tool: c.Tool, Old: string(c.Old), New: string(c.New), Hash: c.Hash})
-	}
-	return out
-}
-
-func (g gatewayStatuses) AcceptToolChange(server, tool, hash string) error {
-	return g.gw.AcceptToolChange(server, tool, hash)
 }

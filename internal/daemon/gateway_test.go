@@ -59,17 +59,17 @@ func TestSavingMCPServersFromTheAppReconfiguresTheRunningGateway(t *testing.T) {
 		return running("keep") && running("gone") && testenv.ProcessesWith(t, keepEnv) > 0 && testenv.ProcessesWith(t, goneEnv) > 0
 	})
 
-	deps := s.appDeps()
-	if deps.Gateway == nil {
-		t.Fatal("the app is not given the gateway's statuses")
+	parts := s.uiParts()
+	if parts.Gateway == nil {
+		t.Fatal("the app is not given the gateway")
 	}
-	if err := deps.Settings.Update(func(st *settings.Settings) { delete(st.MCPServers, "gone") }); err != nil {
+	if err := parts.Settings.Update(func(st *settings.Settings) { delete(st.MCPServers, "gone") }); err != nil {
 		t.Fatal(err)
 	}
 	testenv.WaitFor(t, "the removed server's process to end", 20*time.Second, func() bool {
 		return testenv.ProcessesWith(t, goneEnv) == 0
 	})
-	if names := deps.Gateway.Statuses(); len(names) != 1 || names[0].Name != "keep" || !running("keep") || testenv.ProcessesWith(t, keepEnv) == 0 {
+	if names := parts.Gateway.Statuses(); len(names) != 1 || names[0].Name != "keep" || !running("keep") || testenv.ProcessesWith(t, keepEnv) == 0 {
 		t.Fatalf("after removing gone: statuses %+v, keep's processes %d; want keep alone, still running", names, testenv.ProcessesWith(t, keepEnv))
 	}
 

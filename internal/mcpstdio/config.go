@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"codehydra/internal/paths"
 	"codehydra/mcp"
 )
 
@@ -19,9 +20,14 @@ func ClientConfig(client, workspace string) (string, error) {
 	return string(b), err
 }
 
-// ExecutablePath is this binary's absolute path, symlinks resolved, for a
-// config to run: a client starts it with no PATH of the user's shell.
+// ExecutablePath is the path of the program a config runs, symlinks
+// resolved (a client starts it with no PATH of the user's shell): the
+// core program, which links no GUI toolkit and starts fastest, when it is
+// beside this one (always, but in tests), else this binary.
 func ExecutablePath() (string, error) {
+	if core, err := paths.Program(paths.Core); err == nil {
+		return core, nil
+	}
 	exe, err := os.Executable()
 	if err == nil {
 		exe, err = filepath.EvalSymlinks(exe)

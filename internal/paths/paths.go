@@ -1,11 +1,14 @@
-// Package paths names the files CodeHydra keeps, as docs/DESIGN.md lists them.
+// Package paths names the files CodeHydra keeps, as docs/DESIGN.md lists them,
+// and finds its two programs.
 // Every path comes from github.com/adrg/xdg, so tests isolate the app by
 // setting XDG_* variables and calling xdg.Reload (see Reload).
 package paths
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 
 	"github.com/adrg/xdg"
@@ -103,4 +106,35 @@ func OpencodeDirs() []string {
 		filepath.Join(xdg.DataHome, "opencode"), filepath.Join(xdg.StateHome, "opencode"),
 		OpencodeConfigDir(), filepath.Join(xdg.CacheHome, "opencode"),
 	}
+}
+
+// Core and GUI name CodeHydra's two programs, which sit side by side: the
+// core (the command line, serve and every helper it starts), which links
+// no GUI toolkit, and the GUI program (the tray app and its windows),
+// which the core's default command hands over to.
+const (
+	Core = "codehydra"
+	GUI  = "codehydra-gui"
+)
+
+// Program is the path of CodeHydra's program name (Core or GUI) in the
+// folder of the running one, symlinks resolved (a link to codehydra in
+// ~/bin finds the folder it points to); the error names where it looked
+// when it is not there.
+func Program(name string) (string, error) {
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		return "", fmt.Errorf("find this program's folder: %w", err)
+	}
+	if runtime.GOOS == "windows" {
+		name += ".exe"
+	}
+	path := filepath.Join(filepath.Dir(exe), name)
+	if _, err := os.Stat(path); err != nil {
+		return "", err
+	}
+	return path, nil
 }

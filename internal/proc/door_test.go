@@ -50,6 +50,8 @@ var doorExceptions = []doorException{
 		"opens a folder in the user's editor, terminal or file manager: the user's program, meant to outlive CodeHydra"},
 	{"app/agenturl.go", []string{"exec.Command"},
 		"opens an agent's page with the desktop's opener: the user's browser, meant to outlive CodeHydra"},
+	{"internal/cli/gui_windows.go", []string{"exec.Command"},
+		"the core program's default command runs the GUI program, which is the app itself and not a program run for a workspace, in the user's console and waits for it (Windows has no exec); the console's Ctrl+C reaches it there"},
 }
 
 type doorException struct {

@@ -12,11 +12,6 @@ import (
 	"testing"
 )
 
-// RequireFaultsEnv, set to 1 (make test does), turns ReadOnlyDir's skip
-// into a failure, so that make test cannot pass without the read-only
-// folder cases having run.
-const RequireFaultsEnv = "CODEHYDRA_REQUIRE_FAULTS"
-
 // FullDisk passes on Room bytes to W, then fails like a write to a full
 // disk.
 type FullDisk struct {

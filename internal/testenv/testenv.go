@@ -224,6 +224,12 @@ func CommitFile(t testing.TB, dir, name, content, msg string) string {
 	return Git(t, dir, "rev-parse", "HEAD")
 }
 
+// RequireFaultsEnv, set to 1 (make test does), turns the skip of a fault
+// test that cannot make its fault here (ReadOnlyDir's, a folder of
+// another user's) into a failure, so that make test cannot pass without
+// those cases having run.
+const RequireFaultsEnv = "CODEHYDRA_REQUIRE_FAULTS"
+
 // CannotRun ends a test that cannot run on this machine: a skip, or a
 // failure when the variable env is 1 (make test sets it), so that a
 // missing tool or right cannot pass make test unseen.
