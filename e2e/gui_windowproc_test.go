@@ -23,7 +23,7 @@ var glDriver = regexp.MustCompile(`libGLX_mesa|_dri\.so|libLLVM|libgallium`)
 
 // TestGUIWindowsOpenInAProcessOfTheirOwn runs the app under a real panel
 // and checks the lighter tray: the tray process never loads a GL driver;
-// Settings… opens in a window process (`codehydra ui-window`) that loads
+// Settings… opens in a window process (`codehydra-gui ui-window`) that loads
 // it, a second click brings that window forward rather than starting
 // another, closing the window ends the process, and a window process ends
 // when the app is killed.
@@ -95,7 +95,7 @@ func TestGUIWindowsOpenInAProcessOfTheirOwn(t *testing.T) {
 	})
 }
 
-// windowProcesses are the `codehydra ui-window` children of pid, zombies
+// windowProcesses are the `codehydra-gui ui-window` children of pid, zombies
 // among them: the app must reap its window processes.
 func windowProcesses(t *testing.T, pid int) []int {
 	t.Helper()

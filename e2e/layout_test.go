@@ -22,8 +22,8 @@ import (
 // other. A package missing here fails the test.
 var layout = map[string][]string{
 	"codehydra":                   {"codehydra/internal/cli", "codehydra/internal/sandbox"},
-	"codehydra/cmd/codehydra-gui": {"codehydra/internal/cli", "codehydra/internal/gui", "codehydra/internal/sandbox", "codehydra/internal/paths", "codehydra/internal/proc", "codehydra/internal/cleanlocale"},
-	"codehydra/internal/gui":      {"codehydra/app", "codehydra/gateway", "codehydra/internal/cli", "codehydra/internal/daemon"},
+	"codehydra/cmd/codehydra-gui": {"codehydra/internal/cli", "codehydra/internal/gui", "codehydra/internal/sandbox", "codehydra/internal/cleanlocale"},
+	"codehydra/internal/gui":      {"codehydra/app", "codehydra/gateway", "codehydra/internal/cli", "codehydra/internal/daemon", "codehydra/internal/mcpstdio", "codehydra/internal/paths"},
 	"codehydra/internal/cli":      {"codehydra/internal/daemon", "codehydra/internal/mcpstdio", "codehydra/mcp", "codehydra/workspace", helpers},
 	"codehydra/internal/daemon": {"codehydra/gateway", "codehydra/mcp", "codehydra/opencode", "codehydra/prepare",
 		"codehydra/previews", "codehydra/tasks", "codehydra/workspace", "codehydra/workspace/statuscache", "codehydra/internal/mcpstdio", "codehydra/internal/pullrequest", helpers},

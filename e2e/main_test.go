@@ -10,7 +10,7 @@ import (
 	"os"
 	"testing"
 
-	_ "codehydra/internal/cleanlocale" // before Fyne initialises, as in main.go
+	_ "codehydra/internal/cleanlocale" // before Fyne initialises, as in cmd/codehydra-gui/main.go
 	"codehydra/internal/testenv"
 )
 

@@ -65,7 +65,8 @@ func TestTheWindowsBuildServesUnderWine(t *testing.T) {
 	modules := filepath.Join(os.Getenv("XDG_DATA_HOME"), "codehydra", "tools", "node_modules")
 	testenv.WriteFile(t, filepath.Join(modules, ".bin", "opencode.cmd"), npmCmdShim)
 	linkOrCopy(t, oc, filepath.Join(modules, "opencode-ai", "bin", "opencode.exe"))
-	repo := testenv.GitRepo(t, "repo") // beside base: the runner shows their parent to wine
+	repo := testenv.GitRepo(t, "repo")   // beside base: the runner shows their parent to wine
+	repo2 := testenv.GitRepo(t, "repo2") // the app's own --project, which the core passes on
 	env := map[string]string{}
 	// Not XDG_RUNTIME_DIR: wine's own Unix side needs it. The runtime
 	// folder is then %LOCALAPPDATA%\codehydra in the run's private prefix,
@@ -136,15 +137,25 @@ wait $serve; echo $? >serve.rc
 wine tasklist >tasks.out 2>&1
 ! grep -i "opencode" tasks.out || echo "an opencode.exe is left after serve exited" >>fail
 # The tray app (no command) where no window can be made: it runs headless.
-wine "$exe" --project "$REPO" >app.out 2>&1 &
+wine "$exe" --project "$REPO2" >app.out 2>&1 &
 app=$!
 n=0; until grep -q "running headless" app.out; do n=$((n+1)); [ $n -lt 600 ] || { echo "the app did not say it runs headless" >>fail; break; }; sleep 0.1; done
+# The core ran the GUI program in its console.
+# (Its program, the first word of its command line, is this test's copy:
+# the runner sees every process of the machine, and its own shell's
+# command line holds this script.)
+gui_pids() { for p in /proc/[0-9]*; do c=$(tr '\0' '\n' <"$p/cmdline" 2>/dev/null | head -n 1); case $c in *"$TESTDIR"*codehydra-gui.exe) echo "${p#/proc/}";; esac; done; }
+n=0; until grep -q "CodeHydra is running" app.out; do n=$((n+1)); [ $n -lt 600 ] || { echo "the app never said it runs" >>fail; break; }; sleep 0.1; done
+gui_pids >gui.pids
 # Ctrl+C in a Windows console reaches every process attached to it: the
 # core, which waits, and the GUI program it started (wine passes each its
 # own SIGINT as a Ctrl+C).
 kill -INT $app
-for p in /proc/[0-9]*; do tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q 'codehydra-gui\.exe' && kill -INT "${p#/proc/}" && echo "${p#/proc/}" >>gui.pids; done
+for p in $(cat gui.pids); do kill -INT "$p"; done
 wait $app; echo $? >app.rc
+# wine's side of the GUI program ends just after Windows' process.
+n=0; while [ -n "$(gui_pids)" ]; do n=$((n+1)); [ $n -lt 100 ] || { echo "a codehydra-gui.exe is left 10 s after the app exited:" >>fail; for p in $(gui_pids); do tr '\0' ' ' <"/proc/$p/cmdline" >>fail; echo >>fail; done; break; }; sleep 0.1; done
+[ ! -f "$RUNTIME/instance.json" ] || echo "instance file left after the app's stop" >>fail
 `
 	cmd := exec.Command(run, "--sh", script)
 	cmd.Dir = steps
@@ -154,7 +165,7 @@ wait $app; echo $? >app.rc
 		return strings.HasPrefix(v, "DISPLAY=") || strings.HasPrefix(v, "WAYLAND_DISPLAY=")
 	})
 	cmd.Env = append(cmd.Env, "WINRUN_BIND="+filepath.Dir(base), "STEPS="+steps, "EXE="+exe,
-		"REPO="+winPath(repo), "RUNTIME=/root/.wine/drive_c/users/root/AppData/Local/codehydra") // the runner's user is root
+		"REPO="+winPath(repo), "REPO2="+winPath(repo2), "TESTDIR="+filepath.Base(filepath.Dir(base)), "RUNTIME=/root/.wine/drive_c/users/root/AppData/Local/codehydra") // the runner's user is root
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
@@ -290,8 +301,9 @@ wait $app; echo $? >app.rc
 	if file("gui.pids") == "" {
 		t.Errorf("codehydra.exe with no command ran no codehydra-gui.exe\n%s", report())
 	}
-	if rc := strings.TrimSpace(file("app.rc")); rc != "0" || !strings.Contains(file("app.out"), "No display found") {
-		t.Errorf("the tray app with no display: exit %s, want 0 after it ran headless\n%s", rc, report())
+	// "2 projects": serve's, and the one the core passed on.
+	if rc := strings.TrimSpace(file("app.rc")); rc != "0" || !strings.Contains(file("app.out"), "No display found") || !strings.Contains(file("app.out"), "2 projects") {
+		t.Errorf("the tray app with no display: exit %s, want 0 after it ran headless with both projects\n%s", rc, report())
 	}
 	if list := testenv.Git(t, repo, "worktree", "list"); strings.Contains(list, "try-it") {
 		t.Errorf("the worktree is still listed after the delete:\n%s", list)

@@ -55,7 +55,7 @@ func (b *bench) reportSandbox() string {
 	w.p("| the sandbox's cost per start | %s | |", ms(median(r.Confined)-median(r.Plain)))
 	w.p("| of which: the codehydra binary starting (`codehydra version`) | %s | %s |", ms(median(r.Binary)), ms(percentile(r.Binary, 95)))
 	w.p("")
-	w.p("Most of the cost is the codehydra binary starting, not the rules: the core program, which links no GUI toolkit (the tray app's `codehydra-gui` starts its confined processes through it too), runs its packages' initialisation before `sandbox-exec` reads its policy. Before the two programs (466508e) the one binary linked Fyne's X11 and OpenGL libraries, and the same start cost 284 ms (p50, at a load average of 10) of a 344 ms sandbox cost. Against an agent's start of several seconds it does not show; a task run by `workspace_run_task` pays it once.")
+	w.p("Most of the cost is the codehydra binary starting, not the rules: for serve the core program, which links no GUI toolkit (the tray app, `codehydra-gui`, still starts its confined processes through itself), runs its packages' initialisation before `sandbox-exec` reads its policy. Before the two programs (466508e) the one binary linked Fyne's X11 and OpenGL libraries, and the same start cost 284 ms (p50, at a load average of 10) of a 344 ms sandbox cost. Against an agent's start of several seconds it does not show; a task run by `workspace_run_task` pays it once.")
 	w.p("")
 	if len(r.AgentOff) == 0 {
 		w.p("Agent starts were not measured: %s.", b.sandboxNote)

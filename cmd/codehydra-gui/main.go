@@ -12,8 +12,6 @@ import (
 	_ "codehydra/internal/cleanlocale" // before Fyne initialises
 	"codehydra/internal/cli"
 	"codehydra/internal/gui"
-	"codehydra/internal/paths"
-	"codehydra/internal/proc"
 	"codehydra/internal/sandbox"
 )
 
@@ -22,11 +20,6 @@ var version = "0.1.0-dev"
 
 func main() {
 	sandbox.RunHelperIfAsked()
-	// Confined processes (agents, tasks, dev servers) start through the
-	// core program's sandbox helper: it links no GUI and starts faster.
-	if core, err := paths.Program(paths.Core); err == nil {
-		proc.SetHelper(core)
-	}
 	cli.Version = version
 	os.Exit(cli.MainGUI(context.Background(), os.Args[1:], gui.Commands))
 }

@@ -279,6 +279,10 @@ func TestTheCoresDefaultCommandWithoutTheGUIProgramSaysSoAndStartsNothing(t *tes
 	if code, _, errOut := runCmd(t, "--no-such-flag"); code != 2 || strings.Contains(errOut, "codehydra-gui") {
 		t.Fatalf("a bad flag = %d, stderr %q; want 2, from the core's own check", code, errOut)
 	}
+	// The windows are the GUI program's too.
+	if code, _, errOut := runCmd(t, daemon.WindowCommand); code != 2 || !strings.Contains(errOut, "codehydra-gui's") {
+		t.Fatalf("the core's %s = %d, stderr %q; want 2 and that the windows are codehydra-gui's", daemon.WindowCommand, code, errOut)
+	}
 }
 
 func TestDefaultCommandWithoutDisplayRunsHeadless(t *testing.T) {

@@ -58,9 +58,6 @@ type UIParts struct {
 // everything down. It runs on the main goroutine, as Fyne requires. Without
 // a display it says so and runs headless.
 func (s *server) runApp(ctx context.Context) error {
-	if s.opts.UI == nil {
-		return errors.New("this program has no tray app (it is codehydra-gui's)")
-	}
 	err := s.opts.UI(ctx, s.uiParts())
 	if errors.Is(err, ErrNoDisplay) {
 		fmt.Fprintf(s.opts.Stdout, "No display found (%v): running headless. Stop it with Ctrl+C.\n", err)

@@ -50,6 +50,12 @@ type Options struct {
 // Run runs the app until SIGINT, SIGTERM or ctx ends, and returns the exit
 // code.
 func Run(ctx context.Context, opts Options) int {
+	if opts.GUI && opts.UI == nil {
+		// Before the lock and every part: nothing is started for a tray
+		// that cannot run.
+		fmt.Fprintln(opts.Stderr, "codehydra: this program has no tray app (it is codehydra-gui's)")
+		return 1
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	tuneGC(ctx, opts.Getenv)

@@ -17,6 +17,8 @@ import (
 	"codehydra/gateway"
 	"codehydra/internal/cli"
 	"codehydra/internal/daemon"
+	"codehydra/internal/mcpstdio"
+	"codehydra/internal/paths"
 )
 
 // Commands is the GUI program's part of the command line.
@@ -65,6 +67,13 @@ func deps(p daemon.UIParts) app.Deps {
 		Logger:              p.Logger,
 		Getenv:              p.Getenv,
 		DefaultWorktreeRoot: p.DefaultWorktreeRoot,
+	}
+	// The MCP configs the tray copies run the core program's mcp-stdio
+	// (the one this program was started through), else this one's.
+	if core, err := paths.Program(paths.Core); err == nil {
+		d.MCPConfig = func(client, workspace string) (string, error) {
+			return mcpstdio.ClientConfigFor(core, client, workspace)
+		}
 	}
 	if exe, err := selfExecutable(); err == nil {
 		d.WindowCommand = []string{exe, daemon.WindowCommand}

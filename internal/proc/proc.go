@@ -21,15 +21,6 @@ import (
 	"codehydra/internal/sandbox"
 )
 
-// helperExe is the binary that SetHelper named, or "".
-var helperExe string
-
-// SetHelper names the binary that runs the sandbox helper of every
-// confined start that names none (Options.Self): the GUI program names
-// the core program beside it, which starts in a third of the time. Call
-// it before anything starts.
-func SetHelper(path string) { helperExe = path }
-
 // Options say what to start and how.
 type Options struct {
 	// Path is the program: a name without a path separator is looked up
@@ -50,9 +41,8 @@ type Options struct {
 	// policy. It starts as a re-exec of Self running the sandbox helper,
 	// which applies the policy and execs Path.
 	Sandbox *sandbox.Policy
-	// Self is the binary that runs the sandbox helper ("": the one
-	// SetHelper named, else this process's own, which must call
-	// sandbox.RunHelperIfAsked first thing).
+	// Self is the binary that runs the sandbox helper ("": this process's
+	// own, which must call sandbox.RunHelperIfAsked first thing).
 	Self string
 	// Spawner, when set, starts the process from its long-lived thread
 	// so that, on Linux, the process dies with CodeHydra (see
@@ -125,9 +115,6 @@ func Start(ctx context.Context, o Options) (*Process, error) {
 			return nil, err
 		}
 		self := o.Self
-		if self == "" {
-			self = helperExe
-		}
 		if self == "" {
 			self = selfExe()
 		}

@@ -104,3 +104,13 @@ func selfExe() string {
 	}
 	return exe
 }
+
+// EndWithThisProcess puts p, started outside this package, in a job of its
+// own that ends it and all it starts when this process ends (the job's
+// last handle, this process's, closes): the core program's hand-over to
+// the GUI program, which must run in the user's console and so cannot be
+// started by Start.
+func EndWithThisProcess(p *os.Process) error {
+	_, err := newTree(p, "")
+	return err
+}
