@@ -479,9 +479,7 @@ func (m *Manager) removeRegistered(ctx context.Context, p *project, path string,
 			}
 		}
 		if admin, ok := adminOf(p.commonDir, path); ok {
-			if err := os.RemoveAll(admin); err != nil {
-				return &Error{Code: CodeInternal, Message: fmt.Sprintf("cannot remove git's record %s of worktree %s; try the delete again", admin, path), Err: err}
-			}
+			return m.removeAdmin(ctx, admin, path)
 		}
 		return nil
 	case err != nil:
@@ -506,10 +504,18 @@ func (m *Manager) removeRegistered(ctx context.Context, p *project, path string,
 		return err
 	}
 	m.step(stepFolderRemoved, path)
-	if err := os.RemoveAll(admin); err != nil {
-		return &Error{Code: CodeInternal, Message: fmt.Sprintf("cannot remove git's record %s of worktree %s; try the delete again", admin, path), Err: err}
+	return m.removeAdmin(ctx, admin, path)
+}
+
+// removeAdmin removes git's admin folder admin of the worktree that was at
+// path, trying again a few times: on Windows a git reading its files (the
+// status cache's, an agent's) holds them a moment ("Sharing violation").
+func (m *Manager) removeAdmin(ctx context.Context, admin, path string) error {
+	err := m.retry(ctx, func() error { return os.RemoveAll(admin) }, nil)
+	if err == nil || ctx.Err() != nil {
+		return err
 	}
-	return nil
+	return &Error{Code: CodeInternal, Message: fmt.Sprintf("cannot remove git's record %s of worktree %s; try the delete again", admin, path), Err: err}
 }
 
 // step tells m.deleteStep, if any, that the removal of the worktree at
