@@ -59,7 +59,7 @@ func goBuild(out, pkg string) error {
 	return nil
 }
 
-// servedApp is the built binary's `serve` running as a separate process.
+// servedApp is the built binary running as a separate process.
 type servedApp struct {
 	cmd *exec.Cmd
 	// exited receives cmd.Wait's result; a reader puts it back for the
@@ -75,7 +75,14 @@ type servedApp struct {
 // written its instance file. The process is killed at the end of the test.
 func startServe(t *testing.T, bin, repo string) *servedApp {
 	t.Helper()
-	app := &servedApp{cmd: exec.Command(bin, "serve", "--project", repo), exited: make(chan error, 1)}
+	return startBuilt(t, bin, "serve", "--project", repo)
+}
+
+// startBuilt runs the built binary with args as startServe runs serve,
+// and returns once it has written its instance file.
+func startBuilt(t *testing.T, bin string, args ...string) *servedApp {
+	t.Helper()
+	app := &servedApp{cmd: exec.Command(bin, args...), exited: make(chan error, 1)}
 	app.cmd.Env = os.Environ()
 	app.cmd.Stdout, app.cmd.Stderr = &app.stdout, &app.stderr
 	if err := app.cmd.Start(); err != nil {
@@ -87,17 +94,44 @@ func startServe(t *testing.T, bin, repo string) *servedApp {
 		<-app.exited
 	})
 	testenv.WaitFor(t, "the instance file", 30*time.Second, func() bool {
-		select {
-		case err := <-app.exited:
-			app.exited <- err
-			t.Fatalf("codehydra exited early: %v\nstdout:\n%s\nstderr:\n%s", err, &app.stdout, &app.stderr)
-		default:
-		}
+		app.exitedEarly(t)
 		var err error
 		app.info, err = instance.Read(paths.InstanceFile())
 		return err == nil
 	})
 	return app
+}
+
+// exitedEarly fails the test if the app has exited.
+func (app *servedApp) exitedEarly(t *testing.T) {
+	t.Helper()
+	select {
+	case err := <-app.exited:
+		app.exited <- err
+		t.Fatalf("codehydra exited early: %v\nstdout:\n%s\nstderr:\n%s", err, &app.stdout, &app.stderr)
+	default:
+	}
+}
+
+// stop sends the app sig and waits up to 30 s for it to exit cleanly,
+// leaving no instance file.
+func (app *servedApp) stop(t *testing.T, sig os.Signal) {
+	t.Helper()
+	if err := app.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-app.exited:
+		app.exited <- err
+		if err != nil {
+			t.Fatalf("codehydra did not exit cleanly: %v\nstderr:\n%s", err, &app.stderr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("codehydra did not stop within 30 s of %v\nstderr:\n%s", sig, &app.stderr)
+	}
+	if testenv.Exists(paths.InstanceFile()) {
+		t.Fatalf("instance file left after %v", sig)
+	}
 }
 
 // TestBuiltBinaryServesAndStopsCleanlyOnSIGTERM runs the real program as a
@@ -110,28 +144,13 @@ func TestBuiltBinaryServesAndStopsCleanlyOnSIGTERM(t *testing.T) {
 	isolate(t)
 	repo := testenv.GitRepo(t, "repo")
 	app := startServe(t, bin, repo)
-	cmd, exited, stderr := app.cmd, app.exited, &app.stderr
-	if app.info.PID != cmd.Process.Pid {
-		t.Fatalf("instance file pid %d, want %d", app.info.PID, cmd.Process.Pid)
+	if app.info.PID != app.cmd.Process.Pid {
+		t.Fatalf("instance file pid %d, want %d", app.info.PID, app.cmd.Process.Pid)
 	}
 
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		exited <- err
-		if err != nil {
-			t.Fatalf("codehydra did not exit cleanly: %v\nstderr:\n%s", err, stderr)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("codehydra did not stop within 30 s of SIGTERM\nstderr:\n%s", stderr)
-	}
-	if testenv.Exists(paths.InstanceFile()) {
-		t.Fatal("instance file left after SIGTERM")
-	}
-	if !strings.Contains(stderr.String(), "shutting down") {
-		t.Errorf("stderr does not show the shutdown:\n%s", stderr)
+	app.stop(t, syscall.SIGTERM)
+	if !strings.Contains(app.stderr.String(), "shutting down") {
+		t.Errorf("stderr does not show the shutdown:\n%s", &app.stderr)
 	}
 }
 
@@ -151,36 +170,15 @@ func TestTheCoreHandsTheTrayAppToTheGUIProgramInTheSameProcess(t *testing.T) {
 	bin := builtApp(t)
 	isolate(t) // no DISPLAY, no WAYLAND_DISPLAY
 	repo := testenv.GitRepo(t, "repo")
-	var stdout, stderr testenv.SyncBuffer
-	cmd := exec.Command(bin, "--project", repo)
-	cmd.Env = os.Environ()
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
+	app := startBuilt(t, bin, "--project", repo)
+	testenv.WaitFor(t, "the no-display notice", 30*time.Second, func() bool {
+		app.exitedEarly(t)
+		return strings.Contains(app.stdout.String(), "No display found")
 	})
-	testenv.WaitFor(t, "the no-display notice", 60*time.Second, func() bool {
-		select {
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("codehydra exited early: %v\nstdout:\n%s\nstderr:\n%s", err, &stdout, &stderr)
-		default:
-		}
-		return strings.Contains(stdout.String(), "No display found") && testenv.Exists(paths.InstanceFile())
-	})
-	info, err := instance.Read(paths.InstanceFile())
-	if err != nil {
-		t.Fatal(err)
+	if app.info.PID != app.cmd.Process.Pid {
+		t.Errorf("the app runs as pid %d, want the process started (%d)", app.info.PID, app.cmd.Process.Pid)
 	}
-	if info.PID != cmd.Process.Pid {
-		t.Errorf("the app runs as pid %d, want the process started (%d)", info.PID, cmd.Process.Pid)
-	}
-	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", cmd.Process.Pid))
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", app.cmd.Process.Pid))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,19 +189,5 @@ func TestTheCoreHandsTheTrayAppToTheGUIProgramInTheSameProcess(t *testing.T) {
 	if exe != want {
 		t.Errorf("the process runs %s, want the GUI program %s", exe, want)
 	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		exited <- err
-		if err != nil {
-			t.Fatalf("codehydra did not exit cleanly: %v\nstderr:\n%s", err, &stderr)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("codehydra did not stop within 30 s of SIGINT\nstderr:\n%s", &stderr)
-	}
-	if testenv.Exists(paths.InstanceFile()) {
-		t.Error("instance file left after SIGINT")
-	}
+	app.stop(t, syscall.SIGINT)
 }
