@@ -135,7 +135,8 @@ FUZZERS := \
 	./workspace:FuzzValidateMetadataKey ./workspace:FuzzValidateMetadataValue \
 	./internal/settings:FuzzLoad \
 	./internal/sse:FuzzReader \
-	./opencode:FuzzParseEvent ./opencode:FuzzParseListeningLine
+	./opencode:FuzzParseEvent ./opencode:FuzzParseListeningLine \
+	./internal/otlp:FuzzPartialSuccess
 
 fuzz-short:
 	@for f in $(FUZZERS); do \

@@ -62,6 +62,7 @@ var layout = map[string][]string{
 	"codehydra/internal/sse":                   {helpers},
 	"codehydra/internal/testenv":               {helpers},
 	"codehydra/internal/testenv/naivefs":       {helpers},
+	"codehydra/internal/otlp":                  {helpers},
 	"codehydra/internal/tracectx":              {helpers},
 	"codehydra/internal/tty":                   {helpers},
 	"codehydra/opencode/internal/fakeopencode": {},
@@ -140,6 +141,15 @@ func TestPackagesImportOnlyWhatTheLayoutAllows(t *testing.T) {
 				t.Errorf("%s depends on %s: keep Fyne out of it, so that its tests build in seconds (and the core program stays without a GUI toolkit)", pkg, dep)
 				break
 			}
+		}
+	}
+	// The OpenTelemetry SDK's OTLP exporters link these to send a few
+	// messages over HTTP, 7 MB of the core's resident pages;
+	// internal/otlp writes those messages itself.
+	for _, dep := range pkgs["codehydra"].Deps {
+		if strings.HasPrefix(dep, "google.golang.org/grpc") || strings.HasPrefix(dep, "google.golang.org/protobuf") {
+			t.Errorf("the core program depends on %s: export telemetry with internal/otlp, not the SDK's exporters", dep)
+			break
 		}
 	}
 }

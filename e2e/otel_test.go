@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"compress/gzip"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"codehydra/internal/paths"
 	"codehydra/mcp"
 )
 
@@ -25,6 +28,7 @@ type otlpReceiver struct {
 
 	mu      sync.Mutex
 	posts   int
+	headers []http.Header
 	traces  []*coltracepb.ExportTraceServiceRequest
 	metrics []*colmetricpb.ExportMetricsServiceRequest
 }
@@ -32,10 +36,18 @@ type otlpReceiver struct {
 func newOTLPReceiver(t *testing.T) *otlpReceiver {
 	r := &otlpReceiver{}
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, err := io.ReadAll(req.Body)
+		var body []byte
+		z, err := io.Reader(req.Body), error(nil)
+		if req.Header.Get("Content-Encoding") == "gzip" {
+			z, err = gzip.NewReader(req.Body)
+		}
+		if err == nil {
+			body, err = io.ReadAll(z)
+		}
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		r.posts++
+		r.headers = append(r.headers, req.Header.Clone())
 		var msg proto.Message
 		switch req.URL.Path {
 		case "/v1/traces":
@@ -132,7 +144,10 @@ func TestServeExportsSpansAndMetricsOfToolCallsOverOTLP(t *testing.T) {
 	bin := builtApp(t)
 	isolate(t)
 	recv := newOTLPReceiver(t)
-	app := launch(t, bin, otelEnv("OTEL_EXPORTER_OTLP_ENDPOINT="+recv.srv.URL, "OTEL_METRIC_EXPORT_INTERVAL=300", "OTEL_BSP_SCHEDULE_DELAY=100"))
+	// Metrics gzipped and traces not, both with a header: what the
+	// exporters read from the environment reaches the collector.
+	app := launch(t, bin, otelEnv("OTEL_EXPORTER_OTLP_ENDPOINT="+recv.srv.URL, "OTEL_METRIC_EXPORT_INTERVAL=300", "OTEL_BSP_SCHEDULE_DELAY=100",
+		"OTEL_EXPORTER_OTLP_HEADERS=x-tenant=code%20hydra", "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION=gzip"))
 	if _, err := app.call(t, "", mcp.ToolProjectList, nil); err != nil {
 		t.Fatalf("project_list: %v", err)
 	}
@@ -157,6 +172,37 @@ func TestServeExportsSpansAndMetricsOfToolCallsOverOTLP(t *testing.T) {
 		return names["codehydra.mcp.tool.duration"] && names["codehydra.mcp.tool.calls"] && names["codehydra.mcp.sessions"] && names["mcp.server.operation.duration"]
 	})
 	app.stop(t)
+	recv.mu.Lock()
+	defer recv.mu.Unlock()
+	gzipped := 0
+	for _, h := range recv.headers {
+		if h.Get("X-Tenant") != "code hydra" {
+			t.Errorf("a post without the header from OTEL_EXPORTER_OTLP_HEADERS: %v", h)
+		}
+		if h.Get("Content-Encoding") == "gzip" {
+			gzipped++
+		}
+	}
+	if gzipped == 0 || gzipped == len(recv.headers) {
+		t.Errorf("%d of %d posts gzipped, want the metrics' only", gzipped, len(recv.headers))
+	}
+}
+
+func TestServeRefusesAnUnusableTelemetryVariableAndSaysWhich(t *testing.T) {
+	bin := builtApp(t)
+	isolate(t)
+	cmd := exec.Command(bin, "serve")
+	cmd.Env = otelEnv("OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_HEADERS=authorization Bearer s3cret")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("serve ran with an unusable OTEL_EXPORTER_OTLP_HEADERS:\n%s", out)
+	}
+	if !strings.Contains(string(out), "OTEL_EXPORTER_OTLP_HEADERS: item 1 is not key=value") || strings.Contains(string(out), "s3cret") {
+		t.Errorf("serve said:\n%s\nwant the variable named, and not its value", out)
+	}
+	if _, err := os.Stat(paths.InstanceFile()); err == nil {
+		t.Error("serve left an instance file")
+	}
 }
 
 func TestServeSendsNothingWhenTheSDKIsDisabled(t *testing.T) {

@@ -2,10 +2,10 @@ package daemon
 
 // OpenTelemetry (README "Telemetry"): traces and metrics go out over
 // OTLP/HTTP when the standard OTEL_EXPORTER_OTLP_* variables name an
-// endpoint. The SDK's exporters read those variables (endpoint, headers,
-// timeout, TLS) themselves; this file only decides whether to build them
-// at all, so that without them no provider exists and the MCP server,
-// handed none, makes no span and no measurement.
+// endpoint. The exporters (internal/otlp) read those variables (endpoint,
+// headers, timeout, TLS) themselves; this file only decides whether to
+// build them at all, so that without them no provider exists and the MCP
+// server, handed none, makes no span and no measurement.
 
 import (
 	"context"
@@ -15,8 +15,6 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -24,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"codehydra/gateway"
+	"codehydra/internal/otlp"
 	"codehydra/workspace"
 )
 
@@ -82,17 +81,17 @@ func (s *server) setUpTelemetry(ctx context.Context) error {
 		return fmt.Errorf("describe the service for telemetry: %w", err)
 	}
 	if traces {
-		exp, err := otlptracehttp.New(ctx)
+		exp, err := otlp.NewTraceExporter(os.Getenv)
 		if err != nil {
-			return fmt.Errorf("set up the OTLP trace exporter: %w", err)
+			return err
 		}
 		s.tel.tracer = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 		s.onShutdown("flush traces", s.tel.tracer.Shutdown)
 	}
 	if metrics {
-		exp, err := otlpmetrichttp.New(ctx)
+		exp, err := otlp.NewMetricExporter(os.Getenv)
 		if err != nil {
-			return fmt.Errorf("set up the OTLP metric exporter: %w", err)
+			return err
 		}
 		s.tel.meter = sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)), sdkmetric.WithResource(res))
 		s.onShutdown("flush metrics", s.tel.meter.Shutdown)
