@@ -33,6 +33,9 @@ type cpuResult struct {
 	RSS, Anon int
 	// Note says why the row was not measured (PerCall is 0).
 	Note string
+	// One is the latency of each call of one session calling back to
+	// back, in every round's latency pass.
+	One []time.Duration
 }
 
 // cpuTarget is one server and tool whose CPU per call is measured.
@@ -101,7 +104,7 @@ func (b *bench) benchCPU(e *serverEnv, p *serverProc, others []cpuTarget) error 
 	}
 	defer stateless.stop()
 	targets := []cpuTarget{
-		{era: eraSessions, what: "bare go-sdk server, one tool", url: bare.url, token: bare.token, tool: bareTool, pid: bare.cmd.Process.Pid, bare: true},
+		{era: eraSessions, what: bareRow[eraSessions], url: bare.url, token: bare.token, tool: bareTool, pid: bare.cmd.Process.Pid, bare: true},
 	}
 	node, err := b.startNode()
 	if err != nil {
@@ -119,11 +122,11 @@ func (b *bench) benchCPU(e *serverEnv, p *serverProc, others []cpuTarget) error 
 	)
 	targets = append(targets, others...)
 	targets = append(targets,
-		cpuTarget{era: eraStateless, what: "bare go-sdk server, stateless handler, one tool", url: stateless.url, token: stateless.token, tool: bareTool, pid: stateless.cmd.Process.Pid, bare: true},
+		cpuTarget{era: eraStateless, what: bareRow[eraStateless], url: stateless.url, token: stateless.token, tool: bareTool, pid: stateless.cmd.Process.Pid, bare: true},
 		serve(eraStateless, mcp.ToolGetStatus),
 		serve(eraStateless, mcp.ToolGetOpencodePort),
 	)
-	calls, rounds := 4000, 3
+	calls, rounds := 4000, 5
 	if b.opts.quick {
 		calls, rounds = 1000, 1
 	}
@@ -159,11 +162,64 @@ func (b *bench) benchCPU(e *serverEnv, p *serverProc, others []cpuTarget) error 
 			b.say("CPU per call, round %d, %s in %s: %s, RSS %d kB", r+1, t.what, t.era, ms(per), mem.rss)
 		}
 	}
+	// The tail of one session's calls, on the same servers: serve's
+	// beside the bare servers' shows how much of it is the SDK's and the
+	// machine's.
+	for range rounds {
+		for i, t := range targets {
+			if results[i].Note != "" {
+				continue
+			}
+			lat, err := b.oneSession(t, oneSessionFor)
+			if err != nil {
+				return fmt.Errorf("%s in %s, one session: %w", t.what, t.era, err)
+			}
+			results[i].One = append(results[i].One, lat...)
+		}
+	}
 	for i := range results {
 		results[i].PerCall = median(results[i].Rounds)
+		if one := results[i].One; len(one) > 0 {
+			b.say("one session, %s in %s: p50 %s, p99 %s of %d calls", targets[i].what, targets[i].era, ms(percentile(one, 50)), ms(percentile(one, 99)), len(one))
+		}
 	}
 	b.cpu = results
 	return nil
+}
+
+// oneSessionFor is how long one session calls back to back in each
+// round's latency pass.
+const oneSessionFor = 2 * time.Second
+
+// oneSession is the latency of each call of one session of t calling
+// back to back for dur, after a warm-up.
+func (b *bench) oneSession(t cpuTarget, dur time.Duration) ([]time.Duration, error) {
+	if b.opts.quick {
+		dur = time.Second
+	}
+	ws := ""
+	if len(t.workspaces) > 0 {
+		ws = t.workspaces[0]
+	}
+	c, err := dialEra(b.ctx, t.url, t.token, ws, t.era)
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
+	for range 50 {
+		if err := c.call(b.ctx, t.tool); err != nil {
+			return nil, fmt.Errorf("warm-up call: %w", err)
+		}
+	}
+	var lat []time.Duration
+	for end := time.Now().Add(dur); time.Now().Before(end); {
+		start := time.Now()
+		if err := c.call(b.ctx, t.tool); err != nil {
+			return nil, err
+		}
+		lat = append(lat, time.Since(start))
+	}
+	return lat, nil
 }
 
 // otherEra is the error of a server that answered in another era than
@@ -300,8 +356,10 @@ func (b *bench) reportCPU(w *markdown) {
 	w.p("CPU time (user + system, from /proc/<pid>/stat) that the server process spends per `tools/call`, with %d MCP sessions calling at once (%d calls per round, median of %d rounds, every row's rounds interleaved in the same run), in both eras of the protocol: *2025-11-25*, where each client opens a session (`initialize`, `Mcp-Session-Id`), and *2026-07-28*, where it opens none (`server/discover`, then each request on its own). *Bare go-sdk* is a go-sdk server with the same checks on what comes in (bearer token, Host, Origin, body limit) and one trivial tool that takes no input, registered through the SDK's low-level `Server.AddTool` (the cheapest a go-sdk tool can be), run as its own process with Go's default garbage collector settings; in 2026-07-28 it serves on the SDK's stateless handler, the only one that speaks that era. *Bare Node SDK* is the same server written with the official TypeScript SDK (`build/bench/nodeserver.js`, a `McpServer` and transport per session, as its documentation shows) on node %s. *RSS under load* is the most VmRSS (and of it, RssAnon: heaps and stacks; the rest is mapped files, for codehydra mostly its own executable) read every 10 ms from /proc/<pid>/status while the sessions called. On a busy machine the absolute figures move; the ratios, measured in the same run, are what count (goal: ≤ ×1.3).",
 		cpuSessions, b.cpu[0].Calls, len(b.cpu[0].Rounds), nodeVersion(b.ctx))
 	w.p("")
-	w.p("| era | server, tool | CPU per call | rounds | vs bare go-sdk, same era | RSS under load | of it anonymous |")
-	w.p("|---|---|---:|---|---:|---:|---:|")
+	w.p("*One session* is the latency of one client's calls back to back, in a pass after each round's CPU figures (%s per server per round): with no other session calling, the tail is the SDK's, the garbage collector's and the machine's (the client shares the cores).", oneSessionFor)
+	w.p("")
+	w.p("| era | server, tool | CPU per call | rounds | vs bare go-sdk, same era | RSS under load | of it anonymous | one session: p50 / p99 |")
+	w.p("|---|---|---:|---|---:|---:|---:|---:|")
 	bare := map[string]time.Duration{}
 	for _, c := range b.cpu {
 		if c.Bare {
@@ -310,14 +368,18 @@ func (b *bench) reportCPU(w *markdown) {
 	}
 	for _, c := range b.cpu {
 		if c.Note != "" {
-			w.p("| %s | %s | – | %s | – | – | – |", c.Era, c.What, c.Note)
+			w.p("| %s | %s | – | %s | – | – | – | – |", c.Era, c.What, c.Note)
 			continue
 		}
 		rounds := make([]string, len(c.Rounds))
 		for i, r := range c.Rounds {
 			rounds[i] = ms(r)
 		}
-		w.p("| %s | %s | %s | %s | %s | %s | %s |", c.Era, c.What, ms(c.PerCall), strings.Join(rounds, ", "), ratio(c.PerCall, bare[c.Era]), mb(c.RSS), mb(c.Anon))
+		one := "–"
+		if len(c.One) > 0 {
+			one = ms(percentile(c.One, 50)) + " / " + ms(percentile(c.One, 99))
+		}
+		w.p("| %s | %s | %s | %s | %s | %s | %s | %s |", c.Era, c.What, ms(c.PerCall), strings.Join(rounds, ", "), ratio(c.PerCall, bare[c.Era]), mb(c.RSS), mb(c.Anon), one)
 	}
 	w.p("")
 	if old, stateless := bare[eraSessions], bare[eraStateless]; old > 0 && stateless > 0 {
