@@ -46,7 +46,8 @@ func winPath(p string) string { return `Z:` + strings.ReplaceAll(p, "/", `\`) }
 // that stops the other agent: no agent stop may run out of time, no
 // opencode.exe may be left (the job objects), and the runner returns only
 // once its wineserver has no process. Then the tray app, with no display,
-// must run headless (not panic in GLFW).
+// must run headless (not panic in GLFW), stop on Ctrl+C, and, run again
+// and killed hard, leave neither its GUI program nor an agent.
 func TestTheWindowsBuildServesUnderWine(t *testing.T) {
 	exe, run, oc := os.Getenv(windowsExeEnv), os.Getenv(wineRunEnv), os.Getenv(windowsOpencodeEnv)
 	if exe == "" || run == "" {
@@ -156,6 +157,21 @@ wait $app; echo $? >app.rc
 # wine's side of the GUI program ends just after Windows' process.
 n=0; while [ -n "$(gui_pids)" ]; do n=$((n+1)); [ $n -lt 100 ] || { echo "a codehydra-gui.exe is left 10 s after the app exited:" >>fail; for p in $(gui_pids); do tr '\0' ' ' <"/proc/$p/cmdline" >>fail; echo >>fail; done; break; }; sleep 0.1; done
 [ ! -f "$RUNTIME/instance.json" ] || echo "instance file left after the app's stop" >>fail
+# Killed hard, the core takes the GUI program with it (a kill-on-close job
+# of the core's, proc.EndWithThisProcess), and the GUI program its agents
+# (theirs): nothing is left to hold the instance lock or the worktrees.
+wine "$exe" --project "$REPO2" >app2.out 2>&1 &
+app2=$!
+n=0; until grep -q "CodeHydra is running" app2.out; do n=$((n+1)); [ $n -lt 600 ] || { echo "the app's second run never said it runs" >>fail; break; }; sleep 0.1; done
+gui_pids >gui2.pids
+[ -s gui2.pids ] || echo "the app's second run ran no codehydra-gui.exe" >>fail
+# Until its agent has started, so that there is one to end.
+n=0; until wine tasklist >tasks-before-kill.out 2>&1 && grep -qi "opencode" tasks-before-kill.out; do n=$((n+1)); [ $n -lt 120 ] || { echo "the app's second run started no agent" >>fail; break; }; sleep 0.5; done
+kill -KILL $app2
+wait $app2 2>/dev/null
+n=0; while [ -n "$(gui_pids)" ]; do n=$((n+1)); [ $n -lt 100 ] || { echo "a codehydra-gui.exe is left 10 s after the core was killed" >>fail; break; }; sleep 0.1; done
+n=0; until ! wine tasklist 2>&1 | grep -qi "opencode"; do n=$((n+1)); [ $n -lt 50 ] || { echo "an opencode.exe is left 10 s after the core was killed" >>fail; break; }; sleep 0.2; done
+wine tasklist >tasks-killed.out 2>&1
 `
 	cmd := exec.Command(run, "--sh", script)
 	cmd.Dir = steps
@@ -194,7 +210,7 @@ n=0; while [ -n "$(gui_pids)" ]; do n=$((n+1)); [ $n -lt 100 ] || { echo "a code
 	}
 	report := func() string {
 		var b strings.Builder
-		for _, f := range []string{"fail", "serve.out", "status.err", "create.out", "create2.out", "delete.out", "serve.rc", "tasks-ready.out", "tasks.out", "app.out", "app.rc"} {
+		for _, f := range []string{"fail", "serve.out", "status.err", "create.out", "create2.out", "delete.out", "serve.rc", "tasks-ready.out", "tasks.out", "app.out", "app.rc", "app2.out", "tasks-before-kill.out", "tasks-killed.out"} {
 			b.WriteString("--- " + f + ":\n" + file(f) + "\n")
 		}
 		return b.String() + "--- runner:\n" + out.String()
