@@ -104,7 +104,7 @@ func (b *bench) benchCPU(e *serverEnv, p *serverProc, others []cpuTarget) error 
 	}
 	defer stateless.stop()
 	targets := []cpuTarget{
-		{era: eraSessions, what: bareRow[eraSessions], url: bare.url, token: bare.token, tool: bareTool, pid: bare.cmd.Process.Pid, bare: true},
+		{era: eraSessions, what: bareRow(eraSessions), url: bare.url, token: bare.token, tool: bareTool, pid: bare.cmd.Process.Pid, bare: true},
 	}
 	node, err := b.startNode()
 	if err != nil {
@@ -122,7 +122,7 @@ func (b *bench) benchCPU(e *serverEnv, p *serverProc, others []cpuTarget) error 
 	)
 	targets = append(targets, others...)
 	targets = append(targets,
-		cpuTarget{era: eraStateless, what: bareRow[eraStateless], url: stateless.url, token: stateless.token, tool: bareTool, pid: stateless.cmd.Process.Pid, bare: true},
+		cpuTarget{era: eraStateless, what: bareRow(eraStateless), url: stateless.url, token: stateless.token, tool: bareTool, pid: stateless.cmd.Process.Pid, bare: true},
 		serve(eraStateless, mcp.ToolGetStatus),
 		serve(eraStateless, mcp.ToolGetOpencodePort),
 	)

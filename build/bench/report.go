@@ -66,8 +66,13 @@ func (b *bench) reportTargets(w *markdown) {
 	w.p("")
 }
 
-// bareRow is the CPU table's row of the bare go-sdk server of each era.
-var bareRow = map[string]string{eraSessions: "bare go-sdk server, one tool", eraStateless: "bare go-sdk server, stateless handler, one tool"}
+// bareRow is the CPU table's row of the bare go-sdk server of era.
+func bareRow(era string) string {
+	if era == eraStateless {
+		return "bare go-sdk server, stateless handler, one tool"
+	}
+	return "bare go-sdk server, one tool"
+}
 
 // reportTargets27 writes issue 27's targets for CPU and memory together,
 // from this run's figures.
@@ -80,7 +85,7 @@ func (b *bench) reportTargets27(w *markdown) {
 		return "**missed**"
 	}
 	for _, era := range []string{eraSessions, eraStateless} {
-		yard, okBare := b.cpuRow(era, bareRow[era])
+		yard, okBare := b.cpuRow(era, bareRow(era))
 		st, ok := b.cpuRow(era, "codehydra serve, "+mcp.ToolGetStatus)
 		if !ok || !okBare {
 			continue
@@ -111,7 +116,7 @@ func (b *bench) reportTargets27(w *markdown) {
 		if c.Sessions == 1 {
 			got := ms(c.P99)
 			serve, okServe := b.cpuRow(c.Era, "codehydra serve, "+mcp.ToolGetStatus)
-			yard, okYard := b.cpuRow(c.Era, bareRow[c.Era])
+			yard, okYard := b.cpuRow(c.Era, bareRow(c.Era))
 			if okServe && okYard && len(serve.One) > 0 && len(yard.One) > 0 {
 				got += fmt.Sprintf("; in the CPU table's one-session pass %s, the bare go-sdk server's %s", ms(percentile(serve.One, 99)), ms(percentile(yard.One, 99)))
 			}

@@ -69,9 +69,6 @@ func (s *server) setUpTelemetry(ctx context.Context) error {
 	if !traces && !metrics {
 		return nil
 	}
-	if p := os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL"); p != "" && p != "http/protobuf" {
-		s.log.Warn("telemetry is exported over OTLP/HTTP with protobuf only; OTEL_EXPORTER_OTLP_PROTOCOL is ignored", "protocol", p)
-	}
 	// The environment's resource (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES)
 	// comes last, so that it wins.
 	res, err := resource.New(ctx, resource.WithTelemetrySDK(),

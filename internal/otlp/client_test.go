@@ -4,9 +4,18 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"io"
+	"io/fs"
 	"log"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -40,6 +49,9 @@ func TestTheEnvironmentSaysWhereAndHowToSend(t *testing.T) {
 			"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_EXPORTER_OTLP_HEADERS": "api-key=s%20e%3Dcret, x-team = core ",
 			"OTEL_EXPORTER_OTLP_TIMEOUT": "2500", "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip"},
 			config{URL: "http://c/v1/traces", Header: http.Header{"Api-Key": {"s e=cret"}, "X-Team": {"core"}}, Timeout: 2500 * time.Millisecond, Gzip: true}},
+		{"empty header items are skipped; the protocol may be named", map[string]string{
+			"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_EXPORTER_OTLP_HEADERS": "a=1,, b=2,", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"},
+			config{URL: "http://c/v1/traces", Header: http.Header{"A": {"1"}, "B": {"2"}}, Timeout: 10 * time.Second}},
 		{"the signal's own win over the common ones", map[string]string{
 			"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_EXPORTER_OTLP_HEADERS": "a=1", "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "b=2",
 			"OTEL_EXPORTER_OTLP_TIMEOUT": "1", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "2", "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip", "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION": "none"},
@@ -73,6 +85,11 @@ func sameHeader(a, b http.Header) bool {
 }
 
 func TestAnUnusableVariableIsAnErrorThatNamesItAndNotASecret(t *testing.T) {
+	_, err := NewTraceExporter(envOf(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_EXPORTER_OTLP_CERTIFICATE": "/no/such/ca.pem", "OTEL_EXPORTER_OTLP_TIMEOUT": "x"}))
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "OTEL_EXPORTER_OTLP_TIMEOUT=x is not a number of milliseconds; OTEL_EXPORTER_OTLP_CERTIFICATE") {
+		t.Errorf("two unusable variables: %v, want both on one line, the missing file still an fs.ErrNotExist", err)
+	}
+
 	for _, tc := range []struct {
 		env  map[string]string
 		want string
@@ -83,6 +100,11 @@ func TestAnUnusableVariableIsAnErrorThatNamesItAndNotASecret(t *testing.T) {
 		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_EXPORTER_OTLP_METRICS_HEADERS": "a=1,token%zzsecret"}, "OTEL_EXPORTER_OTLP_METRICS_HEADERS: item 2 is not key=value"},
 		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_EXPORTER_OTLP_HEADERS": "token=%zzsecret"}, "OTEL_EXPORTER_OTLP_HEADERS: the value of token is not URL-encoded"},
 		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_EXPORTER_OTLP_HEADERS": "bad key=secret"}, "OTEL_EXPORTER_OTLP_HEADERS: item 1 is not key=value"},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://user:secret@c:4318"}, "OTEL_EXPORTER_OTLP_ENDPOINT has a user name, password, query or fragment"},
+		{map[string]string{"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "https://c/v1/metrics?api_key=secret"}, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT has a user name, password, query or fragment"},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%0Asecret"}, "OTEL_EXPORTER_OTLP_HEADERS: the value of authorization holds a control character"},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc: only http/protobuf is supported"},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "http/json"}, "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL=http/json"},
 		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_EXPORTER_OTLP_TIMEOUT": "10s"}, "OTEL_EXPORTER_OTLP_TIMEOUT=10s is not a number of milliseconds"},
 		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION": "zstd"}, "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION=zstd: only gzip and none"},
 		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_EXPORTER_OTLP_CERTIFICATE": "/no/such/ca.pem"}, "OTEL_EXPORTER_OTLP_CERTIFICATE: open /no/such/ca.pem"},
@@ -153,8 +175,8 @@ func TestACollectorThatStaysDownIsGivenUpAtTheTimeout(t *testing.T) {
 	})
 	start := time.Now()
 	err := exportOne(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": col.srv.URL, "OTEL_EXPORTER_OTLP_TIMEOUT": "300"}, 20*time.Millisecond)
-	if err == nil || !strings.Contains(err.Error(), "502 Bad Gateway: down") || !strings.Contains(err.Error(), "gave up") {
-		t.Errorf("error %v, want the collector's answer and that it gave up", err)
+	if err == nil || !strings.Contains(err.Error(), "502 Bad Gateway: down") || !strings.Contains(err.Error(), "the export's time is up") {
+		t.Errorf("error %v, want the collector's answer and that the time was up", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("gave up after %v, with a 300 ms timeout", d)
@@ -170,7 +192,7 @@ func TestHeadersAndGzipAreSent(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := col.reqs[0]
-	if r.Header.Get("Authorization") != "Bearer abc" || r.Header.Get("Content-Encoding") != "gzip" || r.Header.Get("Content-Type") != "application/x-protobuf" {
+	if r.Header.Get("Authorization") != "Bearer abc" || r.Header.Get("User-Agent") != "CodeHydra OTLP over HTTP/protobuf exporter" || r.Header.Get("Content-Encoding") != "gzip" || r.Header.Get("Content-Type") != "application/x-protobuf" {
 		t.Errorf("headers %v", r.Header)
 	}
 	z, err := gzip.NewReader(bytes.NewReader(col.take("/v1/traces")[0]))
@@ -232,5 +254,122 @@ func TestAShutDownExporterSendsNothing(t *testing.T) {
 	}
 	if n := len(col.take("/v1/traces")); n != 0 {
 		t.Errorf("%d posts after shutdown", n)
+	}
+}
+
+func TestShutdownEndsAnExportThatIsWaitingToTryAgain(t *testing.T) {
+	var posts atomic.Int32
+	col := newCollector(t, func(w http.ResponseWriter, r *http.Request) {
+		posts.Add(1)
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+	})
+	e, err := NewTraceExporter(envOf(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": col.srv.URL, "OTEL_EXPORTER_OTLP_TIMEOUT": "60000"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.c.backoff = 5 * time.Second
+	done := make(chan error, 1)
+	go func() {
+		done <- e.ExportSpans(context.Background(), tracetest.SpanStubs{{Name: "one", Resource: resource.Empty()}}.Snapshots())
+	}()
+	testenvPoll(t, "the first post", func() bool { return posts.Load() == 1 })
+	start := time.Now()
+	if err := e.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, errShutDown) || !strings.Contains(err.Error(), "503") {
+			t.Errorf("the export ended with %v, want the collector's answer and the shutdown", err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("the export ended %v after the shutdown", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the export still waits to try again 10 s after the shutdown")
+	}
+	if n := posts.Load(); n != 1 {
+		t.Errorf("%d posts, want the one before the shutdown", n)
+	}
+}
+
+func testenvPoll(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+func TestARefusalsStatusMessageIsTheReasonGiven(t *testing.T) {
+	// google.rpc.Status{code: 3, message: "bad span"}, as a collector
+	// answers a refused export.
+	status := []byte{0x08, 0x03, 0x12, 0x08, 'b', 'a', 'd', ' ', 's', 'p', 'a', 'n'}
+	col := newCollector(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write(status)
+	})
+	err := exportOne(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": col.srv.URL}, time.Second)
+	if err == nil || !strings.HasSuffix(err.Error(), "400 Bad Request: bad span") {
+		t.Errorf("error %v, want the status's message", err)
+	}
+}
+
+func TestAClientCertificateIsPresentedAndTheSignalsOwnAuthorityWins(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.TLS.PeerCertificates) == 0 {
+			http.Error(w, "no client certificate", http.StatusUnauthorized)
+		}
+	}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The client's certificate: any key pair will do for a server that
+	// only asks for one.
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "codehydra"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, keyFile := filepath.Join(dir, "client.pem"), filepath.Join(dir, "client-key.pem")
+	testWrite(t, cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	testWrite(t, keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
+	wrongCA := filepath.Join(dir, "wrong-ca.pem")
+	testWrite(t, wrongCA, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+
+	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL, "OTEL_EXPORTER_OTLP_CERTIFICATE": wrongCA, "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE": ca}
+	if err := exportOne(t, env, time.Second); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("without a client certificate: %v, want the collector's 401", err)
+	}
+	env["OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE"], env["OTEL_EXPORTER_OTLP_CLIENT_KEY"] = cert, keyFile
+	if err := exportOne(t, env, time.Second); err != nil {
+		t.Errorf("with the client certificate and the signal's own authority: %v", err)
+	}
+	delete(env, "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE")
+	if err := exportOne(t, env, time.Second); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("with the common, wrong authority: %v, want a certificate error", err)
+	}
+}
+
+func testWrite(t *testing.T, name string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(name, data, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -100,4 +100,4 @@ func scopeMsg(b *pb, field int, s instrumentation.Scope) {
 func unixNano(t time.Time) uint64 { return uint64(max(0, t.UnixNano())) }
 
 // count is a dropped-items count for a uint32 field.
-func count(n int) uint64 { return uint64(min(max(n, 0), math.MaxUint32)) }
+func count(n int) uint64 { return min(uint64(max(n, 0)), math.MaxUint32) }

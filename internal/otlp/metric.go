@@ -50,7 +50,8 @@ func (e *MetricExporter) Export(ctx context.Context, rm *metricdata.ResourceMetr
 // ForceFlush has nothing to do: Export sends before it returns.
 func (e *MetricExporter) ForceFlush(context.Context) error { return nil }
 
-// Shutdown stops the exporter: it sends nothing after.
+// Shutdown stops the exporter: an export under way ends (without waiting
+// to try again), and none is sent after.
 func (e *MetricExporter) Shutdown(context.Context) error {
 	e.c.stop()
 	return nil

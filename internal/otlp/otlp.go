@@ -12,6 +12,7 @@ package otlp
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"crypto/tls"
@@ -19,12 +20,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 )
 
@@ -71,6 +72,10 @@ func configFromEnv(getenv func(string) string, signal, path string) (config, err
 		errs = append(errs, fmt.Errorf("neither OTEL_EXPORTER_OTLP_%s_ENDPOINT nor OTEL_EXPORTER_OTLP_ENDPOINT is set", signal))
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 		errs = append(errs, fmt.Errorf("%s is not an http:// or https:// URL", name))
+	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
+		// Not sent, as the SDK's exporters did not send them either, and
+		// not repeated in an error: they may be credentials.
+		errs = append(errs, fmt.Errorf("%s has a user name, password, query or fragment: give the collector's credentials in OTEL_EXPORTER_OTLP_HEADERS instead", name))
 	case name == "OTEL_EXPORTER_OTLP_ENDPOINT":
 		u.Path = strings.TrimSuffix(u.Path, "/") + "/" + path
 		cfg.URL = u.String()
@@ -83,6 +88,9 @@ func configFromEnv(getenv func(string) string, signal, path string) (config, err
 
 	if v, name := get("HEADERS"); v != "" {
 		for i, pair := range strings.Split(v, ",") {
+			if strings.TrimSpace(pair) == "" {
+				continue // "a=1," or "a=1,,b=2"
+			}
 			key, value, ok := strings.Cut(pair, "=")
 			key = strings.TrimSpace(key)
 			value, err := url.PathUnescape(value)
@@ -93,6 +101,8 @@ func configFromEnv(getenv func(string) string, signal, path string) (config, err
 				errs = append(errs, fmt.Errorf("%s: item %d is not key=value", name, i+1))
 			case err != nil:
 				errs = append(errs, fmt.Errorf("%s: the value of %s is not URL-encoded", name, key))
+			case strings.ContainsFunc(value, isCTL):
+				errs = append(errs, fmt.Errorf("%s: the value of %s holds a control character (a line break?), which no HTTP header may", name, key))
 			default:
 				cfg.Header.Set(key, strings.TrimSpace(value))
 			}
@@ -106,6 +116,12 @@ func configFromEnv(getenv func(string) string, signal, path string) (config, err
 		} else {
 			cfg.Timeout = time.Duration(ms) * time.Millisecond
 		}
+	}
+
+	switch v, name := get("PROTOCOL"); v {
+	case "", "http/protobuf":
+	default:
+		errs = append(errs, fmt.Errorf("%s=%s: only http/protobuf is supported (not grpc or http/json)", name, v))
 	}
 
 	switch v, name := get("COMPRESSION"); strings.ToLower(v) {
@@ -146,14 +162,28 @@ func configFromEnv(getenv func(string) string, signal, path string) (config, err
 	}
 
 	if len(errs) > 0 {
-		msgs := make([]string, len(errs))
-		for i, err := range errs {
-			msgs[i] = err.Error()
-		}
-		return config{}, fmt.Errorf("set up the export of %s over OTLP: %s", strings.ToLower(signal), strings.Join(msgs, "; "))
+		return config{}, fmt.Errorf("set up the export of %s over OTLP: %w", strings.ToLower(signal), errList(errs))
 	}
 	return cfg, nil
 }
+
+// errList is several errors on one line, each still reachable with
+// errors.Is and errors.As.
+type errList []error
+
+func (e errList) Error() string {
+	msgs := make([]string, len(e))
+	for i, err := range e {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (e errList) Unwrap() []error { return e }
+
+// isCTL says whether c is a control character, which no header value may
+// hold.
+func isCTL(c rune) bool { return c < ' ' && c != '\t' || c == 0x7f }
 
 // validHeaderKey says whether key is an HTTP token (RFC 9110).
 func validHeaderKey(key string) bool {
@@ -170,9 +200,12 @@ func validHeaderKey(key string) bool {
 
 // client posts one signal's requests to the collector.
 type client struct {
-	cfg     config
-	http    *http.Client
-	stopped atomic.Bool
+	cfg  config
+	http *http.Client
+	// stopped ends when the exporter is shut down, and with it any
+	// export still under way.
+	stopped context.Context
+	stop    context.CancelFunc
 	// backoff is the first wait before a retry; it doubles after each.
 	backoff time.Duration
 }
@@ -186,12 +219,10 @@ func newClient(getenv func(string) string, signal, path string) (*client, error)
 	if cfg.TLS != nil {
 		tr.TLSClientConfig = cfg.TLS
 	}
-	return &client{cfg: cfg, http: &http.Client{Transport: tr}, backoff: time.Second}, nil
-}
-
-func (c *client) stop() {
-	c.stopped.Store(true)
-	c.http.CloseIdleConnections()
+	c := &client{cfg: cfg, http: &http.Client{Transport: tr}, backoff: time.Second}
+	c.stopped, c.stop = context.WithCancel(context.Background())
+	context.AfterFunc(c.stopped, c.http.CloseIdleConnections)
+	return c, nil
 }
 
 // send posts body, an Export…ServiceRequest, and tries again while the
@@ -199,19 +230,18 @@ func (c *client) stop() {
 // within the export's timeout. items names what body carries, for the
 // collector's partial-success reply.
 func (c *client) send(ctx context.Context, body []byte, items string) error {
-	if c.stopped.Load() {
-		return errors.New("the OTLP exporter is shut down")
+	if c.stopped.Err() != nil {
+		return errShutDown
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
+	defer context.AfterFunc(c.stopped, cancel)()
 	if c.cfg.Gzip {
 		var z bytes.Buffer
 		w := gzip.NewWriter(&z)
-		if _, err := w.Write(body); err != nil {
-			return err
-		}
-		if err := w.Close(); err != nil {
-			return err
+		_, err := w.Write(body)
+		if err = cmp.Or(err, w.Close()); err != nil {
+			return fmt.Errorf("compress the telemetry: %w", err)
 		}
 		body = z.Bytes()
 	}
@@ -221,17 +251,25 @@ func (c *client) send(ctx context.Context, body []byte, items string) error {
 		if retryAfter < 0 {
 			return err
 		}
-		if retryAfter > 0 {
-			wait = max(wait, retryAfter)
+		// At least as long as the collector asks, and up to a fifth
+		// more, so that the two exporters do not come back in step.
+		wait = time.Duration(float64(max(wait, retryAfter)) * (1 + 0.2*rand.Float64()))
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
+			return fmt.Errorf("%w (not tried again: the export's time is up first)", err)
 		}
 		select {
 		case <-ctx.Done():
+			if c.stopped.Err() != nil {
+				return fmt.Errorf("%w (not tried again: %w)", err, errShutDown)
+			}
 			return fmt.Errorf("%w (gave up trying again: %w)", err, ctx.Err())
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, 30*time.Second)
 	}
 }
+
+var errShutDown = errors.New("the OTLP exporter is shut down")
 
 // post posts body once. retryAfter is negative when err is final (nil on
 // success), else how long the collector asked to wait (0 if it did not
@@ -245,6 +283,7 @@ func (c *client) post(ctx context.Context, body []byte, items string) (retryAfte
 		req.Header[k] = v
 	}
 	req.Header.Set("Content-Type", "application/x-protobuf")
+	req.Header.Set("User-Agent", "CodeHydra OTLP over HTTP/protobuf exporter")
 	if c.cfg.Gzip {
 		req.Header.Set("Content-Encoding", "gzip")
 	}
@@ -263,13 +302,13 @@ func (c *client) post(ctx context.Context, body []byte, items string) (retryAfte
 		return -1, nil
 	case code == http.StatusTooManyRequests, code == http.StatusBadGateway,
 		code == http.StatusServiceUnavailable, code == http.StatusGatewayTimeout:
-		err := fmt.Errorf("the collector at %s answered %s: %s", c.cfg.URL, resp.Status, text(reply))
+		err := fmt.Errorf("the collector at %s answered %s: %s", c.cfg.URL, resp.Status, reason(resp, reply))
 		if s, e := strconv.Atoi(resp.Header.Get("Retry-After")); e == nil && s > 0 {
-			return time.Duration(s) * time.Second, err
+			return time.Duration(min(s, 3600)) * time.Second, err
 		}
 		return 0, err
 	default:
-		return -1, fmt.Errorf("the collector at %s refused the telemetry: %s: %s", c.cfg.URL, resp.Status, text(reply))
+		return -1, fmt.Errorf("the collector at %s refused the telemetry: %s: %s", c.cfg.URL, resp.Status, reason(resp, reply))
 	}
 }
 
@@ -305,9 +344,21 @@ func partialSuccess(reply []byte, items string) error {
 	return nil
 }
 
-// text is a collector's reply for an error message: trimmed, and short.
-func text(reply []byte) string {
-	s := strings.TrimSpace(string(reply))
+// reason is why a collector's reply says it failed: the message of a
+// google.rpc.Status (2), which OTLP/HTTP replies with, or the reply's
+// text; trimmed, and short.
+func reason(resp *http.Response, reply []byte) string {
+	s := string(reply)
+	if resp.Header.Get("Content-Type") == "application/x-protobuf" {
+		fs, _ := fields(reply)
+		s = ""
+		for _, f := range fs {
+			if f.num == 2 && f.wire == wireBytes {
+				s = string(f.bytes)
+			}
+		}
+	}
+	s = strings.TrimSpace(s)
 	if s == "" {
 		return "(no reason given)"
 	}

@@ -36,7 +36,8 @@ func (e *TraceExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOn
 	return e.c.send(ctx, encodeSpans(spans), "spans")
 }
 
-// Shutdown stops the exporter: it sends nothing after.
+// Shutdown stops the exporter: an export under way ends (without waiting
+// to try again), and none is sent after.
 func (e *TraceExporter) Shutdown(context.Context) error {
 	e.c.stop()
 	return nil
