@@ -24,9 +24,15 @@ setup:
 # and every helper CodeHydra starts), which links no GUI toolkit, and
 # codehydra-gui, the tray app and its windows (Fyne), which codehydra's
 # default command hands over to.
+#
+# Both carry one stamp of the sources they were built from (a hash of every
+# Go file, go.mod and go.sum), so that the core hands over only to a GUI
+# program built from the same sources, or to one built by hand like itself.
+SOURCES_STAMP := $(shell { git ls-files -co --exclude-standard 2>/dev/null || find . -type f; } | grep -E '\.go$$|(^|/)go\.(mod|sum)$$' | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16)
+STAMP_LDFLAGS = -ldflags=-X=codehydra/internal/cli.SourcesStamp=$(SOURCES_STAMP)
 build:
-	go build -o $(BINARY) .
-	go build -o $(BINARY)-gui ./cmd/codehydra-gui
+	go build $(STAMP_LDFLAGS) -o $(BINARY) .
+	go build $(STAMP_LDFLAGS) -o $(BINARY)-gui ./cmd/codehydra-gui
 
 run: setup build
 	./$(BINARY) --project $(CURDIR)
@@ -101,8 +107,8 @@ WINE_RUN = $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/codehydra/tools/wine.run
 WINDOWS_EXE = $(or $(TMPDIR),/tmp)/$(BINARY).exe
 # The core needs no cgo on Windows; the GUI program (Fyne) needs MinGW's gcc.
 define WINDOWS_BUILD
-CGO_ENABLED=0 GOOS=windows GOARCH=amd64 go build -o $(WINDOWS_EXE) .
-CGO_ENABLED=1 GOOS=windows GOARCH=amd64 CC=x86_64-w64-mingw32-gcc go build -o $(basename $(WINDOWS_EXE))-gui.exe ./cmd/codehydra-gui
+CGO_ENABLED=0 GOOS=windows GOARCH=amd64 go build $(STAMP_LDFLAGS) -o $(WINDOWS_EXE) .
+CGO_ENABLED=1 GOOS=windows GOARCH=amd64 CC=x86_64-w64-mingw32-gcc go build $(STAMP_LDFLAGS) -o $(basename $(WINDOWS_EXE))-gui.exe ./cmd/codehydra-gui
 endef
 WINDOWS_OPENCODE = $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/codehydra/tools/opencode-windows/node_modules/opencode-windows-x64/bin/opencode.exe
 WINDOWS_TESTS ?= ./internal/instance ./internal/paths ./internal/proc ./internal/settings ./opencode \

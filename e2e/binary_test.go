@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -190,4 +192,54 @@ func TestTheCoreHandsTheTrayAppToTheGUIProgramInTheSameProcess(t *testing.T) {
 		t.Errorf("the process runs %s, want the GUI program %s", exe, want)
 	}
 	app.stop(t, syscall.SIGINT)
+}
+
+// TestTheCoreRefusesATrayAppBuiltFromOtherSources: `make build` stamps
+// both programs with a hash of their sources; a core rebuilt alone after
+// a change must not hand over to the tray app of the old sources. The
+// "tray app" here is a copy of the core with another stamp: the core
+// refuses before it would run it.
+func TestTheCoreRefusesATrayAppBuiltFromOtherSources(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	dir := t.TempDir()
+	build := func(out, stamp string) {
+		cmd := exec.Command("go", "build", "-ldflags=-X=codehydra/internal/cli.SourcesStamp="+stamp, "-o", out, "codehydra")
+		cmd.Env = testenv.MachineEnv()
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build: %v\n%s", err, msg)
+		}
+	}
+	core := filepath.Join(dir, "codehydra")
+	build(core, "new")
+	build(core+"-gui", "old")
+	isolate(t)
+	repo := testenv.GitRepo(t, "repo")
+	for _, tc := range []struct{ gui, want string }{
+		{"old", "from other sources: stamp old, this program's new"},
+		{"", "it was built by hand, this program by make build"},
+	} {
+		if tc.gui == "" {
+			goBuildOrFail(t, core+"-gui", "codehydra")
+		}
+		cmd := exec.Command(core, "--project", repo)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(stderr.String(), tc.want) || !strings.Contains(stderr.String(), "make build") {
+			t.Errorf("the core with a tray app stamped %q: %v, stderr %q; want exit 1, %q and make build", tc.gui, err, &stderr, tc.want)
+		}
+		if testenv.Exists(paths.InstanceFile()) {
+			t.Fatal("the core started the app anyway")
+		}
+	}
+}
+
+func goBuildOrFail(t *testing.T, out, pkg string) {
+	t.Helper()
+	if err := goBuild(out, pkg); err != nil {
+		t.Fatal(err)
+	}
 }

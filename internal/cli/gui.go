@@ -15,6 +15,10 @@ func startGUI(c *cli, args []string) int {
 		fmt.Fprintf(c.stderr, "codehydra: the tray app is the program %s, which is not beside this one (%v).\nBuild both with `make build`, or run CodeHydra without a tray: codehydra serve\n", paths.GUI, err)
 		return 1
 	}
+	if diff := otherBuild(path); diff != "" {
+		fmt.Fprintf(c.stderr, "codehydra: the tray app %s is not this program's build (%s).\nBuild both with `make build`, or run CodeHydra without a tray: codehydra serve\n", path, diff)
+		return 1
+	}
 	code, err := handOver(path, args)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "codehydra: start %s: %v\n", path, err)
