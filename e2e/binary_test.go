@@ -51,9 +51,10 @@ func builtApp(t *testing.T) string {
 	return appBuild.path
 }
 
-// goBuild builds the package pkg into the executable out.
-func goBuild(out, pkg string) error {
-	cmd := exec.Command("go", "build", "-o", out, pkg)
+// goBuild builds the package pkg into the executable out, with the go
+// command's flags if any.
+func goBuild(out, pkg string, flags ...string) error {
+	cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", out, pkg)...)
 	cmd.Env = testenv.MachineEnv()
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build %s: %w\n%s", pkg, err, msg)
@@ -203,17 +204,14 @@ func TestTheCoreRefusesATrayAppBuiltFromOtherSources(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	dir := t.TempDir()
-	build := func(out, stamp string) {
-		cmd := exec.Command("go", "build", "-ldflags=-X=codehydra/internal/cli.SourcesStamp="+stamp, "-o", out, "codehydra")
-		cmd.Env = testenv.MachineEnv()
-		if msg, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build: %v\n%s", err, msg)
+	core := filepath.Join(t.TempDir(), "codehydra")
+	build := func(out string, flags ...string) {
+		if err := goBuild(out, "codehydra", flags...); err != nil {
+			t.Fatal(err)
 		}
 	}
-	core := filepath.Join(dir, "codehydra")
-	build(core, "new")
-	build(core+"-gui", "old")
+	build(core, "-ldflags=-X=codehydra/internal/cli.SourcesStamp=new")
+	build(core+"-gui", "-ldflags=-X=codehydra/internal/cli.SourcesStamp=old")
 	isolate(t)
 	repo := testenv.GitRepo(t, "repo")
 	for _, tc := range []struct{ gui, want string }{
@@ -221,7 +219,7 @@ func TestTheCoreRefusesATrayAppBuiltFromOtherSources(t *testing.T) {
 		{"", "it was built by hand, this program by make build"},
 	} {
 		if tc.gui == "" {
-			goBuildOrFail(t, core+"-gui", "codehydra")
+			build(core + "-gui")
 		}
 		cmd := exec.Command(core, "--project", repo)
 		var stderr bytes.Buffer
@@ -234,12 +232,5 @@ func TestTheCoreRefusesATrayAppBuiltFromOtherSources(t *testing.T) {
 		if testenv.Exists(paths.InstanceFile()) {
 			t.Fatal("the core started the app anyway")
 		}
-	}
-}
-
-func goBuildOrFail(t *testing.T, out, pkg string) {
-	t.Helper()
-	if err := goBuild(out, pkg); err != nil {
-		t.Fatal(err)
 	}
 }

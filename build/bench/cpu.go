@@ -187,6 +187,30 @@ func (b *bench) benchCPU(e *serverEnv, p *serverProc, others []cpuTarget) error 
 	return nil
 }
 
+// warmClient connects session i of t (over t's workspaces in turn) and
+// makes calls warm-up calls. The client is returned, to be closed, once
+// connected, even when the server speaks another era (an *otherEra) or a
+// warm-up call fails.
+func (b *bench) warmClient(t cpuTarget, i, calls int) (*benchClient, error) {
+	ws := ""
+	if len(t.workspaces) > 0 {
+		ws = t.workspaces[i%len(t.workspaces)]
+	}
+	c, err := dialEra(b.ctx, t.url, t.token, ws, t.era)
+	if err != nil {
+		return nil, err
+	}
+	if c.era() != t.era {
+		return c, &otherEra{spoke: c.era()}
+	}
+	for range calls {
+		if err := c.call(b.ctx, t.tool); err != nil {
+			return c, fmt.Errorf("warm-up call: %w", err)
+		}
+	}
+	return c, nil
+}
+
 // oneSessionFor is how long one session calls back to back in each
 // round's latency pass.
 const oneSessionFor = 2 * time.Second
@@ -197,19 +221,12 @@ func (b *bench) oneSession(t cpuTarget, dur time.Duration) ([]time.Duration, err
 	if b.opts.quick {
 		dur = time.Second
 	}
-	ws := ""
-	if len(t.workspaces) > 0 {
-		ws = t.workspaces[0]
+	c, err := b.warmClient(t, 0, 50)
+	if c != nil {
+		defer c.close()
 	}
-	c, err := dialEra(b.ctx, t.url, t.token, ws, t.era)
 	if err != nil {
 		return nil, err
-	}
-	defer c.close()
-	for range 50 {
-		if err := c.call(b.ctx, t.tool); err != nil {
-			return nil, fmt.Errorf("warm-up call: %w", err)
-		}
 	}
 	var lat []time.Duration
 	for end := time.Now().Add(dur); time.Now().Before(end); {
@@ -242,22 +259,12 @@ func (b *bench) cpuPerCall(t cpuTarget, calls int) (time.Duration, memory, error
 		}
 	}()
 	for i := range cpuSessions {
-		ws := ""
-		if len(t.workspaces) > 0 {
-			ws = t.workspaces[i%len(t.workspaces)]
+		c, err := b.warmClient(t, i, 20)
+		if c != nil {
+			clients = append(clients, c)
 		}
-		c, err := dialEra(b.ctx, t.url, t.token, ws, t.era)
 		if err != nil {
 			return 0, memory{}, err
-		}
-		clients = append(clients, c)
-		if c.era() != t.era {
-			return 0, memory{}, &otherEra{spoke: c.era()}
-		}
-		for range 20 {
-			if err := c.call(b.ctx, t.tool); err != nil {
-				return 0, memory{}, fmt.Errorf("warm-up call: %w", err)
-			}
 		}
 	}
 	stopWatch := make(chan struct{})

@@ -18,7 +18,6 @@ import (
 	"math/big"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -29,6 +28,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
+
+	"codehydra/internal/testenv"
 )
 
 func TestTheEnvironmentSaysWhereAndHowToSend(t *testing.T) {
@@ -216,9 +217,7 @@ func TestTheCollectorsCertificateAuthorityIsTrusted(t *testing.T) {
 		t.Errorf("an unknown authority: error %v", err)
 	}
 	ca := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testenv.WriteFile(t, ca, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})))
 	env["OTEL_EXPORTER_OTLP_CERTIFICATE"] = ca
 	if err := exportOne(t, env, time.Second); err != nil {
 		t.Errorf("with the authority: %v", err)
@@ -272,7 +271,7 @@ func TestShutdownEndsAnExportThatIsWaitingToTryAgain(t *testing.T) {
 	go func() {
 		done <- e.ExportSpans(context.Background(), tracetest.SpanStubs{{Name: "one", Resource: resource.Empty()}}.Snapshots())
 	}()
-	testenvPoll(t, "the first post", func() bool { return posts.Load() == 1 })
+	testenv.WaitFor(t, "the first post", 10*time.Second, func() bool { return posts.Load() == 1 })
 	start := time.Now()
 	if err := e.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
@@ -290,15 +289,6 @@ func TestShutdownEndsAnExportThatIsWaitingToTryAgain(t *testing.T) {
 	}
 	if n := posts.Load(); n != 1 {
 		t.Errorf("%d posts, want the one before the shutdown", n)
-	}
-}
-
-func testenvPoll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
 	}
 }
 
@@ -329,9 +319,7 @@ func TestAClientCertificateIsPresentedAndTheSignalsOwnAuthorityWins(t *testing.T
 	t.Cleanup(srv.Close)
 	dir := t.TempDir()
 	ca := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testenv.WriteFile(t, ca, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})))
 	// The client's certificate: any key pair will do for a server that
 	// only asks for one.
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -348,10 +336,10 @@ func TestAClientCertificateIsPresentedAndTheSignalsOwnAuthorityWins(t *testing.T
 		t.Fatal(err)
 	}
 	cert, keyFile := filepath.Join(dir, "client.pem"), filepath.Join(dir, "client-key.pem")
-	testWrite(t, cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	testWrite(t, keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
+	testenv.WriteFile(t, cert, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
+	testenv.WriteFile(t, keyFile, string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})))
 	wrongCA := filepath.Join(dir, "wrong-ca.pem")
-	testWrite(t, wrongCA, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	testenv.WriteFile(t, wrongCA, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
 
 	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL, "OTEL_EXPORTER_OTLP_CERTIFICATE": wrongCA, "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE": ca}
 	if err := exportOne(t, env, time.Second); err == nil || !strings.Contains(err.Error(), "401") {
@@ -364,12 +352,5 @@ func TestAClientCertificateIsPresentedAndTheSignalsOwnAuthorityWins(t *testing.T
 	delete(env, "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE")
 	if err := exportOne(t, env, time.Second); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Errorf("with the common, wrong authority: %v, want a certificate error", err)
-	}
-}
-
-func testWrite(t *testing.T, name string, data []byte) {
-	t.Helper()
-	if err := os.WriteFile(name, data, 0o600); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -108,19 +108,20 @@ func metricMsg(b *pb, m metricdata.Metrics) error {
 		}
 		return nil
 	}
-	// Trial-write the data first, so that a metric that cannot be sent
-	// is left out whole.
-	var probe pb
-	if err := data(&probe); err != nil {
-		return err
-	}
+	// A metric that cannot be sent is left out whole: what was written of
+	// it is taken back.
+	start := len(*b)
+	var err error
 	b.msg(2, func(b *pb) {
 		b.str(1, m.Name)
 		b.str(2, m.Description)
 		b.str(3, m.Unit)
-		*b = append(*b, probe...)
+		err = data(b)
 	})
-	return nil
+	if err != nil {
+		*b = (*b)[:start]
+	}
+	return err
 }
 
 // temporality is AggregationTemporality's number for t.

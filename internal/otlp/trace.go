@@ -47,10 +47,6 @@ func (e *TraceExporter) Shutdown(context.Context) error {
 // resource, in it a ScopeSpans per instrumentation scope, in the order
 // they first come in spans.
 func encodeSpans(spans []sdktrace.ReadOnlySpan) []byte {
-	type scopeKey struct {
-		res   attribute.Distinct
-		scope instrumentation.Scope
-	}
 	type group struct {
 		res    *resource.Resource
 		scopes []instrumentation.Scope
@@ -62,17 +58,17 @@ func encodeSpans(spans []sdktrace.ReadOnlySpan) []byte {
 		if s == nil {
 			continue
 		}
-		k := scopeKey{s.Resource().Equivalent(), s.InstrumentationScope()}
-		g := groups[k.res]
+		res, scope := s.Resource().Equivalent(), s.InstrumentationScope()
+		g := groups[res]
 		if g == nil {
 			g = &group{res: s.Resource(), spans: map[instrumentation.Scope][]sdktrace.ReadOnlySpan{}}
-			groups[k.res] = g
-			order = append(order, k.res)
+			groups[res] = g
+			order = append(order, res)
 		}
-		if _, seen := g.spans[k.scope]; !seen {
-			g.scopes = append(g.scopes, k.scope)
+		if _, seen := g.spans[scope]; !seen {
+			g.scopes = append(g.scopes, scope)
 		}
-		g.spans[k.scope] = append(g.spans[k.scope], s)
+		g.spans[scope] = append(g.spans[scope], s)
 	}
 
 	var b pb
