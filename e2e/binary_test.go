@@ -145,11 +145,17 @@ func TestBuiltBinaryServesAndStopsCleanlyOnSIGTERM(t *testing.T) {
 	}
 	bin := builtApp(t)
 	isolate(t)
+	t.Setenv("GOMAXPROCS", "") // serve's own setting, not the test's
 	repo := testenv.GitRepo(t, "repo")
 	app := startServe(t, bin, repo)
 	if app.info.PID != app.cmd.Process.Pid {
 		t.Fatalf("instance file pid %d, want %d", app.info.PID, app.cmd.Process.Pid)
 	}
+	// Start-up done, it settles on one P (internal/daemon/gc.go).
+	testenv.WaitFor(t, "start-up to end on one P", 15*time.Second, func() bool {
+		app.exitedEarly(t)
+		return strings.Contains(app.stderr.String(), `msg="started up" gomaxprocs=1`)
+	})
 
 	app.stop(t, syscall.SIGTERM)
 	if !strings.Contains(app.stderr.String(), "shutting down") {

@@ -115,9 +115,10 @@ type bareProc struct {
 }
 
 // startBare runs the bench binary again as the bare go-sdk server, with
-// Go's default garbage collector settings (GOGC and GOMEMLIMIT unset): the
-// yardstick is a go-sdk server as its users run it.
-func (b *bench) startBare(stateless bool) (*bareProc, error) {
+// Go's default runtime settings (GOMAXPROCS, GOGC and GOMEMLIMIT unset):
+// the yardstick is a go-sdk server as its users run it. settings are set
+// on top (the same server with serve's GOMAXPROCS, beside it).
+func (b *bench) startBare(stateless bool, settings ...string) (*bareProc, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find the bench binary: %w", err)
@@ -127,7 +128,7 @@ func (b *bench) startBare(stateless bool) (*bareProc, error) {
 		mode = "stateless"
 	}
 	cmd := exec.Command(self)
-	cmd.Env = append(withoutGCSettings(os.Environ()), bareEnv+"="+mode)
+	cmd.Env = append(append(withoutRuntimeSettings(os.Environ()), bareEnv+"="+mode), settings...)
 	return b.startBareCmd(cmd)
 }
 
@@ -156,10 +157,15 @@ func nodeSDKVersion() string {
 	return pkg.Version
 }
 
-// withoutGCSettings is env without GOGC and GOMEMLIMIT.
-func withoutGCSettings(env []string) []string {
+// runtimeSettings are the variables of the Go runtime's settings that
+// serve sets for itself unless they are set (internal/daemon/gc.go).
+func runtimeSettings() []string { return []string{"GOMAXPROCS", "GOGC", "GOMEMLIMIT"} }
+
+// withoutRuntimeSettings is env without runtimeSettings.
+func withoutRuntimeSettings(env []string) []string {
 	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
-		return strings.HasPrefix(kv, "GOGC=") || strings.HasPrefix(kv, "GOMEMLIMIT=")
+		k, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(runtimeSettings(), k)
 	})
 }
 

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,8 +36,9 @@ type cpuResult struct {
 	// Note says why the row was not measured (PerCall is 0).
 	Note string
 	// One is the latency of each call of one session calling back to
-	// back, in every round's latency pass.
-	One []time.Duration
+	// back, in every round's latency pass, through the go-sdk client;
+	// Thin the same calls replayed by a thin client (benchClient.thinCall).
+	One, Thin []time.Duration
 }
 
 // cpuTarget is one server and tool whose CPU per call is measured.
@@ -61,6 +64,9 @@ func (b *bench) benchCPUServer() error {
 		return err
 	}
 	defer p.stop()
+	if err := p.awaitSettled(e); err != nil {
+		return err
+	}
 	var others []cpuTarget
 	for i, setting := range b.opts.gc {
 		oe, err := b.newServerEnv(fmt.Sprintf("cpu-gc%d", i))
@@ -76,6 +82,9 @@ func (b *bench) benchCPUServer() error {
 			return fmt.Errorf("serve with %s: %w", setting, err)
 		}
 		defer op.stop()
+		if err := op.awaitSettled(oe); err != nil {
+			return err
+		}
 		others = append(others, cpuTarget{era: eraSessions, what: "codehydra serve with " + setting + ", " + mcp.ToolGetStatus,
 			url: op.info.MCPURL, token: op.info.Token, tool: mcp.ToolGetStatus, pid: op.cmd.Process.Pid, workspaces: oe.workspaces})
 	}
@@ -103,8 +112,21 @@ func (b *bench) benchCPU(e *serverEnv, p *serverProc, others []cpuTarget) error 
 		return err
 	}
 	defer stateless.stop()
+	// The bare go-sdk server with serve's one P, beside it: how much of
+	// serve's figures the setting alone gives any go-sdk server.
+	bareOneP, err := b.startBare(false, oneP)
+	if err != nil {
+		return err
+	}
+	defer bareOneP.stop()
+	statelessOneP, err := b.startBare(true, oneP)
+	if err != nil {
+		return err
+	}
+	defer statelessOneP.stop()
 	targets := []cpuTarget{
 		{era: eraSessions, what: bareRow(eraSessions), url: bare.url, token: bare.token, tool: bareTool, pid: bare.cmd.Process.Pid, bare: true},
+		{era: eraSessions, what: bareRow(eraSessions) + ", " + oneP, url: bareOneP.url, token: bareOneP.token, tool: bareTool, pid: bareOneP.cmd.Process.Pid},
 	}
 	node, err := b.startNode()
 	if err != nil {
@@ -123,6 +145,7 @@ func (b *bench) benchCPU(e *serverEnv, p *serverProc, others []cpuTarget) error 
 	targets = append(targets, others...)
 	targets = append(targets,
 		cpuTarget{era: eraStateless, what: bareRow(eraStateless), url: stateless.url, token: stateless.token, tool: bareTool, pid: stateless.cmd.Process.Pid, bare: true},
+		cpuTarget{era: eraStateless, what: bareRow(eraStateless) + ", " + oneP, url: statelessOneP.url, token: statelessOneP.token, tool: bareTool, pid: statelessOneP.cmd.Process.Pid},
 		serve(eraStateless, mcp.ToolGetStatus),
 		serve(eraStateless, mcp.ToolGetOpencodePort),
 	)
@@ -165,22 +188,24 @@ func (b *bench) benchCPU(e *serverEnv, p *serverProc, others []cpuTarget) error 
 	// The tail of one session's calls, on the same servers: serve's
 	// beside the bare servers' shows how much of it is the SDK's and the
 	// machine's.
-	for range rounds {
+	for r := range rounds {
 		for i, t := range targets {
 			if results[i].Note != "" {
 				continue
 			}
-			lat, err := b.oneSession(t, oneSessionFor)
+			lat, thin, err := b.oneSession(t, oneSessionFor, r%2 == 1)
 			if err != nil {
 				return fmt.Errorf("%s in %s, one session: %w", t.what, t.era, err)
 			}
 			results[i].One = append(results[i].One, lat...)
+			results[i].Thin = append(results[i].Thin, thin...)
 		}
 	}
 	for i := range results {
 		results[i].PerCall = median(results[i].Rounds)
-		if one := results[i].One; len(one) > 0 {
-			b.say("one session, %s in %s: p50 %s, p99 %s of %d calls", targets[i].what, targets[i].era, ms(percentile(one, 50)), ms(percentile(one, 99)), len(one))
+		if one, thin := results[i].One, results[i].Thin; len(one) > 0 && len(thin) > 0 {
+			b.say("one session, %s in %s: thin client p50 %s, p99 %s of %d calls; go-sdk client p50 %s, p99 %s of %d calls", targets[i].what, targets[i].era,
+				ms(percentile(thin, 50)), ms(percentile(thin, 99)), len(thin), ms(percentile(one, 50)), ms(percentile(one, 99)), len(one))
 		}
 	}
 	b.cpu = results
@@ -211,13 +236,22 @@ func (b *bench) warmClient(t cpuTarget, i, calls int) (*benchClient, error) {
 	return c, nil
 }
 
+// oneP is serve's own GOMAXPROCS (internal/daemon/gc.go), for the bare
+// go-sdk server's rows beside the yardstick.
+const oneP = "GOMAXPROCS=1"
+
 // oneSessionFor is how long one session calls back to back in each
 // round's latency pass.
 const oneSessionFor = 2 * time.Second
 
 // oneSession is the latency of each call of one session of t calling
-// back to back for dur, after a warm-up.
-func (b *bench) oneSession(t cpuTarget, dur time.Duration) ([]time.Duration, error) {
+// back to back for dur, after a warm-up: through the go-sdk client
+// (sdkLat), and the same call replayed by a thin client for as long on
+// the same session (thin), whose own work and garbage are next to none,
+// so that its tail is the server's and the machine's. thinFirst runs the
+// thin client's pass first (the rounds take turns, so that neither pass
+// has the warmer server).
+func (b *bench) oneSession(t cpuTarget, dur time.Duration, thinFirst bool) (sdkLat, thin []time.Duration, err error) {
 	if b.opts.quick {
 		dur = time.Second
 	}
@@ -226,17 +260,51 @@ func (b *bench) oneSession(t cpuTarget, dur time.Duration) ([]time.Duration, err
 		defer c.close()
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var lat []time.Duration
-	for end := time.Now().Add(dur); time.Now().Before(end); {
-		start := time.Now()
-		if err := c.call(b.ctx, t.tool); err != nil {
-			return nil, err
+	viaSDK := func() error {
+		for end := time.Now().Add(dur); time.Now().Before(end); {
+			start := time.Now()
+			if err := c.call(b.ctx, t.tool); err != nil {
+				return err
+			}
+			sdkLat = append(sdkLat, time.Since(start))
 		}
-		lat = append(lat, time.Since(start))
+		return nil
 	}
-	return lat, nil
+	var body, answer bytes.Buffer
+	id := 1 << 20
+	replay := func() error {
+		for range 20 { // warm-up
+			id++
+			if err := c.thinCall(b.ctx, id, &body, &answer); err != nil {
+				return err
+			}
+		}
+		for end := time.Now().Add(dur); time.Now().Before(end); {
+			id++
+			start := time.Now()
+			err := c.thinCall(b.ctx, id, &body, &answer)
+			thin = append(thin, time.Since(start))
+			if err == nil {
+				err = checkAnswer(answer.Bytes(), id)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	passes := []func() error{viaSDK, replay}
+	if thinFirst {
+		passes[0], passes[1] = replay, viaSDK
+	}
+	for _, pass := range passes {
+		if err := pass(); err != nil {
+			return nil, nil, err
+		}
+	}
+	return sdkLat, thin, nil
 }
 
 // otherEra is the error of a server that answered in another era than
@@ -360,13 +428,13 @@ func (b *bench) reportCPU(w *markdown) {
 	}
 	w.p("### CPU and memory per call, both eras (issues 16 and 27)")
 	w.p("")
-	w.p("CPU time (user + system, from /proc/<pid>/stat) that the server process spends per `tools/call`, with %d MCP sessions calling at once (%d calls per round, median of %d rounds, every row's rounds interleaved in the same run), in both eras of the protocol: *2025-11-25*, where each client opens a session (`initialize`, `Mcp-Session-Id`), and *2026-07-28*, where it opens none (`server/discover`, then each request on its own). *Bare go-sdk* is a go-sdk server with the same checks on what comes in (bearer token, Host, Origin, body limit) and one trivial tool that takes no input, registered through the SDK's low-level `Server.AddTool` (the cheapest a go-sdk tool can be), run as its own process with Go's default garbage collector settings; in 2026-07-28 it serves on the SDK's stateless handler, the only one that speaks that era. *Bare Node SDK* is the same server written with the official TypeScript SDK (`build/bench/nodeserver.js`, a `McpServer` and transport per session, as its documentation shows) on node %s. *RSS under load* is the most VmRSS (and of it, RssAnon: heaps and stacks; the rest is mapped files, for codehydra mostly its own executable) read every 10 ms from /proc/<pid>/status while the sessions called. On a busy machine the absolute figures move; the ratios, measured in the same run, are what count (goal: ≤ ×1.3).",
+	w.p("CPU time (user + system, from /proc/<pid>/stat) that the server process spends per `tools/call`, with %d MCP sessions calling at once (%d calls per round, median of %d rounds, every row's rounds interleaved in the same run), in both eras of the protocol: *2025-11-25*, where each client opens a session (`initialize`, `Mcp-Session-Id`), and *2026-07-28*, where it opens none (`server/discover`, then each request on its own). *Bare go-sdk* is a go-sdk server with the same checks on what comes in (bearer token, Host, Origin, body limit) and one trivial tool that takes no input, registered through the SDK's low-level `Server.AddTool` (the cheapest a go-sdk tool can be), run as its own process with Go's default runtime settings (as many Ps as cores, GOGC 100, no memory limit), and beside it with serve's one P (`GOMAXPROCS=1`); in 2026-07-28 it serves on the SDK's stateless handler, the only one that speaks that era. *Bare Node SDK* is the same server written with the official TypeScript SDK (`build/bench/nodeserver.js`, a `McpServer` and transport per session, as its documentation shows) on node %s. *RSS under load* is the most VmRSS (and of it, RssAnon: heaps and stacks; the rest is mapped files, for codehydra mostly its own executable) read every 10 ms from /proc/<pid>/status while the sessions called. On a busy machine the absolute figures move; the ratios, measured in the same run, are what count (goal: ≤ ×1.3).",
 		cpuSessions, b.cpu[0].Calls, len(b.cpu[0].Rounds), nodeVersion(b.ctx))
 	w.p("")
-	w.p("*One session* is the latency of one client's calls back to back, in a pass after each round's CPU figures (%d s per server per round): with no other session calling, the tail is the SDK's, the garbage collector's and the machine's (the client shares the cores).", int(oneSessionFor.Seconds()))
+	w.p("*One session* is the latency of one client's calls back to back, in a pass after each round's CPU figures, with no other session calling: %d s through a go-sdk client (its session, or in 2026-07-28 its per-request `_meta`), and %d s of the same call replayed by a *thin client* (the two passes take turns at going first): the bytes of the go-sdk client's first `tools/call` as they went on the wire (its headers, session id and `_meta`), a new JSON-RPC id each time, sent on the same HTTP client's connections, the whole answer read, timed, and then checked to be the call's successful result. The server does the same work for both; the thin client does next to none while it is timed, where the go-sdk client decodes every answer through new 32 KiB buffers (the SDK's JSON decoder) and collects its own garbage on the same %d cores: the thin client's tail is the server's and the machine's.", int(oneSessionFor.Seconds()), int(oneSessionFor.Seconds()), runtime.NumCPU())
 	w.p("")
-	w.p("| era | server, tool | CPU per call | rounds | vs bare go-sdk, same era | RSS under load | of it anonymous | one session: p50 / p99 |")
-	w.p("|---|---|---:|---|---:|---:|---:|---:|")
+	w.p("| era | server, tool | CPU per call | rounds | vs bare go-sdk, same era | RSS under load | of it anonymous | one session, thin client: p50 / p99 | one session, go-sdk client: p50 / p99 |")
+	w.p("|---|---|---:|---|---:|---:|---:|---:|---:|")
 	bare := map[string]time.Duration{}
 	for _, c := range b.cpu {
 		if c.Bare {
@@ -375,24 +443,28 @@ func (b *bench) reportCPU(w *markdown) {
 	}
 	for _, c := range b.cpu {
 		if c.Note != "" {
-			w.p("| %s | %s | – | %s | – | – | – | – |", c.Era, c.What, c.Note)
+			w.p("| %s | %s | – | %s | – | – | – | – | – |", c.Era, c.What, c.Note)
 			continue
 		}
 		rounds := make([]string, len(c.Rounds))
 		for i, r := range c.Rounds {
 			rounds[i] = ms(r)
 		}
-		one := "–"
-		if len(c.One) > 0 {
-			one = ms(percentile(c.One, 50)) + " / " + ms(percentile(c.One, 99))
-		}
-		w.p("| %s | %s | %s | %s | %s | %s | %s | %s |", c.Era, c.What, ms(c.PerCall), strings.Join(rounds, ", "), ratio(c.PerCall, bare[c.Era]), mb(c.RSS), mb(c.Anon), one)
+		w.p("| %s | %s | %s | %s | %s | %s | %s | %s | %s |", c.Era, c.What, ms(c.PerCall), strings.Join(rounds, ", "), ratio(c.PerCall, bare[c.Era]), mb(c.RSS), mb(c.Anon), p50p99(c.Thin), p50p99(c.One))
 	}
 	w.p("")
 	if old, stateless := bare[eraSessions], bare[eraStateless]; old > 0 && stateless > 0 {
 		w.p("The bare go-sdk server's call costs %s in 2026-07-28 against its own in 2025-11-25: a stateless request is served by a server session of its own, made and dropped per request.", ratio(stateless, old))
 		w.p("")
 	}
+}
+
+// p50p99 is "p50 / p99" of lat, "–" when it is empty.
+func p50p99(lat []time.Duration) string {
+	if len(lat) == 0 {
+		return "–"
+	}
+	return ms(percentile(lat, 50)) + " / " + ms(percentile(lat, 99))
 }
 
 // cpuRow is the result of what in era; ok is false when it was not

@@ -124,7 +124,7 @@ func (e *serverEnv) environ() []string {
 		env = append(env, kv)
 	}
 	if len(e.gc) > 0 {
-		env = append(withoutGCSettings(env), e.gc...)
+		env = append(withoutRuntimeSettings(env), e.gc...)
 	}
 	return append(env,
 		"HOME="+filepath.Join(e.dir, "home"),
@@ -217,6 +217,21 @@ func (b *bench) startServer(e *serverEnv) (*serverProc, error) {
 	return p, nil
 }
 
+// awaitSettled waits until serve has settled on its steady runtime
+// settings (one P, settleAfter after its announcement, which it logs as
+// "started up"), so that the figures taken next are its steady ones.
+func (p *serverProc) awaitSettled(e *serverEnv) error {
+	for t0 := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+		data, _ := os.ReadFile(filepath.Join(e.dir, "serve.err"))
+		if bytes.Contains(data, []byte("msg=\"started up\"")) {
+			return nil
+		}
+		if time.Since(t0) > 20*time.Second || p.exited() {
+			return fmt.Errorf("codehydra serve did not log that it started up within 20 s; stderr:\n%s", data)
+		}
+	}
+}
+
 // authenticated reports whether the MCP server of info answers an
 // initialize request with its token.
 func authenticated(client *http.Client, info instance.Info) bool {
@@ -292,6 +307,10 @@ func (b *bench) benchServer() error {
 			last = p
 		}
 		b.startups = append(b.startups, su)
+		if err := last.awaitSettled(e); err != nil {
+			last.stop()
+			return err
+		}
 		time.Sleep(idle) // idle: nothing happens, the way a user leaves it
 		rss, err := readRSS(last.cmd.Process.Pid, "serve", n)
 		if err != nil {

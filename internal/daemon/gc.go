@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"slices"
@@ -27,6 +28,35 @@ const (
 	// memoryEvery is how often the limit is moved after the live heap.
 	memoryEvery = 2 * time.Second
 )
+
+// serveProcs is how many threads run the core's Go code at once
+// (GOMAXPROCS) once it has started. A tool call passes from goroutine to
+// goroutine several times in the go-sdk (the HTTP handler, the session's
+// reader, the handler, back); with more than one P each hand-over may wake
+// another thread, which on a busy or virtual machine is the slowest step
+// of a call. The core's work is short and waits on I/O (git and the
+// agents run in processes of their own), so one P is enough: on the
+// bench's 2 cores it cut a status call's CPU by 14-28 %, one session's
+// p99 from 1.4-2.8 ms to 1.0-1.8 ms per round, and the RSS under load by
+// 5 MB (docs/BENCHMARKS.md, issue 27).
+// A goroutine that runs long is still preempted every 10 ms. Start-up
+// keeps every core until settleAfter after the projects are loaded: there
+// the tool schemas, the tray's D-Bus menu, the agents' supervision and
+// the status cache's first reads overlap, and on one P the tray was ready
+// 70-100 ms later (45 ms later when one P began as soon as the projects
+// were loaded).
+const (
+	serveProcs  = 1
+	settleAfter = 2 * time.Second
+)
+
+// settleProcs runs the core's Go code on serveProcs Ps from now on, unless
+// the environment sets GOMAXPROCS: called once start-up is done.
+func settleProcs(getenv func(string) string) {
+	if getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(serveProcs)
+	}
+}
 
 // tuneGC sets GOGC unless the environment sets it, and the memory limit,
 // following the live heap until ctx ends, unless the environment sets

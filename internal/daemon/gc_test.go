@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"testing"
@@ -59,6 +60,26 @@ func TestTuneGCSetsBothUnlessTheEnvironmentDoes(t *testing.T) {
 		cancel()
 		if p, l := readGC(); p != c.wantPercent || l != c.wantLimit {
 			t.Errorf("environment %v: GOGC %d and limit %d MiB, want %d and %d MiB", c.env, p, l>>20, c.wantPercent, c.wantLimit>>20)
+		}
+	}
+}
+
+func TestSettleProcsSetsOnePUnlessTheEnvironmentSetsGOMAXPROCS(t *testing.T) {
+	procs := runtime.GOMAXPROCS(0)
+	t.Cleanup(func() { runtime.GOMAXPROCS(procs) })
+	for _, c := range []struct {
+		env  map[string]string
+		want int
+	}{
+		{map[string]string{}, serveProcs},
+		{map[string]string{"GOGC": "100"}, serveProcs},
+		// What the runtime took from the environment stands.
+		{map[string]string{"GOMAXPROCS": "3"}, 3},
+	} {
+		runtime.GOMAXPROCS(3)
+		settleProcs(func(k string) string { return c.env[k] })
+		if got := runtime.GOMAXPROCS(0); got != c.want {
+			t.Errorf("environment %v: GOMAXPROCS %d, want %d", c.env, got, c.want)
 		}
 	}
 }

@@ -3,6 +3,8 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"time"
 
 	"codehydra/internal/instance"
 )
@@ -13,7 +15,8 @@ import (
 // loadProjects starts loading in the background and returns: reap agents a
 // crashed earlier run left behind, load the saved projects with their
 // workspaces and publish them (the UI shows them, the supervisor starts
-// their agents), then add the --project paths, and announce. Shutdown
+// their agents), then add the --project paths, announce, and settle on
+// one P (settleProcs) settleAfter later. Shutdown
 // stops it before it stops the agents.
 func (s *server) loadProjects(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
@@ -26,6 +29,12 @@ func (s *server) loadProjects(ctx context.Context) error {
 			return
 		}
 		s.announce()
+		select {
+		case <-ctx.Done():
+		case <-time.After(settleAfter):
+			settleProcs(s.opts.Getenv)
+			s.log.Info("started up", "gomaxprocs", runtime.GOMAXPROCS(0))
+		}
 	}()
 	s.onShutdown("stop loading projects", func(context.Context) error {
 		cancel()
