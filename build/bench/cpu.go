@@ -69,26 +69,41 @@ func (b *bench) benchCPUServer() error {
 	}
 	var others []cpuTarget
 	for i, setting := range b.opts.gc {
-		oe, err := b.newServerEnv(fmt.Sprintf("cpu-gc%d", i))
+		oe, op, err := b.startServeWith(fmt.Sprintf("cpu-gc%d", i), strings.Fields(setting))
 		if err != nil {
 			return err
-		}
-		oe.gc = strings.Fields(setting)
-		if err := oe.grow(b.ctx, 10); err != nil {
-			return err
-		}
-		op, err := b.startServer(oe)
-		if err != nil {
-			return fmt.Errorf("serve with %s: %w", setting, err)
 		}
 		defer op.stop()
-		if err := op.awaitSettled(oe); err != nil {
-			return err
-		}
 		others = append(others, cpuTarget{era: eraSessions, what: "codehydra serve with " + setting + ", " + mcp.ToolGetStatus,
 			url: op.info.MCPURL, token: op.info.Token, tool: mcp.ToolGetStatus, pid: op.cmd.Process.Pid, workspaces: oe.workspaces})
 	}
-	return b.benchCPU(e, p, others)
+	if err := b.benchCPU(e, p, others); err != nil {
+		return err
+	}
+	return b.benchWhileGitRuns(e, p)
+}
+
+// startServeWith starts codehydra serve in a new home name with 10
+// workspaces and the runtime settings settings (e.g. "GOGC=100"), and
+// waits until it has settled.
+func (b *bench) startServeWith(name string, settings []string) (*serverEnv, *serverProc, error) {
+	e, err := b.newServerEnv(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	e.gc = settings
+	if err := e.grow(b.ctx, 10); err != nil {
+		return nil, nil, err
+	}
+	p, err := b.startServer(e)
+	if err != nil {
+		return nil, nil, fmt.Errorf("serve with %s: %w", strings.Join(settings, " "), err)
+	}
+	if err := p.awaitSettled(e); err != nil {
+		p.stop()
+		return nil, nil, err
+	}
+	return e, p, nil
 }
 
 // benchCPU measures the CPU time that the server process spends per
@@ -272,28 +287,9 @@ func (b *bench) oneSession(t cpuTarget, dur time.Duration, thinFirst bool) (sdkL
 		}
 		return nil
 	}
-	var body, answer bytes.Buffer
-	id := 1 << 20
 	replay := func() error {
-		for range 20 { // warm-up
-			id++
-			if err := c.thinCall(b.ctx, id, &body, &answer); err != nil {
-				return err
-			}
-		}
-		for end := time.Now().Add(dur); time.Now().Before(end); {
-			id++
-			start := time.Now()
-			err := c.thinCall(b.ctx, id, &body, &answer)
-			thin = append(thin, time.Since(start))
-			if err == nil {
-				err = checkAnswer(answer.Bytes(), id)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+		thin, err = c.replayFor(b.ctx, dur)
+		return err
 	}
 	passes := []func() error{viaSDK, replay}
 	if thinFirst {
@@ -305,6 +301,33 @@ func (b *bench) oneSession(t cpuTarget, dur time.Duration, thinFirst bool) (sdkL
 		}
 	}
 	return sdkLat, thin, nil
+}
+
+// replayFor replays c's recorded call back to back for dur, after a
+// warm-up, and returns each call's latency (thinCall).
+func (c *benchClient) replayFor(ctx context.Context, dur time.Duration) ([]time.Duration, error) {
+	var body, answer bytes.Buffer
+	id := 1 << 20
+	for range 20 { // warm-up
+		id++
+		if err := c.thinCall(ctx, id, &body, &answer); err != nil {
+			return nil, err
+		}
+	}
+	var lat []time.Duration
+	for end := time.Now().Add(dur); time.Now().Before(end); {
+		id++
+		start := time.Now()
+		err := c.thinCall(ctx, id, &body, &answer)
+		lat = append(lat, time.Since(start))
+		if err == nil {
+			err = checkAnswer(answer.Bytes(), id)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return lat, nil
 }
 
 // otherEra is the error of a server that answered in another era than
@@ -457,6 +480,7 @@ func (b *bench) reportCPU(w *markdown) {
 		w.p("The bare go-sdk server's call costs %s in 2026-07-28 against its own in 2025-11-25: a stateless request is served by a server session of its own, made and dropped per request.", ratio(stateless, old))
 		w.p("")
 	}
+	b.reportWhileGitRuns(w)
 }
 
 // p50p99 is "p50 / p99" of lat, "–" when it is empty.

@@ -128,6 +128,7 @@ type bench struct {
 	creates       []createResult
 	calls         []callResult
 	cpu           []cpuResult
+	gitRuns       []gitRunResult
 	startups      []startupResult
 	rss           []rssResult
 	gui           *guiResult
