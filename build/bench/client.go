@@ -69,10 +69,10 @@ func (s *sentCall) record(r *http.Request) error {
 	// The go-sdk writes the id before the params: the first "id": is it.
 	key := []byte(`"id":`)
 	at := bytes.Index(body, key)
-	if at < 0 || !bytes.HasPrefix(body[at+len(key):], msg.ID) || !bytes.ContainsAny(body[at+len(key)+len(msg.ID):][:1], ",}") {
+	end := at + len(key) + len(msg.ID)
+	if at < 0 || !bytes.HasPrefix(body[at+len(key):], msg.ID) || end >= len(body) || (body[end] != ',' && body[end] != '}') {
 		return fmt.Errorf("cannot find the id %s in the tools/call the client sent", msg.ID)
 	}
-	end := at + len(key) + len(msg.ID)
 	s.url, s.header = r.URL.String(), r.Header.Clone()
 	s.before, s.after = slices.Clone(body[:end-len(msg.ID)]), slices.Clone(body[end:])
 	return nil

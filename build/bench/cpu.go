@@ -52,21 +52,11 @@ type cpuTarget struct {
 // benchCPUServer starts codehydra serve with 10 workspaces and runs
 // benchCPU against it.
 func (b *bench) benchCPUServer() error {
-	e, err := b.newServerEnv("cpu")
-	if err != nil {
-		return err
-	}
-	if err := e.grow(b.ctx, 10); err != nil {
-		return err
-	}
-	p, err := b.startServer(e)
+	e, p, err := b.startServeWith("cpu", nil)
 	if err != nil {
 		return err
 	}
 	defer p.stop()
-	if err := p.awaitSettled(e); err != nil {
-		return err
-	}
 	var others []cpuTarget
 	for i, setting := range b.opts.gc {
 		oe, op, err := b.startServeWith(fmt.Sprintf("cpu-gc%d", i), strings.Fields(setting))
@@ -84,8 +74,8 @@ func (b *bench) benchCPUServer() error {
 }
 
 // startServeWith starts codehydra serve in a new home name with 10
-// workspaces and the runtime settings settings (e.g. "GOGC=100"), and
-// waits until it has settled.
+// workspaces and the runtime settings settings (e.g. "GOGC=100"; none:
+// its own), and waits until it has settled.
 func (b *bench) startServeWith(name string, settings []string) (*serverEnv, *serverProc, error) {
 	e, err := b.newServerEnv(name)
 	if err != nil {
