@@ -495,7 +495,10 @@ func TestASubscriptionIsCheckedPassedOnAndEndedInBothEras(t *testing.T) {
 		if err := <-subscribed; err != nil {
 			t.Fatalf("%s: subscribe: %v", era.name, err)
 		}
+		// The unsubscribe is audited as its call returns, which may be
+		// after the gateway saw it end.
 		want = append(want, on, off)
+		waitFor(t, era.name+": the subscription and its end audited", func() bool { return len(h.resourceAudit(t)) >= len(want) })
 		if got := h.resourceAudit(t); !slices.Equal(got, want) {
 			t.Fatalf("%s: audit lines\n got %+v\nwant %+v", era.name, got, want)
 		}
